@@ -1,0 +1,249 @@
+"""The ``seq2bert`` command: thin subcommands, each calling one public function.
+
+Mistakes in the input (a bad config key, a malformed data file, a missing checkpoint) print one line
+``seq2bert: error: …`` and exit with status 2, without a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+from seq2bert.errors import UserError
+
+EPILOG_TRAIN = """examples:
+  seq2bert train --task copy --out runs/copy
+  seq2bert train --data ../shared/data/multi30k --src de --tgt en --out runs/m30k --set train.max_minutes=55
+  seq2bert train --config my.yaml --set train.lr=3e-4 --set model.num_layers=2 --out runs/x
+  seq2bert train --out runs/x --resume          # continue a killed run from its last checkpoint
+
+Every key of the configuration can be set with --set section.key=value (see `seq2bert config`)."""
+
+
+def _add_config_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", metavar="FILE", help="a YAML or JSON run configuration (see `seq2bert config`)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override one config key, dotted, e.g. --set train.lr=3e-4 (repeatable)")
+    p.add_argument("--task", help="built-in synthetic task: copy, reverse, sort or lang (sets data.task)")
+    p.add_argument("--data", metavar="DIR", help="folder of parallel text: {train,val,test...}.{SRC,TGT}[.gz]")
+    p.add_argument("--src", default="de", help="source language suffix with --data (default: de)")
+    p.add_argument("--tgt", default="en", help="target language suffix with --data (default: en)")
+    p.add_argument("--valid-split", default="val", help="validation split name with --data (default: val)")
+    p.add_argument("--test-split", default="test_2016_flickr", help="test split name with --data")
+
+
+def load_run_config(args: argparse.Namespace, *, defaults: list[str] | None = None):
+    """Defaults ← --config file ← --task / --data ← --set overrides; validated before any work starts."""
+    from seq2bert import config as config_io
+    from seq2bert.recipes.translation import TranslationConfig
+
+    cfg = config_io.load(TranslationConfig, args.config) if args.config else TranslationConfig()
+    overrides = list(defaults or [])
+    if args.task:
+        overrides.append(f"data.task={args.task}")
+    if args.data:
+        overrides += data_dir_overrides(Path(args.data), args.src, args.tgt, args.valid_split, args.test_split)
+    return config_io.apply_overrides(cfg, overrides + args.overrides)
+
+
+def data_dir_overrides(directory: Path, src: str, tgt: str, valid: str, test: str) -> list[str]:
+    from seq2bert.data.parallel import parallel_files
+
+    if not directory.is_dir():
+        raise UserError(f"--data {directory}: no such folder")
+    out = ["data.task=files"]
+    for key, split, required in (("train", "train", True), ("valid", valid, False), ("test", test, False)):
+        try:
+            s, t = parallel_files(directory.resolve(), split, src, tgt)
+        except UserError:
+            if required:
+                raise
+            continue
+        out += [f"data.{key}_src={s}", f"data.{key}_tgt={t}"]
+    return out
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from seq2bert.recipes.translation import train
+    from seq2bert.report import format_table
+
+    cfg = load_run_config(args)
+    row = train(cfg, args.out, resume=args.resume)
+    if row.pop("is_main", True):
+        print(format_table([row]))
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from seq2bert.recipes.demo import run_demo
+
+    run_demo(args.out, budget=args.budget)
+    return 0
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from seq2bert.data.parallel import read_parallel
+    from seq2bert.recipes.translation import evaluate, load, load_pairs
+    from seq2bert.report import format_metrics
+
+    if args.source:
+        pairs = read_parallel(args.source, args.target).pairs
+        label = args.source
+    else:
+        _, _, run = load(args.checkpoint)
+        if run is None:
+            raise UserError(f"{args.checkpoint}: no run.json; give --source/--target files to evaluate on")
+        pairs = load_pairs(run.data)[args.split]
+        label = f"{run.data.task} {args.split}"
+        if not pairs:
+            raise UserError(f"{args.checkpoint}: the run has no {args.split} split; give --source/--target")
+    print(format_metrics(evaluate(args.checkpoint, pairs), title=f"{args.checkpoint} on {label}"))
+    return 0
+
+
+def cmd_translate(args: argparse.Namespace) -> int:
+    from seq2bert.recipes.translation import translate
+
+    if args.text:
+        texts = args.text
+    else:
+        stream = open(args.input, encoding="utf-8") if args.input else sys.stdin
+        texts = [line.rstrip("\n") for line in stream]
+    for line in translate(args.checkpoint, texts, batch_size=args.batch_size):
+        print(line)
+    return 0
+
+
+def cmd_config(args: argparse.Namespace) -> int:
+    import yaml
+
+    from seq2bert import config as config_io
+
+    cfg = load_run_config(args)
+    text = yaml.safe_dump(config_io.to_dict(cfg), sort_keys=False)
+    if args.write:
+        config_io.save(cfg, args.write)
+    print(text, end="")
+    return 0
+
+
+def cmd_tokenizer(args: argparse.Namespace) -> int:
+    from seq2bert.data.tokenization import Tokenizer
+
+    if args.action == "train":
+        tok = Tokenizer.train(args.files, kind=args.kind, vocab_size=args.vocab_size,
+                              min_frequency=args.min_frequency, lowercase=args.lowercase)
+        tok.save(args.out)
+        print(f"{args.kind} vocabulary of {tok.vocab_size} tokens written to {Path(args.out) / 'tokenizer.json'}")
+    else:
+        tok = Tokenizer.from_file(args.tokenizer)
+        enc = tok.encode(args.text, args.pair)
+        for token, i, t, (s, e) in zip(enc.tokens, enc.ids, enc.type_ids, enc.offsets, strict=True):
+            print(f"{i:>7}  {t}  {s:>4}-{e:<4} {token}")
+    return 0
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    from seq2bert.viz.curves import plot_training_curves
+
+    run = Path(args.run)
+    log_path = run / "log.jsonl" if run.is_dir() else run
+    out = Path(args.out) if args.out else log_path.with_name("curves.png")
+    print(plot_training_curves(log_path, out))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="seq2bert",
+        description="The lineage of neural sequence models, from Seq2Seq to BERT: train, evaluate, translate.",
+        epilog="Start with `seq2bert demo`; every subcommand has its own --help.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    p = sub.add_parser("demo", help="the main job: train a Seq2Seq on the built-in task, evaluate, translate",
+                       description="Train the default Seq2Seq (Sutskever et al. 2014) on the built-in synthetic "
+                                   "language pair, evaluate it, translate a few examples and print a results table. "
+                                   "No download; a few minutes on 2 CPU cores.")
+    p.add_argument("--out", default="runs/demo", help="run directory (default: runs/demo)")
+    p.add_argument("--budget", type=float, default=1.0, help="scale the training time (default 1.0)")
+    p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("train", help="train a model (Seq2Seq) on a synthetic task or parallel text",
+                       description="Train a sequence-to-sequence model with the seq2bert engine: checkpoints, "
+                                   "log.jsonl, curves.png and results.json land in --out.",
+                       epilog=EPILOG_TRAIN, formatter_class=argparse.RawDescriptionHelpFormatter)
+    _add_config_args(p)
+    p.add_argument("--out", required=True, help="run directory")
+    p.add_argument("--resume", action="store_true", help="continue from the last checkpoint in --out")
+    p.set_defaults(func=cmd_train)
+
+    p = sub.add_parser("evaluate", help="score a checkpoint: perplexity, token accuracy, exact match, BLEU",
+                       description="Evaluate a checkpoint (or a run directory's best) on its run's split or on "
+                                   "given parallel files. BLEU is sacrebleu's, cased and lowercased.")
+    p.add_argument("checkpoint", help="checkpoint or run directory")
+    p.add_argument("--split", default="test", choices=["train", "valid", "test"], help="split of the run's data")
+    p.add_argument("--source", help="source file (plain/.gz) or a TSV of source<TAB>target")
+    p.add_argument("--target", help="target file aligned with --source")
+    p.set_defaults(func=cmd_evaluate)
+
+    p = sub.add_parser("translate", help="translate text with a checkpoint (greedy decoding)",
+                       description="Translate the given texts, a file (--input) or standard input, one per line.")
+    p.add_argument("checkpoint", help="checkpoint or run directory")
+    p.add_argument("text", nargs="*", help="texts to translate (default: read lines from --input or stdin)")
+    p.add_argument("--input", help="file with one source sentence per line")
+    p.add_argument("--batch-size", type=int, default=64)
+    p.set_defaults(func=cmd_translate)
+
+    p = sub.add_parser("config", help="print the run configuration (defaults, file and overrides applied)",
+                       description="Print the full run configuration as YAML: every key --set can change.")
+    _add_config_args(p)
+    p.add_argument("--write", metavar="FILE", help="also write it to FILE (.yaml or .json)")
+    p.set_defaults(func=cmd_config)
+
+    p = sub.add_parser("tokenizer", help="train a WordPiece / BPE / word vocabulary, or show an encoding",
+                       description="`seq2bert tokenizer train --kind bpe --vocab-size 8000 --out DIR FILE...` or "
+                                   "`seq2bert tokenizer encode TOKENIZER TEXT [--pair TEXT]`.")
+    tsub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    t = tsub.add_parser("train", help="train a vocabulary from text files (plain or .gz)")
+    t.add_argument("files", nargs="+")
+    t.add_argument("--kind", default="bpe", choices=["bpe", "wordpiece", "word"])
+    t.add_argument("--vocab-size", type=int, default=8000)
+    t.add_argument("--min-frequency", type=int, default=2)
+    t.add_argument("--lowercase", action="store_true")
+    t.add_argument("--out", required=True, help="folder for tokenizer.json")
+    t = tsub.add_parser("encode", help="show tokens, ids, type ids and offsets of a text (or pair)")
+    t.add_argument("tokenizer", help="tokenizer.json, BERT vocab.txt or a folder holding one")
+    t.add_argument("text")
+    t.add_argument("--pair", help="second text of a pair")
+    p.set_defaults(func=cmd_tokenizer)
+
+    p = sub.add_parser("plot", help="plot the training curves of a run (PNG)",
+                       description="Plot loss, validation metrics and learning rate from a run's log.jsonl.")
+    p.add_argument("run", help="run directory or log.jsonl")
+    p.add_argument("--out", help="PNG path (default: curves.png beside the log)")
+    p.set_defaults(func=cmd_plot)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
+    try:
+        return args.func(args)
+    except UserError as e:
+        print(f"seq2bert: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("seq2bert: interrupted (resume with --resume)", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

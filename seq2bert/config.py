@@ -1,0 +1,257 @@
+"""Typed configuration: dataclasses read from and written to JSON / YAML, with dotted command-line overrides.
+
+Every config in seq2bert is a plain dataclass whose fields carry type hints. This module turns nested dicts
+(from a JSON or YAML file) into those dataclasses, checking every key and value on the way:
+
+* an unknown key is an error that names the closest valid keys (``train.lrr`` → "did you mean train.lr?");
+* a value of the wrong type is an error that names the key and the expected type;
+* each dataclass may define ``validate(self)`` raising :class:`ConfigError` for values that are of the right
+  type but wrong (a negative learning rate, heads not dividing the hidden size, a missing file); the error is
+  re-raised with the full dotted key, at load time, before any work starts.
+
+Overrides come from the command line as ``key=value`` with dotted keys (``train.lr=3e-4``); the value is
+parsed as YAML (so ``true``, ``3e-4``, ``[1, 2]`` and ``null`` work) and then type-checked like a file value.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import json
+import os
+import tempfile
+import types
+import typing
+from pathlib import Path
+from typing import Any, Literal, TypeVar, Union, get_args, get_origin
+
+import yaml
+
+from seq2bert.errors import ConfigError
+
+T = TypeVar("T")
+
+
+def field_names(cls: type) -> list[str]:
+    return [f.name for f in dataclasses.fields(cls)]
+
+
+def _closest(key: str, valid: list[str], prefix: str) -> str:
+    close = difflib.get_close_matches(key, valid, n=3, cutoff=0.5)
+    if close:
+        return "did you mean " + " or ".join(prefix + c for c in close) + "?"
+    return "valid keys: " + ", ".join(prefix + v for v in valid)
+
+
+def _type_name(tp: Any) -> str:
+    if get_origin(tp) is Literal:
+        return " | ".join(repr(a) for a in get_args(tp))
+    if get_origin(tp) in (Union, types.UnionType):
+        return " | ".join(_type_name(a) for a in get_args(tp))
+    if tp is type(None):
+        return "null"
+    return getattr(tp, "__name__", str(tp))
+
+
+def _convert(value: Any, tp: Any, key: str) -> Any:
+    """Check ``value`` against the type hint ``tp`` and convert where lossless (int → float, dict → dataclass)."""
+    origin = get_origin(tp)
+    if tp is Any:
+        return value
+    if origin in (Union, types.UnionType):
+        errors = []
+        for arm in get_args(tp):
+            try:
+                return _convert(value, arm, key)
+            except ConfigError as e:
+                errors.append(e)
+        raise ConfigError(f"{key}: expected {_type_name(tp)}, got {value!r}")
+    if tp is type(None):
+        if value is None:
+            return None
+        raise ConfigError(f"{key}: expected null, got {value!r}")
+    if origin is Literal:
+        if value in get_args(tp):
+            return value
+        raise ConfigError(f"{key}: expected one of {_type_name(tp)}, got {value!r}")
+    if dataclasses.is_dataclass(tp):
+        if isinstance(value, tp):
+            return value
+        if not isinstance(value, dict):
+            raise ConfigError(f"{key}: expected a mapping of {tp.__name__} fields, got {value!r}")
+        return from_dict(tp, value, prefix=key + ".")
+    if origin in (list, tuple):
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(f"{key}: expected a list, got {value!r}")
+        args = get_args(tp)
+        if origin is tuple and args and args[-1] is not Ellipsis:
+            if len(args) != len(value):
+                raise ConfigError(f"{key}: expected {len(args)} values, got {len(value)}")
+            return tuple(_convert(v, a, f"{key}[{i}]") for i, (v, a) in enumerate(zip(value, args, strict=True)))
+        item = args[0] if args else Any
+        out = [_convert(v, item, f"{key}[{i}]") for i, v in enumerate(value)]
+        return tuple(out) if origin is tuple else out
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(f"{key}: expected a mapping, got {value!r}")
+        return dict(value)
+    if tp is bool:
+        if isinstance(value, bool):
+            return value
+        raise ConfigError(f"{key}: expected true or false, got {value!r}")
+    if tp is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        raise ConfigError(f"{key}: expected an integer, got {value!r}")
+    if tp is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, str):  # YAML reads "1e-4" (no dot) as a string
+            try:
+                return float(value)
+            except ValueError:
+                pass
+        raise ConfigError(f"{key}: expected a number, got {value!r}")
+    if tp is str:
+        if isinstance(value, str):
+            return value
+        raise ConfigError(f"{key}: expected a string, got {value!r}")
+    if isinstance(tp, type) and isinstance(value, tp):
+        return value
+    raise ConfigError(f"{key}: expected {_type_name(tp)}, got {value!r}")
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def from_dict(cls: type[T], data: dict[str, Any], prefix: str = "") -> T:
+    """Build dataclass ``cls`` from ``data``, checking keys, types and ``validate()``; errors name dotted keys."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{prefix.rstrip('.') or 'config'}: expected a mapping, got {data!r}")
+    names = field_names(cls)
+    hints = _hints(cls)
+    kwargs = {}
+    for key, value in data.items():
+        if key not in names:
+            raise ConfigError(f"unknown key {prefix}{key}: {_closest(str(key), names, prefix)}")
+        kwargs[key] = _convert(value, hints[key], prefix + key)
+    try:
+        obj = cls(**kwargs)  # dataclasses of seq2bert validate themselves in __post_init__
+        validate = getattr(obj, "validate", None)
+        if validate is not None:
+            validate()
+    except ConfigError as e:
+        msg = str(e)
+        raise ConfigError(prefix + msg if prefix and not msg.startswith(prefix) else msg) from None
+    return obj
+
+
+def to_dict(obj: Any) -> dict[str, Any]:
+    """The plain-dict form of a (nested) config dataclass, ready for JSON / YAML."""
+
+    def plain(v: Any) -> Any:
+        if dataclasses.is_dataclass(v):
+            return {f.name: plain(getattr(v, f.name)) for f in dataclasses.fields(v)}
+        if isinstance(v, (list, tuple)):
+            return [plain(x) for x in v]
+        if isinstance(v, Path):
+            return str(v)
+        return v
+
+    return plain(obj)
+
+
+def read_mapping(path: str | Path) -> dict[str, Any]:
+    """Read a JSON or YAML file (by extension; YAML otherwise) into a dict, with a one-line error if malformed."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"{path}: no such config file")
+    text = path.read_text(encoding="utf-8")
+    try:
+        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"{path}:{e.lineno}: invalid JSON ({e.msg})") from None
+    except yaml.YAMLError as e:
+        line = getattr(getattr(e, "problem_mark", None), "line", -1) + 1
+        raise ConfigError(f"{path}:{line}: invalid YAML ({getattr(e, 'problem', e)})") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping of config keys at the top level")
+    return data
+
+
+def load(cls: type[T], path: str | Path) -> T:
+    """Load dataclass ``cls`` from a JSON or YAML file; errors name the file and the dotted key."""
+    data = read_mapping(path)
+    try:
+        return from_dict(cls, data)
+    except ConfigError as e:
+        raise ConfigError(f"{path}: {e}") from None
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in the same folder and an atomic rename."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def save(obj: Any, path: str | Path) -> None:
+    """Write a config dataclass to JSON or YAML (by extension), atomically."""
+    path = Path(path)
+    data = to_dict(obj)
+    if path.suffix == ".json":
+        text = json.dumps(data, indent=2) + "\n"
+    else:
+        text = yaml.safe_dump(data, sort_keys=False)
+    atomic_write_text(path, text)
+
+
+def parse_override(item: str) -> tuple[list[str], Any]:
+    """``"train.lr=3e-4"`` → ``(["train", "lr"], 0.0003)``; the value is parsed as YAML."""
+    if "=" not in item:
+        raise ConfigError(f"override {item!r}: expected key=value, e.g. train.lr=3e-4")
+    key, raw = item.split("=", 1)
+    key = key.strip()
+    if not key or any(not part for part in key.split(".")):
+        raise ConfigError(f"override {item!r}: expected a dotted key such as train.lr")
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError:
+        value = raw
+    return key.split("."), value
+
+
+def apply_overrides(obj: T, overrides: list[str]) -> T:
+    """Return a copy of config ``obj`` with dotted ``key=value`` overrides applied, type-checked and validated."""
+    data = to_dict(obj)
+    cls = type(obj)
+    for item in overrides:
+        parts, value = parse_override(item)
+        node, node_cls, prefix = data, cls, ""
+        for part in parts[:-1]:
+            names = field_names(node_cls)
+            if part not in names:
+                raise ConfigError(f"unknown key {prefix}{part}: {_closest(part, names, prefix)}")
+            sub_tp = _hints(node_cls)[part]
+            if not dataclasses.is_dataclass(sub_tp):
+                raise ConfigError(f"{prefix}{part} is a {_type_name(sub_tp)}, not a section with keys")
+            node, node_cls, prefix = node[part], sub_tp, prefix + part + "."
+        last = parts[-1]
+        names = field_names(node_cls)
+        if last not in names:
+            raise ConfigError(f"unknown key {prefix}{last}: {_closest(last, names, prefix)}")
+        node[last] = to_dict(_convert(value, _hints(node_cls)[last], prefix + last))
+    return from_dict(cls, data)

@@ -1,0 +1,22 @@
+"""User-facing errors.
+
+Every mistake a user can make (a bad config key, a malformed data file, a missing checkpoint) raises a
+subclass of :class:`UserError`. The CLI prints its message on one line and exits with status 2, without a
+traceback; library users can catch it. Messages name the file, line or key and say what was expected.
+"""
+
+
+class UserError(Exception):
+    """A mistake in the user's input; the message is shown to the user as is."""
+
+
+class ConfigError(UserError):
+    """An unknown or invalid configuration key or value."""
+
+
+class DataError(UserError):
+    """Malformed input data; the message names the file and line (or record)."""
+
+
+class CheckpointError(UserError):
+    """A checkpoint directory that is missing, incomplete or of the wrong kind."""

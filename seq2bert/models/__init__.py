@@ -1,0 +1,35 @@
+"""The model families of seq2bert, in one explicit registry: model_type → (config class, model class)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from torch import nn
+
+from seq2bert import config as config_io
+from seq2bert.errors import CheckpointError, ConfigError
+from seq2bert.models.seq2seq.config import Seq2SeqConfig
+from seq2bert.models.seq2seq.model import Seq2Seq
+
+MODELS: dict[str, tuple[type, type[nn.Module]]] = {
+    "seq2seq": (Seq2SeqConfig, Seq2Seq),
+}
+
+
+def model_config_from_dict(data: dict[str, Any], source: str | Path = "config") -> Any:
+    """The config dataclass named by ``data["model_type"]``, checked key by key."""
+    model_type = data.get("model_type")
+    if model_type not in MODELS:
+        raise CheckpointError(f"{source}: model_type {model_type!r} is not one of {', '.join(MODELS)}")
+    try:
+        return config_io.from_dict(MODELS[model_type][0], data)
+    except ConfigError as e:
+        raise ConfigError(f"{source}: {e}") from None
+
+
+def build_model(config: Any) -> nn.Module:
+    for cfg_cls, model_cls in MODELS.values():
+        if isinstance(config, cfg_cls):
+            return model_cls(config)
+    raise TypeError(f"no model for config {type(config).__name__}")

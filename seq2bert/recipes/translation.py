@@ -1,0 +1,299 @@
+"""Recipe: train, evaluate and use a sequence-to-sequence model on a synthetic task or parallel text.
+
+Read top to bottom:
+1. ``load_pairs``: the train / valid / test pairs (a built-in synthetic task, or parallel files);
+2. ``build_tokenizer``: train a vocabulary on the training pairs (or load one);
+3. ``train``: build the model, hand it to the engine with an evaluation function, evaluate the best
+   checkpoint on the test split and return one results row;
+4. ``evaluate`` / ``translate``: reload a checkpoint and use it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from seq2bert import config as config_io
+from seq2bert.data.batching import BucketBatchSampler, pad_sequences
+from seq2bert.data.config import SYNTHETIC_TASKS, DataConfig
+from seq2bert.data.parallel import read_parallel
+from seq2bert.data.synthetic import make_splits
+from seq2bert.data.tokenization import Tokenizer
+from seq2bert.decoding.greedy import greedy_decode, strip_special
+from seq2bert.errors import CheckpointError, ConfigError
+from seq2bert.evaluation import metrics as M
+from seq2bert.models import build_model, model_config_from_dict
+from seq2bert.models.seq2seq.config import Seq2SeqConfig
+from seq2bert.objectives.cross_entropy import IGNORE_INDEX
+from seq2bert.training import checkpoint as ckpt
+from seq2bert.training.config import TrainConfig
+from seq2bert.training.distributed import cleanup, setup
+from seq2bert.training.trainer import Trainer
+
+log = logging.getLogger(__name__)
+
+Pairs = list[tuple[str, str]]
+
+
+@dataclass
+class TranslationConfig:
+    """A whole run: the model, the data and the training engine."""
+
+    model: Seq2SeqConfig = field(default_factory=Seq2SeqConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    train: TrainConfig = field(default_factory=lambda: TrainConfig(metric="exact_match"))
+
+
+def seed_everything(seed: int) -> None:
+    import random
+
+    import numpy as np
+
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+# --- 1. data
+def load_pairs(data: DataConfig) -> dict[str, Pairs]:
+    """{"train": pairs, "valid": pairs, "test": pairs} (valid / test may be empty for files)."""
+    if data.task in SYNTHETIC_TASKS:
+        return make_splits(data.task, n_train=data.num_train, n_valid=data.num_valid, n_test=data.num_test,
+                           min_len=data.min_len, max_len=data.max_len, num_symbols=data.num_symbols,
+                           seed=data.data_seed)
+    splits = {}
+    for split in ("train", "valid", "test"):
+        src, tgt = getattr(data, f"{split}_src"), getattr(data, f"{split}_tgt")
+        if not src:
+            splits[split] = []
+            continue
+        corpus = read_parallel(src, tgt or None, max_chars=data.max_chars, skip_bad=data.skip_bad)
+        if corpus.skipped:
+            log.warning("%s: skipped %d bad pairs", corpus.source, corpus.skipped)
+        splits[split] = corpus.pairs
+    return splits
+
+
+def build_tokenizer(data: DataConfig, train_pairs: Pairs) -> Tokenizer:
+    """One vocabulary shared by source and target, trained on the training pairs (or loaded from a file)."""
+    kind = data.tokenizer_kind
+    if kind not in ("bpe", "wordpiece", "word"):
+        return Tokenizer.from_file(kind)
+    texts = [s for pair in train_pairs for s in pair]
+    min_freq = 1 if data.task in SYNTHETIC_TASKS else data.min_frequency
+    return Tokenizer.train(texts, kind=kind, vocab_size=data.vocab_size, min_frequency=min_freq,
+                           lowercase=data.lowercase)
+
+
+@dataclass
+class Encoded:
+    """Token ids of each pair, without special tokens."""
+
+    src: list[list[int]]
+    tgt: list[list[int]]
+
+    def __len__(self) -> int:
+        return len(self.src)
+
+
+def encode_pairs(tok: Tokenizer, pairs: Pairs, max_length: int | None = None) -> Encoded:
+    src = [e.ids for e in tok.encode_batch([s for s, _ in pairs], add_special_tokens=False).encodings]
+    tgt = [e.ids for e in tok.encode_batch([t for _, t in pairs], add_special_tokens=False).encodings]
+    if max_length:
+        keep = [i for i in range(len(src)) if 0 < len(src[i]) <= max_length and len(tgt[i]) < max_length]
+        if len(keep) < len(src):
+            log.info("dropped %d of %d training pairs longer than %d tokens", len(src) - len(keep), len(src),
+                     max_length)
+        src, tgt = [src[i] for i in keep], [tgt[i] for i in keep]
+    return Encoded(src, tgt)
+
+
+def make_collate(enc: Encoded, tok: Tokenizer):
+    """Batch of indices → input_ids / attention_mask (B, S), decoder_input_ids / labels (B, T)."""
+    bos, eos, pad = tok.bos_token_id, tok.eos_token_id, tok.pad_token_id
+
+    def collate(indices: list[int]) -> dict[str, torch.Tensor]:
+        input_ids, attention_mask = pad_sequences([enc.src[i] for i in indices], pad)
+        decoder_input_ids, _ = pad_sequences([[bos, *enc.tgt[i]] for i in indices], pad)
+        labels, _ = pad_sequences([[*enc.tgt[i], eos] for i in indices], IGNORE_INDEX)
+        return {"input_ids": input_ids, "attention_mask": attention_mask, "decoder_input_ids": decoder_input_ids,
+                "labels": labels}
+
+    return collate
+
+
+def make_plan(enc: Encoded, data: DataConfig, *, shuffle: bool, seed: int = 0, rank: int = 0, world: int = 1):
+    lengths = [max(len(s), len(t) + 1) for s, t in zip(enc.src, enc.tgt, strict=True)]
+    return BucketBatchSampler(lengths, max_tokens=data.max_tokens or None, batch_size=data.batch_size or None,
+                              shuffle=shuffle, seed=seed, num_replicas=world, rank=rank)
+
+
+# --- evaluation
+@torch.no_grad()
+def evaluate_pairs(model, tok: Tokenizer, pairs: Pairs, data: DataConfig, *, device=None,
+                   max_len_a: float = 1.5, max_len_b: int = 10) -> dict[str, float]:
+    """Teacher-forced loss / perplexity, and greedy decoding scored by token accuracy, exact match and BLEU."""
+    if not pairs:
+        return {}
+    device = device or next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    enc = encode_pairs(tok, pairs)
+    collate = make_collate(enc, tok)
+    plan = make_plan(enc, data, shuffle=False)
+    nll, n_tok = 0.0, 0
+    hyps_ids: list[list[int] | None] = [None] * len(pairs)
+    for idx in plan.batches(0):
+        batch = {k: v.to(device) for k, v in collate(idx).items()}
+        out = model(**{k: batch[k] for k in ("input_ids", "attention_mask", "decoder_input_ids")})
+        labels = batch["labels"]
+        nll += float(torch.nn.functional.cross_entropy(out.logits.float().flatten(0, 1), labels.flatten(),
+                                                       ignore_index=IGNORE_INDEX, reduction="sum"))
+        n_tok += int(labels.ne(IGNORE_INDEX).sum())
+        max_len = int(max_len_a * batch["attention_mask"].sum(1).max()) + max_len_b
+        tokens, _ = greedy_decode(model, batch["input_ids"], batch["attention_mask"], bos_token_id=tok.bos_token_id,
+                                  eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, max_len=max_len)
+        for row, i in zip(tokens.tolist(), idx, strict=True):
+            hyps_ids[i] = strip_special(row, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
+    model.train(was_training)
+    hyps = tok.decode_batch(hyps_ids)
+    refs = [t for _, t in pairs]
+    return {
+        "loss": nll / max(n_tok, 1),
+        "perplexity": M.perplexity(nll / max(n_tok, 1)),
+        "token_accuracy": M.token_accuracy(hyps_ids, enc.tgt),
+        "exact_match": M.exact_match([h.split() for h in hyps], [r.split() for r in refs]),
+        "bleu": M.bleu(hyps, refs),
+        "bleu_lowercase": M.bleu(hyps, refs, lowercase=True),
+    }
+
+
+# --- 3. training
+def count_parameters(model) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+def write_checkpoint_extras(cfg: TranslationConfig, model_cfg: Seq2SeqConfig, tok: Tokenizer):
+    def write(directory: Path) -> None:
+        config_io.save(model_cfg, directory / "config.json")
+        config_io.save(cfg, directory / "run.json")
+        tok.save(directory)
+
+    return write
+
+
+def train(cfg: TranslationConfig, out_dir: str | Path, *, resume: bool = False, progress_bar: bool = True) -> dict:
+    """Train, then evaluate the best checkpoint on the test split; returns one results row (a dict)."""
+    out_dir = Path(out_dir)
+    dist, device = setup(cfg.train.device)
+    seed_everything(cfg.train.seed)
+    pairs = load_pairs(cfg.data)
+    if not pairs["train"]:
+        raise ConfigError("data: no training pairs")
+    tok_dir = out_dir / "tokenizer"
+    if resume and (tok_dir / "tokenizer.json").is_file():
+        tok = Tokenizer.load(tok_dir)  # the vocabulary the killed run trained with
+    else:
+        tok = build_tokenizer(cfg.data, pairs["train"])
+        if dist.is_main:
+            tok.save(tok_dir)
+    model_cfg = config_io.from_dict(Seq2SeqConfig, {
+        **config_io.to_dict(cfg.model), "src_vocab_size": tok.vocab_size, "tgt_vocab_size": tok.vocab_size,
+        "pad_token_id": tok.pad_token_id, "bos_token_id": tok.bos_token_id, "eos_token_id": tok.eos_token_id})
+    seed_everything(cfg.train.seed)  # the weights depend on the seed only, not on the data pipeline
+    model = build_model(model_cfg)
+    train_enc = encode_pairs(tok, pairs["train"], cfg.data.max_length)
+    plan = make_plan(train_enc, cfg.data, shuffle=True, seed=cfg.train.seed, rank=dist.rank, world=dist.world_size)
+    valid = pairs["valid"] or pairs["train"][: min(500, len(pairs["train"]))]
+    ls = cfg.train.label_smoothing
+
+    def loss_fn(m, batch):
+        return m(**batch, label_smoothing=ls).loss
+
+    trainer = Trainer(
+        model, cfg.train, plan=plan, collate=make_collate(train_enc, tok), out_dir=out_dir,
+        evaluate=lambda m: evaluate_pairs(m, tok, valid, cfg.data, device=device),
+        write_extra=write_checkpoint_extras(cfg, model_cfg, tok), loss_fn=loss_fn, device=device, dist=dist,
+        progress_bar=progress_bar,
+    )
+    log.info("model: %s parameters; %d training pairs; %d steps", f"{count_parameters(model):,}", len(train_enc),
+             trainer.total_steps)
+    result = trainer.fit(resume=resume)
+    row = {
+        "model": "seq2seq" + (" (reversed source)" if model_cfg.reverse_source else ""),
+        "params": count_parameters(model),
+        "steps": result.progress.step,
+        "train_seconds": result.progress.train_seconds,
+        "tokens_per_s": result.tokens_per_second,
+        "run_dir": str(out_dir),
+    }
+    best = result.best_checkpoint or result.last_checkpoint
+    if dist.is_main and best is not None:
+        ckpt.load_weights(model, best)
+        row["valid_perplexity"] = evaluate_pairs(model, tok, valid, cfg.data, device=device)["perplexity"]
+        if pairs["test"]:
+            row.update({f"test_{k}": v for k, v in evaluate_pairs(model, tok, pairs["test"], cfg.data,
+                                                                   device=device).items()})
+        config_io.atomic_write_text(out_dir / "results.json", json.dumps(row, indent=2) + "\n")
+    row["is_main"] = dist.is_main
+    cleanup()
+    return row
+
+
+# --- 4. using a checkpoint
+def load(checkpoint: str | Path, device: str = "cpu"):
+    """(model in eval mode, tokenizer, run config or None) from a checkpoint or run directory."""
+    path = ckpt.resolve_checkpoint(checkpoint)
+    model_cfg = model_config_from_dict(ckpt.read_json(path / "config.json"), source=path / "config.json")
+    model = build_model(model_cfg)
+    ckpt.load_weights(model, path)
+    if not (path / "tokenizer.json").is_file():
+        raise CheckpointError(f"{path}: no tokenizer.json")
+    tok = Tokenizer.load(path)
+    run = None
+    if (path / "run.json").is_file():
+        run = config_io.from_dict(TranslationConfig, ckpt.read_json(path / "run.json"))
+    return model.to(device).eval(), tok, run
+
+
+def evaluate(checkpoint: str | Path, pairs: Pairs, *, data: DataConfig | None = None) -> dict[str, float]:
+    model, tok, run = load(checkpoint)
+    data = data or (run.data if run else DataConfig())
+    start = time.perf_counter()
+    result = evaluate_pairs(model, tok, pairs, data)
+    result["seconds"] = time.perf_counter() - start
+    return result
+
+
+@torch.no_grad()
+def translate(checkpoint_or_model, texts: list[str], *, tokenizer: Tokenizer | None = None,
+              batch_size: int = 64, max_len_a: float = 1.5, max_len_b: int = 10) -> list[str]:
+    """Greedy translations of ``texts`` by a checkpoint (path) or a loaded model with its tokenizer."""
+    if isinstance(checkpoint_or_model, (str, Path)):
+        model, tokenizer, _ = load(checkpoint_or_model)
+    else:
+        model = checkpoint_or_model
+    if tokenizer is None:
+        raise ValueError("translate: pass tokenizer= with a model object")
+    device = next(model.parameters()).device
+    out: list[str] = [""] * len(texts)
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    for b in range(0, len(order), batch_size):
+        idx = order[b:b + batch_size]
+        ids = [e.ids or [tokenizer.unk_token_id] for e in
+               tokenizer.encode_batch([texts[i] for i in idx], add_special_tokens=False).encodings]
+        input_ids, mask = pad_sequences(ids, tokenizer.pad_token_id)
+        max_len = int(max_len_a * max(len(x) for x in ids)) + max_len_b
+        tokens, _ = greedy_decode(model, input_ids.to(device), mask.to(device), bos_token_id=tokenizer.bos_token_id,
+                                  eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
+                                  max_len=max_len)
+        rows = [strip_special(r, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
+                for r in tokens.tolist()]
+        for i, text in zip(idx, tokenizer.decode_batch(rows), strict=True):
+            out[i] = text
+    return out

@@ -1,0 +1,160 @@
+"""Checkpoints: one directory per save, written atomically, loaded without executing pickled code.
+
+Layout of a checkpoint directory::
+
+    config.json          the model config (with model_type), enough to rebuild the model
+    model.safetensors    the weights
+    tokenizer.json       the tokenizer
+    run.json             the full run config (model, data, train) that produced it
+    trainer_state.pt     optimizer, scheduler and RNG states (tensors and plain values only)
+    trainer_state.json   step, epoch, position in the data, best metric — human-readable
+
+A run directory holds ``checkpoint-<step>/`` folders (the last ``keep_last`` are kept) and ``best/``.
+Every directory is first written as a hidden temporary folder beside its target, then renamed into place,
+so a crash never leaves a half-written checkpoint where a resume would find it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from safetensors.torch import load_model, save_model
+from torch import nn
+
+from seq2bert.errors import CheckpointError
+
+CHECKPOINT_RE = re.compile(r"^checkpoint-(\d+)$")
+
+
+def write_dir_atomically(target: Path, write: Callable[[Path], None]) -> None:
+    """Call ``write(tmp_dir)`` on a fresh temporary directory, then rename it to ``target`` (replacing it)."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.tmp-"))
+    try:
+        write(tmp)
+        for f in tmp.iterdir():  # make the files durable before the rename makes them visible
+            with open(f, "rb") as fh:
+                os.fsync(fh.fileno())
+        old = None
+        if target.exists():
+            old = target.parent / f".{target.name}.old-{os.getpid()}"
+            os.replace(target, old)
+        os.replace(tmp, target)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def save_weights(model: nn.Module, directory: Path) -> None:
+    save_model(model, str(Path(directory) / "model.safetensors"))
+
+
+def load_weights(model: nn.Module, directory: Path) -> None:
+    path = Path(directory) / "model.safetensors"
+    if not path.is_file():
+        raise CheckpointError(f"{directory}: no model.safetensors (expected a seq2bert checkpoint directory)")
+    missing, unexpected = load_model(model, str(path), strict=False)
+    if missing or unexpected:
+        raise CheckpointError(
+            f"{path}: weights do not fit the model (missing: {sorted(missing)[:5]}, unexpected: {sorted(unexpected)[:5]})"
+        )
+
+
+def rng_state() -> dict[str, Any]:
+    """Every random number generator the loop touches, as tensors and plain values (safe to load)."""
+    np_state = np.random.get_state()
+    state = {
+        "torch": torch.get_rng_state(),
+        "numpy": {
+            "keys": torch.from_numpy(np_state[1].astype(np.int64)),
+            "pos": int(np_state[2]),
+            "has_gauss": int(np_state[3]),
+            "cached_gaussian": float(np_state[4]),
+        },
+        "python": [list(x) if isinstance(x, tuple) else x for x in random.getstate()],
+    }
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: dict[str, Any]) -> None:
+    torch.set_rng_state(state["torch"])
+    n = state["numpy"]
+    np.random.set_state(("MT19937", n["keys"].numpy().astype(np.uint32), n["pos"], n["has_gauss"], n["cached_gaussian"]))
+    version, internal, gauss = state["python"]
+    random.setstate((version, tuple(internal), gauss))
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def save_trainer_state(directory: Path, *, progress: dict[str, Any], optimizer, scheduler) -> None:
+    directory = Path(directory)
+    torch.save(
+        {"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "rng": rng_state(), "progress": progress},
+        directory / "trainer_state.pt",
+    )
+    (directory / "trainer_state.json").write_text(json.dumps(progress, indent=2) + "\n")
+
+
+def load_trainer_state(directory: Path) -> dict[str, Any]:
+    path = Path(directory) / "trainer_state.pt"
+    if not path.is_file():
+        raise CheckpointError(f"{directory}: no trainer_state.pt (a model-only checkpoint cannot be resumed)")
+    return torch.load(path, map_location="cpu", weights_only=True)  # never executes pickled code
+
+
+def list_checkpoints(run_dir: Path) -> list[Path]:
+    """The run's ``checkpoint-<step>`` folders, oldest first."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        return []
+    found = [(int(m.group(1)), p) for p in run_dir.iterdir() if p.is_dir() and (m := CHECKPOINT_RE.match(p.name))]
+    return [p for _, p in sorted(found)]
+
+
+def latest_checkpoint(run_dir: Path) -> Path | None:
+    ckpts = list_checkpoints(run_dir)
+    return ckpts[-1] if ckpts else None
+
+
+def prune_checkpoints(run_dir: Path, keep_last: int) -> None:
+    for old in list_checkpoints(run_dir)[:-keep_last]:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def resolve_checkpoint(path: str | Path) -> Path:
+    """A checkpoint directory itself, or a run directory (its ``best/``, else its latest checkpoint)."""
+    path = Path(path)
+    if (path / "model.safetensors").is_file():
+        return path
+    if (path / "best" / "model.safetensors").is_file():
+        return path / "best"
+    latest = latest_checkpoint(path)
+    if latest is not None:
+        return latest
+    if not path.exists():
+        raise CheckpointError(f"{path}: no such checkpoint or run directory")
+    raise CheckpointError(f"{path}: not a checkpoint (no model.safetensors, best/ or checkpoint-<step>/ inside)")
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CheckpointError(f"{path}: missing") from None
+    except json.JSONDecodeError as e:
+        raise CheckpointError(f"{path}:{e.lineno}: invalid JSON ({e.msg})") from None

@@ -1,0 +1,84 @@
+"""Configuration of the training engine (one loop for every model of the library)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from seq2bert.errors import ConfigError
+
+
+@dataclass
+class TrainConfig:
+    """Optimiser, schedule, loop length, evaluation, checkpointing and precision.
+
+    Schedules (training/optim.py): ``constant``; ``linear`` warm-up then linear decay to 0 (BERT);
+    ``noam``, Vaswani et al. Eq. 3, lrate = lr · d_model^−0.5 · min(step^−0.5, step · warmup^−1.5) with
+    ``noam_d_model`` (lr = 1 is the paper); ``inverse_sqrt``: linear warm-up to lr, then lr · sqrt(warmup/step).
+    """
+
+    optimizer: Literal["adamw", "sgd"] = "adamw"
+    lr: float = 1e-3
+    betas: tuple[float, float] = (0.9, 0.999)
+    eps: float = 1e-8
+    weight_decay: float = 0.01
+    schedule: Literal["constant", "linear", "noam", "inverse_sqrt"] = "constant"
+    warmup_steps: int = 0
+    noam_d_model: int = 512
+    max_epochs: int = 10
+    max_steps: int = 0  # 0: max_epochs decides
+    max_minutes: float = 0.0  # 0: no time limit; otherwise stop (and evaluate, save) after this much training
+    clip_norm: float = 1.0  # 0: no clipping
+    accumulate: int = 1
+    bf16: bool = False
+    label_smoothing: float = 0.0
+    eval_every: int = 0  # steps; 0: at the end of each epoch
+    save_every: int = 0  # steps; 0: whenever evaluating
+    keep_last: int = 2
+    metric: str = "loss"  # evaluation metric for the best checkpoint and early stopping
+    higher_is_better: bool | None = None  # None: False for loss / perplexity, True otherwise
+    patience: int = 0  # evaluations without improvement before stopping; 0: never stop early
+    log_every: int = 20
+    seed: int = 0
+    device: str = "auto"  # auto: cuda when available, else cpu
+
+    def validate(self) -> None:
+        if not self.lr > 0:
+            raise ConfigError(f"lr: must be > 0, got {self.lr}")
+        if not all(0.0 <= b < 1.0 for b in self.betas):
+            raise ConfigError(f"betas: each must be in [0, 1), got {list(self.betas)}")
+        if self.eps <= 0:
+            raise ConfigError(f"eps: must be > 0, got {self.eps}")
+        if self.weight_decay < 0:
+            raise ConfigError(f"weight_decay: must be >= 0, got {self.weight_decay}")
+        for name in ("warmup_steps", "max_steps", "max_epochs", "eval_every", "save_every", "patience"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{name}: must be >= 0, got {getattr(self, name)}")
+        if self.max_epochs == 0 and self.max_steps == 0:
+            raise ConfigError("max_epochs and max_steps are both 0: set one of them")
+        if self.schedule in ("noam", "inverse_sqrt") and self.warmup_steps == 0:
+            raise ConfigError(f"warmup_steps: the {self.schedule} schedule needs warmup_steps > 0")
+        if self.max_minutes < 0:
+            raise ConfigError(f"max_minutes: must be >= 0, got {self.max_minutes}")
+        if self.clip_norm < 0:
+            raise ConfigError(f"clip_norm: must be >= 0 (0 turns clipping off), got {self.clip_norm}")
+        if self.accumulate < 1:
+            raise ConfigError(f"accumulate: must be >= 1, got {self.accumulate}")
+        if not 0.0 <= self.label_smoothing < 1.0:
+            raise ConfigError(f"label_smoothing: must be in [0, 1), got {self.label_smoothing}")
+        if self.keep_last < 1:
+            raise ConfigError(f"keep_last: must be >= 1, got {self.keep_last}")
+        if self.log_every < 1:
+            raise ConfigError(f"log_every: must be >= 1, got {self.log_every}")
+        if self.device not in ("auto", "cpu") and not self.device.startswith("cuda"):
+            raise ConfigError(f"device: expected auto, cpu or cuda[:N], got {self.device!r}")
+
+    def __post_init__(self) -> None:
+        self.betas = tuple(self.betas)
+        self.validate()
+
+    @property
+    def metric_higher_is_better(self) -> bool:
+        if self.higher_is_better is not None:
+            return self.higher_is_better
+        return self.metric not in ("loss", "perplexity", "ppl")

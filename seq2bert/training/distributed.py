@@ -1,0 +1,75 @@
+"""Multi-process data parallelism with torch.distributed (DDP): gloo on CPU, nccl on CUDA.
+
+Launch any seq2bert training command under torchrun; the engine reads RANK / WORLD_SIZE / LOCAL_RANK
+from the environment that torchrun sets::
+
+    torchrun --nproc_per_node 2 -m seq2bert.cli train ...                       # one machine
+    torchrun --nnodes 2 --node_rank 0 --master_addr HOST --master_port 29500 \\
+             --nproc_per_node 2 -m seq2bert.cli train ...                       # two machines (node_rank 1 on the other)
+
+Each process takes every world_size-th batch of the same deterministic epoch order; DDP averages the
+gradients, so one step sees the union of the processes' batches.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+
+
+@dataclass(frozen=True)
+class DistInfo:
+    rank: int = 0
+    world_size: int = 1
+    local_rank: int = 0
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    @property
+    def enabled(self) -> bool:
+        return self.world_size > 1
+
+
+def resolve_device(preference: str = "auto", local_rank: int = 0) -> torch.device:
+    if preference == "auto":
+        preference = "cuda" if torch.cuda.is_available() else "cpu"
+    if preference == "cuda":
+        return torch.device("cuda", local_rank)
+    return torch.device(preference)
+
+
+def setup(preference: str = "auto") -> tuple[DistInfo, torch.device]:
+    """Join the process group if launched by torchrun (WORLD_SIZE > 1); return who we are and our device."""
+    world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    device = resolve_device(preference, local_rank)
+    if world_size > 1 and not dist.is_initialized():
+        if device.type == "cuda":
+            torch.cuda.set_device(device)
+        dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo")
+    return DistInfo(rank, world_size, local_rank), device
+
+
+def barrier(info: DistInfo) -> None:
+    if info.enabled:
+        dist.barrier()
+
+
+def broadcast_object(obj, info: DistInfo):
+    """Send a picklable object from rank 0 to every rank (e.g. evaluation results, a stop decision)."""
+    if not info.enabled:
+        return obj
+    box = [obj]
+    dist.broadcast_object_list(box, src=0)
+    return box[0]
+
+
+def cleanup() -> None:
+    if dist.is_initialized():
+        dist.destroy_process_group()

@@ -1,0 +1,356 @@
+"""The training engine: one explicit loop that every model of seq2bert trains with.
+
+    for each epoch:                      # a deterministic batch order per (seed, epoch)
+        for each micro-batch:            # resumable: position = (epoch, batch index)
+            loss = loss_fn(model, batch) under bf16 autocast if asked
+            (loss / accumulate).backward()
+            every `accumulate` micro-batches: clip gradient norm, optimizer step, schedule step
+            every `log_every` steps: a JSONL record; every `eval_every`: evaluate, keep the best, maybe stop
+            every `save_every` steps: an atomic checkpoint with optimizer, schedule, RNG and data position
+
+A run killed at any moment and started again with ``resume=True`` continues from its last checkpoint and
+ends with weights bitwise equal to an uninterrupted run on the same machine (tests/training/test_resume.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+from seq2bert.config import atomic_write_text
+from seq2bert.training import checkpoint as ckpt
+from seq2bert.training.config import TrainConfig
+from seq2bert.training.distributed import DistInfo, barrier, broadcast_object
+from seq2bert.training.optim import build_optimizer, build_scheduler
+
+log = logging.getLogger(__name__)
+
+Batch = dict[str, torch.Tensor]
+
+
+class BatchPlan(Protocol):
+    """What the engine needs from the data: a deterministic list of index batches per epoch."""
+
+    def batches(self, epoch: int) -> list[list[int]]: ...
+
+
+def default_loss(model: nn.Module, batch: Batch) -> torch.Tensor:
+    return model(**batch).loss
+
+
+def default_token_count(batch: Batch) -> int:
+    """Real (non-padding) tokens in a batch: every attention mask plus the labels that count."""
+    n = sum(int(v.sum()) for k, v in batch.items() if k.endswith("attention_mask"))
+    if "labels" in batch:
+        n += int(batch["labels"].ne(-100).sum())
+    return n
+
+
+@dataclass
+class Progress:
+    """Where a run is; saved in every checkpoint (trainer_state.json)."""
+
+    step: int = 0
+    epoch: int = 0
+    batch: int = 0  # next micro-batch index within the epoch
+    tokens: int = 0
+    train_seconds: float = 0.0
+    best: float | None = None
+    best_step: int = 0
+    bad_evals: int = 0
+    last_eval: dict[str, float] = field(default_factory=dict)
+    stopped_early: bool = False
+
+
+@dataclass
+class TrainResult:
+    progress: Progress
+    best_checkpoint: Path | None
+    last_checkpoint: Path | None
+    tokens_per_second: float
+
+
+class JsonlLog:
+    """Metrics appended one JSON object per line (and to TensorBoard when it is installed)."""
+
+    def __init__(self, path: Path, enabled: bool = True):
+        self.path = Path(path)
+        self.enabled = enabled
+        self.tb = None
+        if enabled:
+            try:
+                from torch.utils.tensorboard import SummaryWriter
+
+                self.tb = SummaryWriter(str(self.path.parent / "tensorboard"))
+            except Exception:  # TensorBoard is optional
+                self.tb = None
+
+    def truncate_after(self, step: int) -> None:
+        """On resume: drop records the killed run wrote after its last checkpoint."""
+        if not self.enabled or not self.path.exists():
+            return
+        keep = []
+        for line in self.path.read_text().splitlines():
+            try:
+                if json.loads(line).get("step", 0) <= step:
+                    keep.append(line)
+            except json.JSONDecodeError:
+                continue  # a line cut by the kill
+        atomic_write_text(self.path, "".join(k + "\n" for k in keep))
+
+    def write(self, record: dict[str, Any]) -> None:
+        if not self.enabled:
+            return
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(record) + "\n")
+        if self.tb is not None:
+            for k, v in record.items():
+                if isinstance(v, (int, float)) and k not in ("step", "epoch"):
+                    self.tb.add_scalar(f"{record.get('split', 'train')}/{k}", v, record["step"])
+
+    def close(self) -> None:
+        if self.tb is not None:
+            self.tb.close()
+
+
+class Trainer:
+    """Runs the loop above for ``model`` on ``plan`` batches built by ``collate``.
+
+    evaluate(model) -> dict of metrics (on the unwrapped model, in eval mode, rank 0 only).
+    write_extra(dir) writes the model config, tokenizer and run config into each checkpoint directory.
+    """
+
+    def __init__(
+        self,
+        model: nn.Module,
+        cfg: TrainConfig,
+        *,
+        plan: BatchPlan,
+        collate: Callable[[list[int]], Batch],
+        out_dir: str | Path,
+        evaluate: Callable[[nn.Module], dict[str, float]] | None = None,
+        write_extra: Callable[[Path], None] | None = None,
+        loss_fn: Callable[[nn.Module, Batch], torch.Tensor] = default_loss,
+        count_tokens: Callable[[Batch], int] = default_token_count,
+        device: torch.device | None = None,
+        dist: DistInfo | None = None,
+        progress_bar: bool = True,
+    ):
+        self.cfg = cfg
+        self.dist = dist or DistInfo()
+        self.device = device or torch.device("cpu")
+        self.model = model.to(self.device)
+        self.plan, self.collate = plan, collate
+        self.out_dir = Path(out_dir)
+        self.evaluate_fn, self.write_extra = evaluate, write_extra
+        self.loss_fn, self.count_tokens = loss_fn, count_tokens
+        self.progress_bar = progress_bar and self.dist.is_main
+        self.optimizer = build_optimizer(self.model, cfg)
+        self.steps_per_epoch = max(1, math.ceil(len(plan.batches(0)) / cfg.accumulate))
+        self.total_steps = cfg.max_steps or cfg.max_epochs * self.steps_per_epoch
+        self.scheduler = build_scheduler(self.optimizer, cfg, self.total_steps)
+        self.progress = Progress()
+        self.log = JsonlLog(self.out_dir / "log.jsonl", enabled=self.dist.is_main)
+        self.wrapped = self.model
+        if self.dist.enabled:
+            from torch.nn.parallel import DistributedDataParallel as DDP
+
+            ids = [self.device.index] if self.device.type == "cuda" else None
+            self.wrapped = DDP(self.model, device_ids=ids)
+
+    # --- checkpoints
+    def save(self) -> Path | None:
+        path = self.out_dir / f"checkpoint-{self.progress.step}"
+        if self.dist.is_main:
+            state = vars(self.progress).copy()
+
+            def write(tmp: Path) -> None:
+                ckpt.save_weights(self.model, tmp)
+                ckpt.save_trainer_state(tmp, progress=state, optimizer=self.optimizer, scheduler=self.scheduler)
+                if self.write_extra is not None:
+                    self.write_extra(tmp)
+
+            ckpt.write_dir_atomically(path, write)
+            ckpt.prune_checkpoints(self.out_dir, self.cfg.keep_last)
+        barrier(self.dist)
+        return path
+
+    def save_best(self) -> None:
+        if self.dist.is_main:
+
+            def write(tmp: Path) -> None:
+                ckpt.save_weights(self.model, tmp)
+                (tmp / "trainer_state.json").write_text(json.dumps(vars(self.progress), indent=2) + "\n")
+                if self.write_extra is not None:
+                    self.write_extra(tmp)
+
+            ckpt.write_dir_atomically(self.out_dir / "best", write)
+
+    def restore(self, path: Path) -> None:
+        ckpt.load_weights(self.model, path)
+        state = ckpt.load_trainer_state(path)
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        ckpt.set_rng_state(state["rng"])
+        self.progress = Progress(**state["progress"])
+        self.log.truncate_after(self.progress.step)
+        log.info("resumed from %s (step %d, epoch %d, batch %d)", path, self.progress.step, self.progress.epoch,
+                 self.progress.batch)
+
+    # --- evaluation
+    def run_evaluation(self) -> dict[str, float]:
+        metrics: dict[str, float] = {}
+        if self.dist.is_main and self.evaluate_fn is not None:
+            self.model.eval()
+            with torch.no_grad(), self.autocast():
+                metrics = dict(self.evaluate_fn(self.model))
+            self.model.train()
+        metrics = broadcast_object(metrics, self.dist)
+        p = self.progress
+        p.last_eval = metrics
+        if self.cfg.metric in metrics:
+            value = metrics[self.cfg.metric]
+            better = p.best is None or (
+                value > p.best if self.cfg.metric_higher_is_better else value < p.best
+            )
+            if better:
+                p.best, p.best_step, p.bad_evals = value, p.step, 0
+                self.save_best()
+            else:
+                p.bad_evals += 1
+        elif metrics:
+            log.warning("evaluation has no metric %r (has %s)", self.cfg.metric, sorted(metrics))
+        self.log.write({"split": "valid", "step": p.step, "epoch": p.epoch, **metrics})
+        if self.cfg.patience and p.bad_evals >= self.cfg.patience:
+            p.stopped_early = True
+        return metrics
+
+    def autocast(self):
+        if not self.cfg.bf16:
+            return contextlib.nullcontext()
+        return torch.autocast(device_type=self.device.type, dtype=torch.bfloat16)
+
+    # --- the loop
+    def _done(self) -> bool:
+        p, cfg = self.progress, self.cfg
+        if p.stopped_early:
+            return True
+        if cfg.max_steps and p.step >= cfg.max_steps:
+            return True
+        if not cfg.max_steps and p.epoch >= cfg.max_epochs:
+            return True
+        return bool(cfg.max_minutes and p.train_seconds >= 60 * cfg.max_minutes)
+
+    def fit(self, resume: bool = False) -> TrainResult:
+        cfg, p = self.cfg, self.progress
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        if resume:
+            last = ckpt.latest_checkpoint(self.out_dir)
+            if last is None:
+                log.warning("--resume: no checkpoint in %s yet; starting from scratch", self.out_dir)
+            else:
+                self.restore(last)
+                p = self.progress
+        self.model.train()
+        bar = tqdm(total=self.total_steps, initial=p.step, unit="step", disable=not self.progress_bar,
+                   dynamic_ncols=True, mininterval=1.0)
+        window_tokens, window_loss, window_n, window_start = 0, 0.0, 0, time.perf_counter()
+        micro = 0  # micro-batches since the last optimizer step (a checkpoint is always taken at 0)
+        last_saved = p.step if resume else -1
+        evaluated_at = -1
+        while not self._done():
+            batches = self.plan.batches(p.epoch)
+            while p.batch < len(batches) and not self._done():
+                t0 = time.perf_counter()
+                batch = {k: v.to(self.device, non_blocking=True) for k, v in self.collate(batches[p.batch]).items()}
+                p.batch += 1
+                micro += 1
+                sync = micro == cfg.accumulate or p.batch == len(batches)
+                no_sync = self.wrapped.no_sync() if (self.dist.enabled and not sync) else contextlib.nullcontext()
+                with no_sync, self.autocast():
+                    loss = self.loss_fn(self.wrapped, batch)
+                with no_sync:
+                    (loss / cfg.accumulate).backward()
+                n_tok = self.count_tokens(batch)
+                window_tokens += n_tok
+                p.tokens += n_tok
+                window_loss += float(loss.detach())
+                window_n += 1
+                if not sync:
+                    p.train_seconds += time.perf_counter() - t0
+                    continue
+                grad_norm = self._optimizer_step()
+                micro = 0
+                p.step += 1
+                p.train_seconds += time.perf_counter() - t0
+                bar.update(1)
+                if p.step % cfg.log_every == 0 or p.step == self.total_steps:
+                    elapsed = time.perf_counter() - window_start
+                    record = {
+                        "split": "train", "step": p.step, "epoch": p.epoch, "loss": window_loss / window_n,
+                        "lr": self.scheduler.get_last_lr()[0], "grad_norm": grad_norm,
+                        "tokens_per_s": window_tokens / max(elapsed, 1e-9), "train_seconds": p.train_seconds,
+                    }
+                    self.log.write(record)
+                    bar.set_postfix(loss=f"{record['loss']:.3f}", tok_s=f"{record['tokens_per_s']:.0f}")
+                    window_tokens, window_loss, window_n, window_start = 0, 0.0, 0, time.perf_counter()
+                if cfg.eval_every and p.step % cfg.eval_every == 0:
+                    self.run_evaluation()
+                    evaluated_at = p.step
+                if (cfg.save_every and p.step % cfg.save_every == 0) or (
+                    not cfg.save_every and evaluated_at == p.step
+                ):
+                    self.save()  # at an epoch's end, batch == len(batches): a resume runs the epoch-end part
+                    last_saved = p.step
+            if p.batch >= len(batches):
+                p.epoch, p.batch = p.epoch + 1, 0
+                if not cfg.eval_every and micro == 0:
+                    self.run_evaluation()
+                    evaluated_at = p.step
+                    if not cfg.save_every:
+                        self.save()
+                        last_saved = p.step
+        bar.close()
+        if evaluated_at != p.step:
+            self.run_evaluation()
+        if last_saved != p.step:
+            self.save()
+        self.log.close()
+        if self.dist.is_main:
+            self._plot()
+        best = self.out_dir / "best"
+        return TrainResult(
+            progress=p,
+            best_checkpoint=best if best.exists() else None,
+            last_checkpoint=ckpt.latest_checkpoint(self.out_dir),
+            tokens_per_second=p.tokens / max(p.train_seconds, 1e-9),
+        )
+
+    def _optimizer_step(self) -> float:
+        cfg = self.cfg
+        grad_norm = 0.0
+        if cfg.clip_norm:
+            grad_norm = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.clip_norm))
+        self.optimizer.step()
+        self.scheduler.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        return grad_norm
+
+    def _plot(self) -> None:
+        try:
+            from seq2bert.viz.curves import plot_training_curves
+
+            plot_training_curves(self.out_dir / "log.jsonl", self.out_dir / "curves.png")
+        except Exception as e:  # a plot must never lose a finished run
+            log.warning("could not plot training curves: %s", e)

@@ -1,0 +1,57 @@
+"""Training curves from a run's log.jsonl: training loss, validation metrics and learning rate against steps."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from seq2bert.errors import UserError  # noqa: E402
+
+
+def read_log(path: str | Path) -> list[dict]:
+    path = Path(path)
+    if not path.is_file():
+        raise UserError(f"{path}: no such log (expected a run's log.jsonl)")
+    records = []
+    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError as e:
+            raise UserError(f"{path}:{i}: not a JSON record ({e.msg})") from None
+    return records
+
+
+def plot_training_curves(log_path: str | Path, out_png: str | Path) -> Path:
+    """One panel for the training loss (with validation loss if logged), one per other validation metric, one for lr."""
+    records = read_log(log_path)
+    train = [r for r in records if r.get("split") == "train"]
+    valid = [r for r in records if r.get("split") == "valid"]
+    metrics = sorted({k for r in valid for k, v in r.items() if isinstance(v, (int, float))} - {"step", "epoch", "loss"})
+    panels = 2 + len(metrics)
+    fig, axes = plt.subplots(1, panels, figsize=(4.2 * panels, 3.4), squeeze=False)
+    ax = axes[0][0]
+    ax.plot([r["step"] for r in train], [r["loss"] for r in train], label="train")
+    if any("loss" in r for r in valid):
+        ax.plot([r["step"] for r in valid if "loss" in r], [r["loss"] for r in valid if "loss" in r], "o-", label="valid")
+    ax.set(title="loss", xlabel="step")
+    ax.legend()
+    for ax, m in zip(axes[0][1:], metrics, strict=False):
+        ax.plot([r["step"] for r in valid if m in r], [r[m] for r in valid if m in r], "o-")
+        ax.set(title=f"valid {m}", xlabel="step")
+    ax = axes[0][-1]
+    ax.plot([r["step"] for r in train], [r["lr"] for r in train])
+    ax.set(title="learning rate", xlabel="step")
+    fig.tight_layout()
+    out_png = Path(out_png)
+    tmp = out_png.with_name(f".{out_png.name}.tmp.png")
+    fig.savefig(tmp, dpi=100)
+    plt.close(fig)
+    tmp.replace(out_png)
+    return out_png

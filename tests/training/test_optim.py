@@ -1,0 +1,40 @@
+import math
+
+import pytest
+import torch
+
+from seq2bert.training.config import TrainConfig
+from seq2bert.training.optim import build_optimizer, lr_multiplier, param_groups
+
+
+def test_no_decay_on_biases_and_norms():
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.LayerNorm(4), torch.nn.Embedding(5, 4))
+    decay, no_decay = param_groups(model, 0.01)
+    assert {p.shape for p in decay["params"]} == {torch.Size([4, 4]), torch.Size([5, 4])}
+    assert len(no_decay["params"]) == 3 and no_decay["weight_decay"] == 0.0
+    opt = build_optimizer(model, TrainConfig(weight_decay=0.1))
+    assert isinstance(opt, torch.optim.AdamW) and opt.param_groups[0]["weight_decay"] == 0.1
+
+
+def test_linear_warmup_then_decay():
+    cfg = TrainConfig(schedule="linear", warmup_steps=10)
+    m = [lr_multiplier(s, cfg, total_steps=110) for s in range(110)]
+    assert m[0] == pytest.approx(0.1) and m[9] == pytest.approx(1.0)
+    assert m[59] == pytest.approx(0.5) and m[109] == pytest.approx(0.0)
+    assert all(a >= b for a, b in zip(m[9:], m[10:], strict=False))
+
+
+def test_noam_is_vaswani_eq3():
+    cfg = TrainConfig(schedule="noam", warmup_steps=4000, noam_d_model=512)
+    for step in (1, 100, 4000, 10000):
+        expected = 512**-0.5 * min(step**-0.5, step * 4000**-1.5)
+        assert lr_multiplier(step - 1, cfg, 0) == pytest.approx(expected)
+    peak = max(range(1, 8000), key=lambda s: lr_multiplier(s - 1, cfg, 0))
+    assert peak == 4000
+
+
+def test_inverse_sqrt_and_constant():
+    cfg = TrainConfig(schedule="inverse_sqrt", warmup_steps=100)
+    assert lr_multiplier(99, cfg, 0) == pytest.approx(1.0)
+    assert lr_multiplier(399, cfg, 0) == pytest.approx(math.sqrt(100 / 400))
+    assert lr_multiplier(5, TrainConfig(), 0) == 1.0
