@@ -23,11 +23,21 @@ Every key of the configuration can be set with --set section.key=value (see `seq
 
 
 def _add_config_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--config", metavar="FILE", help="a YAML or JSON run configuration (see `seq2bert config`)")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="override one config key, dotted, e.g. --set train.lr=3e-4 (repeatable)")
+    p.add_argument(
+        "--config", metavar="FILE", help="a YAML or JSON run configuration (see `seq2bert config`)"
+    )
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override one config key, dotted, e.g. --set train.lr=3e-4 (repeatable)",
+    )
     p.add_argument("--task", help="built-in synthetic task: copy, reverse, sort or lang (sets data.task)")
-    p.add_argument("--data", metavar="DIR", help="folder of parallel text: {train,val,test...}.{SRC,TGT}[.gz]")
+    p.add_argument(
+        "--data", metavar="DIR", help="folder of parallel text: {train,val,test...}.{SRC,TGT}[.gz]"
+    )
     p.add_argument("--src", default="de", help="source language suffix with --data (default: de)")
     p.add_argument("--tgt", default="en", help="target language suffix with --data (default: en)")
     p.add_argument("--valid-split", default="val", help="validation split name with --data (default: val)")
@@ -44,7 +54,9 @@ def load_run_config(args: argparse.Namespace, *, defaults: list[str] | None = No
     if args.task:
         overrides.append(f"data.task={args.task}")
     if args.data:
-        overrides += data_dir_overrides(Path(args.data), args.src, args.tgt, args.valid_split, args.test_split)
+        overrides += data_dir_overrides(
+            Path(args.data), args.src, args.tgt, args.valid_split, args.test_split
+        )
     return config_io.apply_overrides(cfg, overrides + args.overrides)
 
 
@@ -133,10 +145,17 @@ def cmd_tokenizer(args: argparse.Namespace) -> int:
     from seq2bert.data.tokenization import Tokenizer
 
     if args.action == "train":
-        tok = Tokenizer.train(args.files, kind=args.kind, vocab_size=args.vocab_size,
-                              min_frequency=args.min_frequency, lowercase=args.lowercase)
+        tok = Tokenizer.train(
+            args.files,
+            kind=args.kind,
+            vocab_size=args.vocab_size,
+            min_frequency=args.min_frequency,
+            lowercase=args.lowercase,
+        )
         tok.save(args.out)
-        print(f"{args.kind} vocabulary of {tok.vocab_size} tokens written to {Path(args.out) / 'tokenizer.json'}")
+        print(
+            f"{args.kind} vocabulary of {tok.vocab_size} tokens written to {Path(args.out) / 'tokenizer.json'}"
+        )
     else:
         tok = Tokenizer.from_file(args.tokenizer)
         enc = tok.encode(args.text, args.pair)
@@ -165,49 +184,70 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    p = sub.add_parser("demo", help="the main job: train a Seq2Seq on the built-in task, evaluate, translate",
-                       description="Train the default Seq2Seq (Sutskever et al. 2014) on the built-in synthetic "
-                                   "language pair, evaluate it, translate a few examples and print a results table. "
-                                   "No download; a few minutes on 2 CPU cores.")
+    p = sub.add_parser(
+        "demo",
+        help="the main job: train a Seq2Seq on the built-in task, evaluate, translate",
+        description="Train the default Seq2Seq (Sutskever et al. 2014) on the built-in synthetic "
+        "language pair, evaluate it, translate a few examples and print a results table. "
+        "No download; a few minutes on 2 CPU cores.",
+    )
     p.add_argument("--out", default="runs/demo", help="run directory (default: runs/demo)")
     p.add_argument("--budget", type=float, default=1.0, help="scale the training time (default 1.0)")
     p.set_defaults(func=cmd_demo)
 
-    p = sub.add_parser("train", help="train a model (Seq2Seq) on a synthetic task or parallel text",
-                       description="Train a sequence-to-sequence model with the seq2bert engine: checkpoints, "
-                                   "log.jsonl, curves.png and results.json land in --out.",
-                       epilog=EPILOG_TRAIN, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "train",
+        help="train a model (Seq2Seq) on a synthetic task or parallel text",
+        description="Train a sequence-to-sequence model with the seq2bert engine: checkpoints, "
+        "log.jsonl, curves.png and results.json land in --out.",
+        epilog=EPILOG_TRAIN,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     _add_config_args(p)
     p.add_argument("--out", required=True, help="run directory")
     p.add_argument("--resume", action="store_true", help="continue from the last checkpoint in --out")
     p.set_defaults(func=cmd_train)
 
-    p = sub.add_parser("evaluate", help="score a checkpoint: perplexity, token accuracy, exact match, BLEU",
-                       description="Evaluate a checkpoint (or a run directory's best) on its run's split or on "
-                                   "given parallel files. BLEU is sacrebleu's, cased and lowercased.")
+    p = sub.add_parser(
+        "evaluate",
+        help="score a checkpoint: perplexity, token accuracy, exact match, BLEU",
+        description="Evaluate a checkpoint (or a run directory's best) on its run's split or on "
+        "given parallel files. BLEU is sacrebleu's, cased and lowercased.",
+    )
     p.add_argument("checkpoint", help="checkpoint or run directory")
-    p.add_argument("--split", default="test", choices=["train", "valid", "test"], help="split of the run's data")
+    p.add_argument(
+        "--split", default="test", choices=["train", "valid", "test"], help="split of the run's data"
+    )
     p.add_argument("--source", help="source file (plain/.gz) or a TSV of source<TAB>target")
     p.add_argument("--target", help="target file aligned with --source")
     p.set_defaults(func=cmd_evaluate)
 
-    p = sub.add_parser("translate", help="translate text with a checkpoint (greedy decoding)",
-                       description="Translate the given texts, a file (--input) or standard input, one per line.")
+    p = sub.add_parser(
+        "translate",
+        help="translate text with a checkpoint (greedy decoding)",
+        description="Translate the given texts, a file (--input) or standard input, one per line.",
+    )
     p.add_argument("checkpoint", help="checkpoint or run directory")
     p.add_argument("text", nargs="*", help="texts to translate (default: read lines from --input or stdin)")
     p.add_argument("--input", help="file with one source sentence per line")
     p.add_argument("--batch-size", type=int, default=64)
     p.set_defaults(func=cmd_translate)
 
-    p = sub.add_parser("config", help="print the run configuration (defaults, file and overrides applied)",
-                       description="Print the full run configuration as YAML: every key --set can change.")
+    p = sub.add_parser(
+        "config",
+        help="print the run configuration (defaults, file and overrides applied)",
+        description="Print the full run configuration as YAML: every key --set can change.",
+    )
     _add_config_args(p)
     p.add_argument("--write", metavar="FILE", help="also write it to FILE (.yaml or .json)")
     p.set_defaults(func=cmd_config)
 
-    p = sub.add_parser("tokenizer", help="train a WordPiece / BPE / word vocabulary, or show an encoding",
-                       description="`seq2bert tokenizer train --kind bpe --vocab-size 8000 --out DIR FILE...` or "
-                                   "`seq2bert tokenizer encode TOKENIZER TEXT [--pair TEXT]`.")
+    p = sub.add_parser(
+        "tokenizer",
+        help="train a WordPiece / BPE / word vocabulary, or show an encoding",
+        description="`seq2bert tokenizer train --kind bpe --vocab-size 8000 --out DIR FILE...` or "
+        "`seq2bert tokenizer encode TOKENIZER TEXT [--pair TEXT]`.",
+    )
     tsub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
     t = tsub.add_parser("train", help="train a vocabulary from text files (plain or .gz)")
     t.add_argument("files", nargs="+")
@@ -222,8 +262,11 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--pair", help="second text of a pair")
     p.set_defaults(func=cmd_tokenizer)
 
-    p = sub.add_parser("plot", help="plot the training curves of a run (PNG)",
-                       description="Plot loss, validation metrics and learning rate from a run's log.jsonl.")
+    p = sub.add_parser(
+        "plot",
+        help="plot the training curves of a run (PNG)",
+        description="Plot loss, validation metrics and learning rate from a run's log.jsonl.",
+    )
     p.add_argument("run", help="run directory or log.jsonl")
     p.add_argument("--out", help="PNG path (default: curves.png beside the log)")
     p.set_defaults(func=cmd_plot)
@@ -233,8 +276,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        datefmt="%H:%M:%S",
+    )
     try:
         return args.func(args)
     except UserError as e:

@@ -87,7 +87,9 @@ def _convert(value: Any, tp: Any, key: str) -> Any:
         if origin is tuple and args and args[-1] is not Ellipsis:
             if len(args) != len(value):
                 raise ConfigError(f"{key}: expected {len(args)} values, got {len(value)}")
-            return tuple(_convert(v, a, f"{key}[{i}]") for i, (v, a) in enumerate(zip(value, args, strict=True)))
+            return tuple(
+                _convert(v, a, f"{key}[{i}]") for i, (v, a) in enumerate(zip(value, args, strict=True))
+            )
         item = args[0] if args else Any
         out = [_convert(v, item, f"{key}[{i}]") for i, v in enumerate(value)]
         return tuple(out) if origin is tuple else out

@@ -55,7 +55,9 @@ def test_types_are_checked_with_the_dotted_key():
 
 
 def test_overrides_are_parsed_and_converted():
-    cfg = C.apply_overrides(Outer(), ["lr=3e-4", "inner.rate=1", "flag=true", "sizes=[4, 5]", "inner.name=null"])
+    cfg = C.apply_overrides(
+        Outer(), ["lr=3e-4", "inner.rate=1", "flag=true", "sizes=[4, 5]", "inner.name=null"]
+    )
     assert cfg.lr == pytest.approx(3e-4) and isinstance(cfg.inner.rate, float)
     assert cfg.flag is True and cfg.sizes == [4, 5] and cfg.inner.name is None
     assert Outer().lr == 1e-3  # the original is untouched

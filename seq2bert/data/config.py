@@ -47,7 +47,9 @@ class DataConfig:
 
     def validate(self) -> None:
         if self.task not in (*SYNTHETIC_TASKS, "files"):
-            raise ConfigError(f"task: expected one of {', '.join(SYNTHETIC_TASKS)} or files, got {self.task!r}")
+            raise ConfigError(
+                f"task: expected one of {', '.join(SYNTHETIC_TASKS)} or files, got {self.task!r}"
+            )
         if self.task == "files":
             if not self.train_src:
                 raise ConfigError("train_src: task 'files' needs train_src (and train_tgt, unless a TSV)")

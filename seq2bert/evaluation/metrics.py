@@ -13,7 +13,9 @@ def token_accuracy(hyps: Sequence[Sequence[int]], refs: Sequence[Sequence[int]])
     total = sum(len(r) for r in refs)
     if total == 0:
         return 0.0
-    right = sum(sum(1 for h, r in zip(hyp, ref, strict=False) if h == r) for hyp, ref in zip(hyps, refs, strict=True))
+    right = sum(
+        sum(1 for h, r in zip(hyp, ref, strict=False) if h == r) for hyp, ref in zip(hyps, refs, strict=True)
+    )
     return 100.0 * right / total
 
 

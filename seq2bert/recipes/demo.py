@@ -54,6 +54,8 @@ def run_demo(out_dir: str | Path = "runs/demo", *, budget: float = 1.0, examples
         mark = "✓" if hyp == ref else "✗"
         print(f"  {src}\n    ref: {ref}\n    out: {hyp}  {mark}")
     row["wall_seconds"] = time.perf_counter() - start
-    print(f"\nSeq2Seq on the synthetic language pair (run directory: {out_dir}; total {row['wall_seconds']:.0f} s)")
+    print(
+        f"\nSeq2Seq on the synthetic language pair (run directory: {out_dir}; total {row['wall_seconds']:.0f} s)"
+    )
     print(format_table([row]))
     return row

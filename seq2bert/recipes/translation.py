@@ -63,9 +63,16 @@ def seed_everything(seed: int) -> None:
 def load_pairs(data: DataConfig) -> dict[str, Pairs]:
     """{"train": pairs, "valid": pairs, "test": pairs} (valid / test may be empty for files)."""
     if data.task in SYNTHETIC_TASKS:
-        return make_splits(data.task, n_train=data.num_train, n_valid=data.num_valid, n_test=data.num_test,
-                           min_len=data.min_len, max_len=data.max_len, num_symbols=data.num_symbols,
-                           seed=data.data_seed)
+        return make_splits(
+            data.task,
+            n_train=data.num_train,
+            n_valid=data.num_valid,
+            n_test=data.num_test,
+            min_len=data.min_len,
+            max_len=data.max_len,
+            num_symbols=data.num_symbols,
+            seed=data.data_seed,
+        )
     splits = {}
     for split in ("train", "valid", "test"):
         src, tgt = getattr(data, f"{split}_src"), getattr(data, f"{split}_tgt")
@@ -86,8 +93,9 @@ def build_tokenizer(data: DataConfig, train_pairs: Pairs) -> Tokenizer:
         return Tokenizer.from_file(kind)
     texts = [s for pair in train_pairs for s in pair]
     min_freq = 1 if data.task in SYNTHETIC_TASKS else data.min_frequency
-    return Tokenizer.train(texts, kind=kind, vocab_size=data.vocab_size, min_frequency=min_freq,
-                           lowercase=data.lowercase)
+    return Tokenizer.train(
+        texts, kind=kind, vocab_size=data.vocab_size, min_frequency=min_freq, lowercase=data.lowercase
+    )
 
 
 @dataclass
@@ -107,8 +115,12 @@ def encode_pairs(tok: Tokenizer, pairs: Pairs, max_length: int | None = None) ->
     if max_length:
         keep = [i for i in range(len(src)) if 0 < len(src[i]) <= max_length and len(tgt[i]) < max_length]
         if len(keep) < len(src):
-            log.info("dropped %d of %d training pairs longer than %d tokens", len(src) - len(keep), len(src),
-                     max_length)
+            log.info(
+                "dropped %d of %d training pairs longer than %d tokens",
+                len(src) - len(keep),
+                len(src),
+                max_length,
+            )
         src, tgt = [src[i] for i in keep], [tgt[i] for i in keep]
     return Encoded(src, tgt)
 
@@ -121,22 +133,41 @@ def make_collate(enc: Encoded, tok: Tokenizer):
         input_ids, attention_mask = pad_sequences([enc.src[i] for i in indices], pad)
         decoder_input_ids, _ = pad_sequences([[bos, *enc.tgt[i]] for i in indices], pad)
         labels, _ = pad_sequences([[*enc.tgt[i], eos] for i in indices], IGNORE_INDEX)
-        return {"input_ids": input_ids, "attention_mask": attention_mask, "decoder_input_ids": decoder_input_ids,
-                "labels": labels}
+        return {
+            "input_ids": input_ids,
+            "attention_mask": attention_mask,
+            "decoder_input_ids": decoder_input_ids,
+            "labels": labels,
+        }
 
     return collate
 
 
 def make_plan(enc: Encoded, data: DataConfig, *, shuffle: bool, seed: int = 0, rank: int = 0, world: int = 1):
     lengths = [max(len(s), len(t) + 1) for s, t in zip(enc.src, enc.tgt, strict=True)]
-    return BucketBatchSampler(lengths, max_tokens=data.max_tokens or None, batch_size=data.batch_size or None,
-                              shuffle=shuffle, seed=seed, num_replicas=world, rank=rank)
+    return BucketBatchSampler(
+        lengths,
+        max_tokens=data.max_tokens or None,
+        batch_size=data.batch_size or None,
+        shuffle=shuffle,
+        seed=seed,
+        num_replicas=world,
+        rank=rank,
+    )
 
 
 # --- evaluation
 @torch.no_grad()
-def evaluate_pairs(model, tok: Tokenizer, pairs: Pairs, data: DataConfig, *, device=None,
-                   max_len_a: float = 1.5, max_len_b: int = 10) -> dict[str, float]:
+def evaluate_pairs(
+    model,
+    tok: Tokenizer,
+    pairs: Pairs,
+    data: DataConfig,
+    *,
+    device=None,
+    max_len_a: float = 1.5,
+    max_len_b: int = 10,
+) -> dict[str, float]:
     """Teacher-forced loss / perplexity, and greedy decoding scored by token accuracy, exact match and BLEU."""
     if not pairs:
         return {}
@@ -152,12 +183,22 @@ def evaluate_pairs(model, tok: Tokenizer, pairs: Pairs, data: DataConfig, *, dev
         batch = {k: v.to(device) for k, v in collate(idx).items()}
         out = model(**{k: batch[k] for k in ("input_ids", "attention_mask", "decoder_input_ids")})
         labels = batch["labels"]
-        nll += float(torch.nn.functional.cross_entropy(out.logits.float().flatten(0, 1), labels.flatten(),
-                                                       ignore_index=IGNORE_INDEX, reduction="sum"))
+        nll += float(
+            torch.nn.functional.cross_entropy(
+                out.logits.float().flatten(0, 1), labels.flatten(), ignore_index=IGNORE_INDEX, reduction="sum"
+            )
+        )
         n_tok += int(labels.ne(IGNORE_INDEX).sum())
         max_len = int(max_len_a * batch["attention_mask"].sum(1).max()) + max_len_b
-        tokens, _ = greedy_decode(model, batch["input_ids"], batch["attention_mask"], bos_token_id=tok.bos_token_id,
-                                  eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, max_len=max_len)
+        tokens, _ = greedy_decode(
+            model,
+            batch["input_ids"],
+            batch["attention_mask"],
+            bos_token_id=tok.bos_token_id,
+            eos_token_id=tok.eos_token_id,
+            pad_token_id=tok.pad_token_id,
+            max_len=max_len,
+        )
         for row, i in zip(tokens.tolist(), idx, strict=True):
             hyps_ids[i] = strip_special(row, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
     model.train(was_training)
@@ -187,7 +228,9 @@ def write_checkpoint_extras(cfg: TranslationConfig, model_cfg: Seq2SeqConfig, to
     return write
 
 
-def train(cfg: TranslationConfig, out_dir: str | Path, *, resume: bool = False, progress_bar: bool = True) -> dict:
+def train(
+    cfg: TranslationConfig, out_dir: str | Path, *, resume: bool = False, progress_bar: bool = True
+) -> dict:
     """Train, then evaluate the best checkpoint on the test split; returns one results row (a dict)."""
     out_dir = Path(out_dir)
     dist, device = setup(cfg.train.device)
@@ -202,13 +245,23 @@ def train(cfg: TranslationConfig, out_dir: str | Path, *, resume: bool = False, 
         tok = build_tokenizer(cfg.data, pairs["train"])
         if dist.is_main:
             tok.save(tok_dir)
-    model_cfg = config_io.from_dict(Seq2SeqConfig, {
-        **config_io.to_dict(cfg.model), "src_vocab_size": tok.vocab_size, "tgt_vocab_size": tok.vocab_size,
-        "pad_token_id": tok.pad_token_id, "bos_token_id": tok.bos_token_id, "eos_token_id": tok.eos_token_id})
+    model_cfg = config_io.from_dict(
+        Seq2SeqConfig,
+        {
+            **config_io.to_dict(cfg.model),
+            "src_vocab_size": tok.vocab_size,
+            "tgt_vocab_size": tok.vocab_size,
+            "pad_token_id": tok.pad_token_id,
+            "bos_token_id": tok.bos_token_id,
+            "eos_token_id": tok.eos_token_id,
+        },
+    )
     seed_everything(cfg.train.seed)  # the weights depend on the seed only, not on the data pipeline
     model = build_model(model_cfg)
     train_enc = encode_pairs(tok, pairs["train"], cfg.data.max_length)
-    plan = make_plan(train_enc, cfg.data, shuffle=True, seed=cfg.train.seed, rank=dist.rank, world=dist.world_size)
+    plan = make_plan(
+        train_enc, cfg.data, shuffle=True, seed=cfg.train.seed, rank=dist.rank, world=dist.world_size
+    )
     valid = pairs["valid"] or pairs["train"][: min(500, len(pairs["train"]))]
     ls = cfg.train.label_smoothing
 
@@ -216,13 +269,24 @@ def train(cfg: TranslationConfig, out_dir: str | Path, *, resume: bool = False, 
         return m(**batch, label_smoothing=ls).loss
 
     trainer = Trainer(
-        model, cfg.train, plan=plan, collate=make_collate(train_enc, tok), out_dir=out_dir,
+        model,
+        cfg.train,
+        plan=plan,
+        collate=make_collate(train_enc, tok),
+        out_dir=out_dir,
         evaluate=lambda m: evaluate_pairs(m, tok, valid, cfg.data, device=device),
-        write_extra=write_checkpoint_extras(cfg, model_cfg, tok), loss_fn=loss_fn, device=device, dist=dist,
+        write_extra=write_checkpoint_extras(cfg, model_cfg, tok),
+        loss_fn=loss_fn,
+        device=device,
+        dist=dist,
         progress_bar=progress_bar,
     )
-    log.info("model: %s parameters; %d training pairs; %d steps", f"{count_parameters(model):,}", len(train_enc),
-             trainer.total_steps)
+    log.info(
+        "model: %s parameters; %d training pairs; %d steps",
+        f"{count_parameters(model):,}",
+        len(train_enc),
+        trainer.total_steps,
+    )
     result = trainer.fit(resume=resume)
     row = {
         "model": "seq2seq" + (" (reversed source)" if model_cfg.reverse_source else ""),
@@ -237,8 +301,12 @@ def train(cfg: TranslationConfig, out_dir: str | Path, *, resume: bool = False, 
         ckpt.load_weights(model, best)
         row["valid_perplexity"] = evaluate_pairs(model, tok, valid, cfg.data, device=device)["perplexity"]
         if pairs["test"]:
-            row.update({f"test_{k}": v for k, v in evaluate_pairs(model, tok, pairs["test"], cfg.data,
-                                                                   device=device).items()})
+            row.update(
+                {
+                    f"test_{k}": v
+                    for k, v in evaluate_pairs(model, tok, pairs["test"], cfg.data, device=device).items()
+                }
+            )
         config_io.atomic_write_text(out_dir / "results.json", json.dumps(row, indent=2) + "\n")
     row["is_main"] = dist.is_main
     cleanup()
@@ -271,8 +339,15 @@ def evaluate(checkpoint: str | Path, pairs: Pairs, *, data: DataConfig | None = 
 
 
 @torch.no_grad()
-def translate(checkpoint_or_model, texts: list[str], *, tokenizer: Tokenizer | None = None,
-              batch_size: int = 64, max_len_a: float = 1.5, max_len_b: int = 10) -> list[str]:
+def translate(
+    checkpoint_or_model,
+    texts: list[str],
+    *,
+    tokenizer: Tokenizer | None = None,
+    batch_size: int = 64,
+    max_len_a: float = 1.5,
+    max_len_b: int = 10,
+) -> list[str]:
     """Greedy translations of ``texts`` by a checkpoint (path) or a loaded model with its tokenizer."""
     if isinstance(checkpoint_or_model, (str, Path)):
         model, tokenizer, _ = load(checkpoint_or_model)
@@ -284,16 +359,26 @@ def translate(checkpoint_or_model, texts: list[str], *, tokenizer: Tokenizer | N
     out: list[str] = [""] * len(texts)
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
     for b in range(0, len(order), batch_size):
-        idx = order[b:b + batch_size]
-        ids = [e.ids or [tokenizer.unk_token_id] for e in
-               tokenizer.encode_batch([texts[i] for i in idx], add_special_tokens=False).encodings]
+        idx = order[b : b + batch_size]
+        ids = [
+            e.ids or [tokenizer.unk_token_id]
+            for e in tokenizer.encode_batch([texts[i] for i in idx], add_special_tokens=False).encodings
+        ]
         input_ids, mask = pad_sequences(ids, tokenizer.pad_token_id)
         max_len = int(max_len_a * max(len(x) for x in ids)) + max_len_b
-        tokens, _ = greedy_decode(model, input_ids.to(device), mask.to(device), bos_token_id=tokenizer.bos_token_id,
-                                  eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
-                                  max_len=max_len)
-        rows = [strip_special(r, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
-                for r in tokens.tolist()]
+        tokens, _ = greedy_decode(
+            model,
+            input_ids.to(device),
+            mask.to(device),
+            bos_token_id=tokenizer.bos_token_id,
+            eos_token_id=tokenizer.eos_token_id,
+            pad_token_id=tokenizer.pad_token_id,
+            max_len=max_len,
+        )
+        rows = [
+            strip_special(r, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
+            for r in tokens.tolist()
+        ]
         for i, text in zip(idx, tokenizer.decode_batch(rows), strict=True):
             out[i] = text
     return out

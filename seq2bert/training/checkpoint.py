@@ -94,7 +94,9 @@ def rng_state() -> dict[str, Any]:
 def set_rng_state(state: dict[str, Any]) -> None:
     torch.set_rng_state(state["torch"])
     n = state["numpy"]
-    np.random.set_state(("MT19937", n["keys"].numpy().astype(np.uint32), n["pos"], n["has_gauss"], n["cached_gaussian"]))
+    np.random.set_state(
+        ("MT19937", n["keys"].numpy().astype(np.uint32), n["pos"], n["has_gauss"], n["cached_gaussian"])
+    )
     version, internal, gauss = state["python"]
     random.setstate((version, tuple(internal), gauss))
     if "cuda" in state and torch.cuda.is_available():
@@ -104,7 +106,12 @@ def set_rng_state(state: dict[str, Any]) -> None:
 def save_trainer_state(directory: Path, *, progress: dict[str, Any], optimizer, scheduler) -> None:
     directory = Path(directory)
     torch.save(
-        {"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "rng": rng_state(), "progress": progress},
+        {
+            "optimizer": optimizer.state_dict(),
+            "scheduler": scheduler.state_dict(),
+            "rng": rng_state(),
+            "progress": progress,
+        },
         directory / "trainer_state.pt",
     )
     (directory / "trainer_state.json").write_text(json.dumps(progress, indent=2) + "\n")
@@ -122,7 +129,9 @@ def list_checkpoints(run_dir: Path) -> list[Path]:
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         return []
-    found = [(int(m.group(1)), p) for p in run_dir.iterdir() if p.is_dir() and (m := CHECKPOINT_RE.match(p.name))]
+    found = [
+        (int(m.group(1)), p) for p in run_dir.iterdir() if p.is_dir() and (m := CHECKPOINT_RE.match(p.name))
+    ]
     return [p for _, p in sorted(found)]
 
 
@@ -148,7 +157,9 @@ def resolve_checkpoint(path: str | Path) -> Path:
         return latest
     if not path.exists():
         raise CheckpointError(f"{path}: no such checkpoint or run directory")
-    raise CheckpointError(f"{path}: not a checkpoint (no model.safetensors, best/ or checkpoint-<step>/ inside)")
+    raise CheckpointError(
+        f"{path}: not a checkpoint (no model.safetensors, best/ or checkpoint-<step>/ inside)"
+    )
 
 
 def read_json(path: Path) -> dict[str, Any]:

@@ -177,7 +177,9 @@ class Trainer:
 
             def write(tmp: Path) -> None:
                 ckpt.save_weights(self.model, tmp)
-                ckpt.save_trainer_state(tmp, progress=state, optimizer=self.optimizer, scheduler=self.scheduler)
+                ckpt.save_trainer_state(
+                    tmp, progress=state, optimizer=self.optimizer, scheduler=self.scheduler
+                )
                 if self.write_extra is not None:
                     self.write_extra(tmp)
 
@@ -205,8 +207,13 @@ class Trainer:
         ckpt.set_rng_state(state["rng"])
         self.progress = Progress(**state["progress"])
         self.log.truncate_after(self.progress.step)
-        log.info("resumed from %s (step %d, epoch %d, batch %d)", path, self.progress.step, self.progress.epoch,
-                 self.progress.batch)
+        log.info(
+            "resumed from %s (step %d, epoch %d, batch %d)",
+            path,
+            self.progress.step,
+            self.progress.epoch,
+            self.progress.batch,
+        )
 
     # --- evaluation
     def run_evaluation(self) -> dict[str, float]:
@@ -263,8 +270,14 @@ class Trainer:
                 self.restore(last)
                 p = self.progress
         self.model.train()
-        bar = tqdm(total=self.total_steps, initial=p.step, unit="step", disable=not self.progress_bar,
-                   dynamic_ncols=True, mininterval=1.0)
+        bar = tqdm(
+            total=self.total_steps,
+            initial=p.step,
+            unit="step",
+            disable=not self.progress_bar,
+            dynamic_ncols=True,
+            mininterval=1.0,
+        )
         window_tokens, window_loss, window_n, window_start = 0, 0.0, 0, time.perf_counter()
         micro = 0  # micro-batches since the last optimizer step (a checkpoint is always taken at 0)
         last_saved = p.step if resume else -1
@@ -273,11 +286,15 @@ class Trainer:
             batches = self.plan.batches(p.epoch)
             while p.batch < len(batches) and not self._done():
                 t0 = time.perf_counter()
-                batch = {k: v.to(self.device, non_blocking=True) for k, v in self.collate(batches[p.batch]).items()}
+                batch = {
+                    k: v.to(self.device, non_blocking=True) for k, v in self.collate(batches[p.batch]).items()
+                }
                 p.batch += 1
                 micro += 1
                 sync = micro == cfg.accumulate or p.batch == len(batches)
-                no_sync = self.wrapped.no_sync() if (self.dist.enabled and not sync) else contextlib.nullcontext()
+                no_sync = (
+                    self.wrapped.no_sync() if (self.dist.enabled and not sync) else contextlib.nullcontext()
+                )
                 with no_sync, self.autocast():
                     loss = self.loss_fn(self.wrapped, batch)
                 with no_sync:
@@ -298,9 +315,14 @@ class Trainer:
                 if p.step % cfg.log_every == 0 or p.step == self.total_steps:
                     elapsed = time.perf_counter() - window_start
                     record = {
-                        "split": "train", "step": p.step, "epoch": p.epoch, "loss": window_loss / window_n,
-                        "lr": self.scheduler.get_last_lr()[0], "grad_norm": grad_norm,
-                        "tokens_per_s": window_tokens / max(elapsed, 1e-9), "train_seconds": p.train_seconds,
+                        "split": "train",
+                        "step": p.step,
+                        "epoch": p.epoch,
+                        "loss": window_loss / window_n,
+                        "lr": self.scheduler.get_last_lr()[0],
+                        "grad_norm": grad_norm,
+                        "tokens_per_s": window_tokens / max(elapsed, 1e-9),
+                        "train_seconds": p.train_seconds,
                     }
                     self.log.write(record)
                     bar.set_postfix(loss=f"{record['loss']:.3f}", tok_s=f"{record['tokens_per_s']:.0f}")

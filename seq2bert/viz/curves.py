@@ -33,13 +33,20 @@ def plot_training_curves(log_path: str | Path, out_png: str | Path) -> Path:
     records = read_log(log_path)
     train = [r for r in records if r.get("split") == "train"]
     valid = [r for r in records if r.get("split") == "valid"]
-    metrics = sorted({k for r in valid for k, v in r.items() if isinstance(v, (int, float))} - {"step", "epoch", "loss"})
+    metrics = sorted(
+        {k for r in valid for k, v in r.items() if isinstance(v, (int, float))} - {"step", "epoch", "loss"}
+    )
     panels = 2 + len(metrics)
     fig, axes = plt.subplots(1, panels, figsize=(4.2 * panels, 3.4), squeeze=False)
     ax = axes[0][0]
     ax.plot([r["step"] for r in train], [r["loss"] for r in train], label="train")
     if any("loss" in r for r in valid):
-        ax.plot([r["step"] for r in valid if "loss" in r], [r["loss"] for r in valid if "loss" in r], "o-", label="valid")
+        ax.plot(
+            [r["step"] for r in valid if "loss" in r],
+            [r["loss"] for r in valid if "loss" in r],
+            "o-",
+            label="valid",
+        )
     ax.set(title="loss", xlabel="step")
     ax.legend()
     for ax, m in zip(axes[0][1:], metrics, strict=False):

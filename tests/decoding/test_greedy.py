@@ -23,8 +23,9 @@ class TableModel:
 def test_greedy_takes_the_argmax_and_stops_at_eos():
     # vocab: 0 pad, 1 bos, 2 eos, 3 a, 4 b
     table = [[0, 0, 0.1, 0.6, 0.3], [0, 0, 0.2, 0.3, 0.5], [0, 0, 0.9, 0.05, 0.05], [0, 0, 0.1, 0.8, 0.1]]
-    tokens, scores = greedy_decode(TableModel(table), torch.zeros(1, 3, dtype=torch.long), bos_token_id=1,
-                                   eos_token_id=2, max_len=10)
+    tokens, scores = greedy_decode(
+        TableModel(table), torch.zeros(1, 3, dtype=torch.long), bos_token_id=1, eos_token_id=2, max_len=10
+    )
     assert tokens.tolist() == [[3, 4, 2]]
     torch.testing.assert_close(scores, torch.log(torch.tensor([0.6 * 0.5 * 0.9])))
 
@@ -34,16 +35,18 @@ def test_finished_rows_are_padded_and_scores_frozen():
         [[0, 0, 0.9, 0.1, 0], [0, 0, 0.1, 0.9, 0]],
         [[0, 0, 0.1, 0.9, 0], [0, 0, 0.8, 0.2, 0]],
     ]
-    tokens, scores = greedy_decode(TableModel(table), torch.zeros(2, 1, dtype=torch.long), bos_token_id=1,
-                                   eos_token_id=2, max_len=5)
+    tokens, scores = greedy_decode(
+        TableModel(table), torch.zeros(2, 1, dtype=torch.long), bos_token_id=1, eos_token_id=2, max_len=5
+    )
     assert tokens.tolist() == [[2, 0], [3, 2]]
     torch.testing.assert_close(scores, torch.log(torch.tensor([0.9, 0.9 * 0.8])))
 
 
 def test_max_len_bounds_the_output():
     table = [[0, 0, 0.1, 0.9, 0]] * 4
-    tokens, _ = greedy_decode(TableModel(table), torch.zeros(1, 1, dtype=torch.long), bos_token_id=1,
-                              eos_token_id=2, max_len=3)
+    tokens, _ = greedy_decode(
+        TableModel(table), torch.zeros(1, 1, dtype=torch.long), bos_token_id=1, eos_token_id=2, max_len=3
+    )
     assert tokens.tolist() == [[3, 3, 3]]
 
 

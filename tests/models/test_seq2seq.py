@@ -7,7 +7,9 @@ from seq2bert.objectives.cross_entropy import IGNORE_INDEX
 
 
 def tiny(**kw):
-    cfg = dict(src_vocab_size=13, tgt_vocab_size=11, embedding_dim=8, hidden_size=12, num_layers=2, dropout=0.0)
+    cfg = dict(
+        src_vocab_size=13, tgt_vocab_size=11, embedding_dim=8, hidden_size=12, num_layers=2, dropout=0.0
+    )
     cfg.update(kw)
     torch.manual_seed(0)
     return Seq2Seq(Seq2SeqConfig(**cfg)).eval()
@@ -23,8 +25,9 @@ def test_reverse_padded_keeps_padding_in_place():
 def test_padding_does_not_change_the_fixed_vector(reverse):
     model = tiny(reverse_source=reverse)
     alone = model.encode(torch.tensor([[3, 4, 5]]), torch.ones(1, 3, dtype=torch.long))
-    padded = model.encode(torch.tensor([[3, 4, 5, 0, 0], [7, 8, 9, 10, 11]]),
-                          torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]]))
+    padded = model.encode(
+        torch.tensor([[3, 4, 5, 0, 0], [7, 8, 9, 10, 11]]), torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]])
+    )
     torch.testing.assert_close(padded.h[:, :1], alone.h, rtol=0, atol=1e-6)
     torch.testing.assert_close(padded.c[:, :1], alone.c, rtol=0, atol=1e-6)
 

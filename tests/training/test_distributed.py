@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = r'''
+SCRIPT = r"""
 import sys, torch, torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 from seq2bert.models.seq2seq.config import Seq2SeqConfig
@@ -36,12 +36,12 @@ if info.rank == 0:
     assert worst < 1e-6, worst
     assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in single.parameters() if p.dim() > 1)
 dist.destroy_process_group()
-'''
+"""
 
 
 def torchrun(*args: str, cwd: Path, timeout: int = 240) -> subprocess.CompletedProcess:
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "0", *args]
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", *args]
     return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
 
@@ -57,10 +57,32 @@ def test_ddp_gradients_equal_single_process_on_combined_batch(tmp_path):
 @pytest.mark.slow
 def test_train_command_runs_under_torchrun(tmp_path):
     out = tmp_path / "run"
-    proc = torchrun("-m", "seq2bert.cli", "train", "--task", "copy", "--out", str(out),
-                    "--set", "data.num_train=200", "--set", "data.num_valid=20", "--set", "data.num_test=20",
-                    "--set", "model.embedding_dim=8", "--set", "model.hidden_size=16", "--set", "model.num_layers=1",
-                    "--set", "train.max_steps=6", "--set", "train.eval_every=3", cwd=tmp_path)
+    proc = torchrun(
+        "-m",
+        "seq2bert.cli",
+        "train",
+        "--task",
+        "copy",
+        "--out",
+        str(out),
+        "--set",
+        "data.num_train=200",
+        "--set",
+        "data.num_valid=20",
+        "--set",
+        "data.num_test=20",
+        "--set",
+        "model.embedding_dim=8",
+        "--set",
+        "model.hidden_size=16",
+        "--set",
+        "model.num_layers=1",
+        "--set",
+        "train.max_steps=6",
+        "--set",
+        "train.eval_every=3",
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert (out / "checkpoint-6" / "model.safetensors").is_file()
     assert (out / "results.json").is_file()

@@ -12,21 +12,54 @@ import pytest
 from safetensors.torch import load_file
 
 ARGS = [
-    "--task", "copy",
-    "--set", "data.num_train=400", "--set", "data.num_valid=40", "--set", "data.num_test=40",
-    "--set", "data.max_len=8", "--set", "data.max_tokens=200",
-    "--set", "model.embedding_dim=16", "--set", "model.hidden_size=32", "--set", "model.num_layers=2",
-    "--set", "model.dropout=0.3",  # dropout draws random numbers: the RNG state must be restored too
-    "--set", "train.max_steps=48", "--set", "train.save_every=4", "--set", "train.eval_every=12",
-    "--set", "train.keep_last=2", "--set", "train.log_every=4", "--set", "train.accumulate=2",
-    "--set", "train.schedule=linear", "--set", "train.warmup_steps=5",
+    "--task",
+    "copy",
+    "--set",
+    "data.num_train=400",
+    "--set",
+    "data.num_valid=40",
+    "--set",
+    "data.num_test=40",
+    "--set",
+    "data.max_len=8",
+    "--set",
+    "data.max_tokens=200",
+    "--set",
+    "model.embedding_dim=16",
+    "--set",
+    "model.hidden_size=32",
+    "--set",
+    "model.num_layers=2",
+    "--set",
+    "model.dropout=0.3",  # dropout draws random numbers: the RNG state must be restored too
+    "--set",
+    "train.max_steps=48",
+    "--set",
+    "train.save_every=4",
+    "--set",
+    "train.eval_every=12",
+    "--set",
+    "train.keep_last=2",
+    "--set",
+    "train.log_every=4",
+    "--set",
+    "train.accumulate=2",
+    "--set",
+    "train.schedule=linear",
+    "--set",
+    "train.warmup_steps=5",
 ]
 
 
 def run(out: Path, *extra: str) -> subprocess.Popen:
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    return subprocess.Popen([sys.executable, "-m", "seq2bert.cli", "train", *ARGS, "--out", str(out), *extra],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "seq2bert.cli", "train", *ARGS, "--out", str(out), *extra],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
 
 
 def final_weights(out: Path) -> dict:
@@ -44,13 +77,16 @@ def test_sigkill_then_resume_is_bitwise_exact(tmp_path):
     target = rng.randrange(1, 10)  # kill after the target-th checkpoint appears, plus a random delay
     deadline = time.time() + 120
     while time.time() < deadline and victim.poll() is None:
-        if len(list(killed_dir.glob("checkpoint-*"))) and max(
-            int(p.name.split("-")[1]) for p in killed_dir.glob("checkpoint-*")
-        ) >= 4 * target:
+        if (
+            len(list(killed_dir.glob("checkpoint-*")))
+            and max(int(p.name.split("-")[1]) for p in killed_dir.glob("checkpoint-*")) >= 4 * target
+        ):
             time.sleep(rng.uniform(0.0, 0.3))
             break
         time.sleep(0.01)
-    assert victim.poll() is None, f"the run finished before it could be killed (seed {seed}):\n{victim.stdout.read()}"
+    assert victim.poll() is None, (
+        f"the run finished before it could be killed (seed {seed}):\n{victim.stdout.read()}"
+    )
     victim.send_signal(signal.SIGKILL)
     victim.wait()
     assert not (killed_dir / "checkpoint-48").exists()
@@ -63,6 +99,8 @@ def test_sigkill_then_resume_is_bitwise_exact(tmp_path):
     a, b = final_weights(tmp_path / "ref"), final_weights(killed_dir)
     assert a.keys() == b.keys()
     for k in a:
-        assert a[k].equal(b[k]), f"{k} differs after resume (kill seed {seed}, target checkpoint {4 * target})"
+        assert a[k].equal(b[k]), (
+            f"{k} differs after resume (kill seed {seed}, target checkpoint {4 * target})"
+        )
     log_steps = [line for line in (killed_dir / "log.jsonl").read_text().splitlines() if '"train"' in line]
     assert len(log_steps) == 48 // 4  # no duplicated records from the killed run

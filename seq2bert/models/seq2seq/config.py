@@ -37,7 +37,9 @@ class Seq2SeqConfig:
                 raise ConfigError(f"{name}: must be at least 1, got {getattr(self, name)}")
         for name in ("src_vocab_size", "tgt_vocab_size"):
             if getattr(self, name) < 0:
-                raise ConfigError(f"{name}: must be >= 0 (0 = taken from the tokenizer), got {getattr(self, name)}")
+                raise ConfigError(
+                    f"{name}: must be >= 0 (0 = taken from the tokenizer), got {getattr(self, name)}"
+                )
         if not 0.0 <= self.dropout < 1.0:
             raise ConfigError(f"dropout: must be in [0, 1), got {self.dropout}")
         if self.init_range < 0:
@@ -49,5 +51,14 @@ class Seq2SeqConfig:
 
 def sutskever2014(**overrides) -> Seq2SeqConfig:
     """The configuration of the paper (Sect. 3.4): 4 layers, 1000 cells, 1000-d embeddings, reversed source."""
-    return Seq2SeqConfig(**{"embedding_dim": 1000, "hidden_size": 1000, "num_layers": 4, "dropout": 0.0,
-                            "reverse_source": True, "init_range": 0.08, **overrides})
+    return Seq2SeqConfig(
+        **{
+            "embedding_dim": 1000,
+            "hidden_size": 1000,
+            "num_layers": 4,
+            "dropout": 0.0,
+            "reverse_source": True,
+            "init_range": 0.08,
+            **overrides,
+        }
+    )

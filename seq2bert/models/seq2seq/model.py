@@ -56,7 +56,9 @@ class Seq2Seq(nn.Module):
         super().__init__()
         config.validate()
         if config.src_vocab_size < 1 or config.tgt_vocab_size < 1:
-            raise ValueError("Seq2SeqConfig: src_vocab_size and tgt_vocab_size must be set (from the tokenizer)")
+            raise ValueError(
+                "Seq2SeqConfig: src_vocab_size and tgt_vocab_size must be set (from the tokenizer)"
+            )
         self.config = config
         E, H, L, p = config.embedding_dim, config.hidden_size, config.num_layers, config.dropout
         self.src_embed = nn.Embedding(config.src_vocab_size, E, padding_idx=config.pad_token_id)

@@ -1,0 +1,102 @@
+"""The command line: helpful --help everywhere, and one-line errors (exit 2, no traceback) for user mistakes."""
+
+import gzip
+import subprocess
+import sys
+
+import pytest
+
+from seq2bert.cli import build_parser, main
+
+SUBCOMMANDS = ["demo", "train", "evaluate", "translate", "config", "tokenizer", "plot"]
+
+
+def run_cli(*args: str, cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "seq2bert.cli", *args], capture_output=True, text=True, cwd=cwd, timeout=120
+    )
+
+
+def test_top_level_help_lists_every_subcommand(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    for name in SUBCOMMANDS:
+        assert name in out
+
+
+@pytest.mark.parametrize("name", SUBCOMMANDS)
+def test_every_subcommand_has_a_useful_help(name, capsys):
+    with pytest.raises(SystemExit):
+        main([name, "--help"])
+    out = capsys.readouterr().out
+    assert out.startswith("usage: seq2bert " + name)
+    assert len(out.splitlines()) >= 4
+
+
+def test_train_help_shows_examples(capsys):
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    assert "--set train.max_minutes" in capsys.readouterr().out
+
+
+def one_line_error(proc: subprocess.CompletedProcess) -> str:
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("seq2bert: error:")]
+    assert len(lines) == 1, proc.stderr
+    return lines[0]
+
+
+def test_unknown_key_error_names_the_closest_key(tmp_path):
+    err = one_line_error(run_cli("config", "--set", "train.lrr=1"))
+    assert "unknown key train.lrr: did you mean train.lr?" in err
+
+
+def test_invalid_value_is_rejected_before_work(tmp_path):
+    err = one_line_error(run_cli("train", "--out", str(tmp_path / "r"), "--set", "train.lr=-3"))
+    assert "train.lr: must be > 0" in err
+    assert not (tmp_path / "r").exists()
+
+
+def test_bad_config_file(tmp_path):
+    (tmp_path / "c.yaml").write_text("model:\n  num_layer: 2\n")
+    err = one_line_error(run_cli("config", "--config", str(tmp_path / "c.yaml")))
+    assert "c.yaml: unknown key model.num_layer: did you mean model.num_layers" in err
+
+
+def test_mismatched_parallel_files_name_the_files(tmp_path):
+    with gzip.open(tmp_path / "train.de.gz", "wt") as f:
+        f.write("ein Hund\nzwei Katzen\n")
+    (tmp_path / "train.en").write_text("a dog\n")
+    err = one_line_error(run_cli("train", "--data", str(tmp_path), "--out", str(tmp_path / "r")))
+    assert "train.de.gz has 2 lines but" in err and "train.en has 1" in err
+
+
+def test_empty_line_names_file_and_line(tmp_path):
+    (tmp_path / "train.de").write_text("ein Hund\n\n")
+    (tmp_path / "train.en").write_text("a dog\ntwo cats\n")
+    err = one_line_error(run_cli("train", "--data", str(tmp_path), "--out", str(tmp_path / "r")))
+    assert "train.de:2: empty line" in err
+
+
+def test_invalid_utf8_names_file_and_line(tmp_path):
+    (tmp_path / "train.de").write_bytes(b"ein Hund\nzwei \xff Katzen\n")
+    (tmp_path / "train.en").write_text("a dog\ntwo cats\n")
+    err = one_line_error(run_cli("train", "--data", str(tmp_path), "--out", str(tmp_path / "r")))
+    assert "train.de:2: invalid UTF-8" in err
+
+
+def test_missing_data_folder_and_checkpoint(tmp_path):
+    err = one_line_error(run_cli("train", "--data", str(tmp_path / "nope"), "--out", str(tmp_path / "r")))
+    assert "nope: no such folder" in err
+    err = one_line_error(run_cli("translate", str(tmp_path / "nothing"), "hallo"))
+    assert "nothing: no such checkpoint" in err
+    (tmp_path / "empty").mkdir()
+    err = one_line_error(run_cli("evaluate", str(tmp_path / "empty")))
+    assert "not a checkpoint" in err
+
+
+def test_parser_builds_without_importing_torch_heavy_modules():
+    assert build_parser().prog == "seq2bert"

@@ -1,0 +1,139 @@
+"""The engine on a toy regression problem: checkpoints, best model, early stopping, accumulation, bf16."""
+
+import json
+
+import pytest
+import torch
+from torch import nn
+
+from seq2bert.errors import CheckpointError
+from seq2bert.models.outputs import Seq2SeqLMOutput
+from seq2bert.training import checkpoint as ckpt
+from seq2bert.training.config import TrainConfig
+from seq2bert.training.trainer import Trainer
+
+
+class Toy(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 1)
+
+    def forward(self, x, y):
+        return Seq2SeqLMOutput(logits=self.lin(x), loss=((self.lin(x) - y) ** 2).mean())
+
+
+class Plan:
+    def __init__(self, n, bs):
+        self.n, self.bs = n, bs
+
+    def batches(self, epoch):
+        g = torch.Generator().manual_seed(epoch)
+        order = torch.randperm(self.n, generator=g).tolist()
+        return [order[i : i + self.bs] for i in range(0, self.n, self.bs)]
+
+
+torch.manual_seed(0)
+X = torch.randn(64, 4)
+Y = X @ torch.tensor([[1.0], [-2.0], [0.5], [3.0]]) + 0.1
+
+
+def collate(idx):
+    return {"x": X[idx], "y": Y[idx]}
+
+
+def mse(model):
+    with torch.no_grad():
+        return {"loss": float(((model.lin(X) - Y) ** 2).mean())}
+
+
+def make(tmp_path, evaluate=mse, **kw):
+    torch.manual_seed(0)
+    cfg = TrainConfig(**{"lr": 0.05, "clip_norm": 0.0, "weight_decay": 0.0, "max_epochs": 5, **kw})
+    return Trainer(
+        Toy(), cfg, plan=Plan(64, 8), collate=collate, out_dir=tmp_path, evaluate=evaluate, progress_bar=False
+    )
+
+
+def test_training_lowers_the_loss_and_writes_logs_and_checkpoints(tmp_path):
+    before = mse(make(tmp_path / "x").model)["loss"]
+    result = make(tmp_path, keep_last=2, lr=0.3).fit()
+    assert result.progress.step == 40 and result.progress.epoch == 5
+    assert result.progress.last_eval["loss"] < before / 10
+    records = [json.loads(line) for line in (tmp_path / "log.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in records if r["split"] == "valid"] == [8, 16, 24, 32, 40]
+    assert all({"loss", "lr", "tokens_per_s"} <= r.keys() for r in records if r["split"] == "train")
+    assert [p.name for p in ckpt.list_checkpoints(tmp_path)] == ["checkpoint-32", "checkpoint-40"]
+    state = json.loads((tmp_path / "checkpoint-40" / "trainer_state.json").read_text())
+    assert state["step"] == 40 and state["best_step"] == 40
+    assert (tmp_path / "best" / "model.safetensors").is_file()
+    assert (tmp_path / "curves.png").stat().st_size > 5000
+    assert not list(tmp_path.glob(".*tmp*"))  # no temporary folder left behind
+
+
+def test_best_checkpoint_and_early_stopping(tmp_path):
+    scores = iter([5.0, 3.0, 4.0, 4.5, 6.0, 7.0])
+    trainer = make(
+        tmp_path, evaluate=lambda m: {"loss": next(scores)}, eval_every=4, patience=2, max_epochs=10
+    )
+    result = trainer.fit()
+    assert result.progress.stopped_early
+    assert result.progress.best == 3.0 and result.progress.best_step == 8
+    assert result.progress.step == 16  # two evaluations (at 12, 16) without improvement
+    assert json.loads((tmp_path / "best" / "trainer_state.json").read_text())["step"] == 8
+
+
+def test_higher_is_better_metric(tmp_path):
+    scores = iter([1.0, 3.0, 2.0, 2.5, 2.7, 2.8])
+    result = make(tmp_path, evaluate=lambda m: {"acc": next(scores)}, metric="acc", eval_every=8).fit()
+    assert result.progress.best == 3.0 and result.progress.best_step == 16
+
+
+def test_gradient_accumulation_matches_bigger_batches(tmp_path):
+    a = make(tmp_path / "a", accumulate=2, max_epochs=1, optimizer="sgd")
+    a.plan = Plan(64, 4)
+    a.fit()
+    b = make(tmp_path / "b", max_epochs=1, optimizer="sgd")
+    b.plan = Plan(64, 8)
+    # the same examples per step: batches of 8 in order = pairs of batches of 4 in the same order
+    b.plan.batches = lambda e: [
+        sum(pair, []) for pair in zip(Plan(64, 4).batches(e)[::2], Plan(64, 4).batches(e)[1::2], strict=True)
+    ]
+    b.fit()
+    torch.testing.assert_close(a.model.lin.weight, b.model.lin.weight)
+
+
+def test_bf16_autocast_runs_and_learns(tmp_path):
+    result = make(tmp_path, bf16=True, lr=0.3).fit()
+    assert result.progress.last_eval["loss"] < 1.0
+
+
+def test_max_steps_and_time_limit(tmp_path):
+    assert make(tmp_path / "s", max_steps=13).fit().progress.step == 13
+    assert make(tmp_path / "t", max_minutes=1e-6, max_epochs=100).fit().progress.step == 1
+
+
+def test_atomic_write_leaves_nothing_on_failure(tmp_path):
+    def broken(d):
+        (d / "half.bin").write_bytes(b"x")
+        raise RuntimeError("disk full")
+
+    with pytest.raises(RuntimeError):
+        ckpt.write_dir_atomically(tmp_path / "checkpoint-5", broken)
+    assert list(tmp_path.iterdir()) == []
+    ckpt.write_dir_atomically(tmp_path / "checkpoint-5", lambda d: (d / "a").write_text("1"))
+    ckpt.write_dir_atomically(tmp_path / "checkpoint-5", lambda d: (d / "b").write_text("2"))
+    assert [p.name for p in (tmp_path / "checkpoint-5").iterdir()] == ["b"]
+
+
+def test_trainer_state_loads_without_pickled_code(tmp_path):
+    make(tmp_path, max_steps=3, save_every=3).fit()
+    state = torch.load(tmp_path / "checkpoint-3" / "trainer_state.pt", weights_only=True)
+    assert {"optimizer", "scheduler", "rng", "progress"} <= state.keys()
+
+
+def test_resolve_checkpoint(tmp_path):
+    make(tmp_path, max_steps=3).fit()
+    assert ckpt.resolve_checkpoint(tmp_path) == tmp_path / "best"
+    assert ckpt.resolve_checkpoint(tmp_path / "checkpoint-3") == tmp_path / "checkpoint-3"
+    with pytest.raises(CheckpointError, match="no such checkpoint"):
+        ckpt.resolve_checkpoint(tmp_path / "missing")
