@@ -44,20 +44,43 @@ def _add_config_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--test-split", default="test_2016_flickr", help="test split name with --data")
 
 
-def load_run_config(args: argparse.Namespace, *, defaults: list[str] | None = None):
-    """Defaults ← --config file ← --task / --data ← --set overrides; validated before any work starts."""
-    from seq2bert import config as config_io
-    from seq2bert.recipes.translation import TranslationConfig
+def load_run_config(args: argparse.Namespace):
+    """Defaults (or, with --resume, the run's own run.json) ← --config file ← --task / --data ← --set overrides.
 
-    cfg = config_io.load(TranslationConfig, args.config) if args.config else TranslationConfig()
-    overrides = list(defaults or [])
+    Validated once, at the end, before any work starts.
+    """
+    from seq2bert import config as config_io
+    from seq2bert.recipes.translation import TranslationConfig, check_run_config, read_run_config
+    from seq2bert.training.checkpoint import latest_checkpoint
+
+    base = None
+    if getattr(args, "resume", False) and (last := latest_checkpoint(Path(args.out))) is not None:
+        base = read_run_config(last)  # resume what was started, whatever flags are given again
+    overrides = []
     if args.task:
         overrides.append(f"data.task={args.task}")
     if args.data:
         overrides += data_dir_overrides(
             Path(args.data), args.src, args.tgt, args.valid_split, args.test_split
         )
-    return config_io.apply_overrides(cfg, overrides + args.overrides)
+    cfg = config_io.build(
+        TranslationConfig, base=base, file=args.config, overrides=overrides + args.overrides
+    )
+    if base is not None and cfg != base:
+        changed = _changed_keys(config_io.to_dict(base), config_io.to_dict(cfg))
+        logging.getLogger("seq2bert").warning("--resume with a changed configuration: %s", ", ".join(changed))
+    check_run_config(cfg)
+    return cfg
+
+
+def _changed_keys(a: dict, b: dict, prefix: str = "") -> list[str]:
+    out = []
+    for key in a:
+        if isinstance(a[key], dict):
+            out += _changed_keys(a[key], b[key], prefix + key + ".")
+        elif a[key] != b[key]:
+            out.append(f"{prefix}{key} {a[key]!r} → {b[key]!r}")
+    return out
 
 
 def data_dir_overrides(directory: Path, src: str, tgt: str, valid: str, test: str) -> list[str]:
@@ -89,9 +112,11 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from seq2bert.recipes.demo import run_demo
+    from seq2bert.recipes.demo import format_demo, run_demo
 
-    run_demo(args.out, budget=args.budget)
+    if not args.budget > 0:
+        raise UserError(f"--budget: expected a positive number, got {args.budget}")
+    print(format_demo(run_demo(args.out, budget=args.budget)))
     return 0
 
 
@@ -100,18 +125,19 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from seq2bert.recipes.translation import evaluate, load, load_pairs
     from seq2bert.report import format_metrics
 
+    loaded = load(args.checkpoint)
     if args.source:
         pairs = read_parallel(args.source, args.target).pairs
         label = args.source
     else:
-        _, _, run = load(args.checkpoint)
+        run = loaded[2]
         if run is None:
             raise UserError(f"{args.checkpoint}: no run.json; give --source/--target files to evaluate on")
         pairs = load_pairs(run.data)[args.split]
         label = f"{run.data.task} {args.split}"
         if not pairs:
             raise UserError(f"{args.checkpoint}: the run has no {args.split} split; give --source/--target")
-    print(format_metrics(evaluate(args.checkpoint, pairs), title=f"{args.checkpoint} on {label}"))
+    print(format_metrics(evaluate(loaded, pairs), title=f"{args.checkpoint} on {label}"))
     return 0
 
 
@@ -120,9 +146,12 @@ def cmd_translate(args: argparse.Namespace) -> int:
 
     if args.text:
         texts = args.text
+    elif args.input:
+        from seq2bert.data.parallel import read_lines
+
+        texts = read_lines(args.input)
     else:
-        stream = open(args.input, encoding="utf-8") if args.input else sys.stdin
-        texts = [line.rstrip("\n") for line in stream]
+        texts = [line.rstrip("\n") for line in sys.stdin]
     for line in translate(args.checkpoint, texts, batch_size=args.batch_size):
         print(line)
     return 0

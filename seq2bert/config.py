@@ -59,12 +59,11 @@ def _convert(value: Any, tp: Any, key: str) -> Any:
     if tp is Any:
         return value
     if origin in (Union, types.UnionType):
-        errors = []
         for arm in get_args(tp):
             try:
                 return _convert(value, arm, key)
-            except ConfigError as e:
-                errors.append(e)
+            except ConfigError:
+                continue
         raise ConfigError(f"{key}: expected {_type_name(tp)}, got {value!r}")
     if tp is type(None):
         if value is None:
@@ -171,14 +170,19 @@ def read_mapping(path: str | Path) -> dict[str, Any]:
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"{path}: no such config file")
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        line = path.read_bytes()[: e.start].count(b"\n") + 1
+        raise ConfigError(f"{path}:{line}: invalid UTF-8 (expected a UTF-8 JSON or YAML file)") from None
     try:
         data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
     except json.JSONDecodeError as e:
         raise ConfigError(f"{path}:{e.lineno}: invalid JSON ({e.msg})") from None
     except yaml.YAMLError as e:
-        line = getattr(getattr(e, "problem_mark", None), "line", -1) + 1
-        raise ConfigError(f"{path}:{line}: invalid YAML ({getattr(e, 'problem', e)})") from None
+        mark = getattr(e, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        raise ConfigError(f"{where}: invalid YAML ({getattr(e, 'problem', None) or e})") from None
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -236,24 +240,58 @@ def parse_override(item: str) -> tuple[list[str], Any]:
     return key.split("."), value
 
 
-def apply_overrides(obj: T, overrides: list[str]) -> T:
-    """Return a copy of config ``obj`` with dotted ``key=value`` overrides applied, type-checked and validated."""
-    data = to_dict(obj)
-    cls = type(obj)
+def _set_dotted(data: dict[str, Any], cls: type, parts: list[str], value: Any) -> None:
+    """Set ``data[parts[0]][parts[1]]… = value``, checking each key against dataclass ``cls`` and its sections."""
+    node, node_cls, prefix = data, cls, ""
+    for part in parts[:-1]:
+        names = field_names(node_cls)
+        if part not in names:
+            raise ConfigError(f"unknown key {prefix}{part}: {_closest(part, names, prefix)}")
+        sub_tp = _hints(node_cls)[part]
+        if not dataclasses.is_dataclass(sub_tp):
+            raise ConfigError(f"{prefix}{part} is a {_type_name(sub_tp)}, not a section with keys")
+        node = node.setdefault(part, {})
+        node_cls, prefix = sub_tp, prefix + part + "."
+    last = parts[-1]
+    names = field_names(node_cls)
+    if last not in names:
+        raise ConfigError(f"unknown key {prefix}{last}: {_closest(last, names, prefix)}")
+    node[last] = to_dict(_convert(value, _hints(node_cls)[last], prefix + last))
+
+
+def _merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
+    """Recursive dict merge: sections merge key by key, other values are replaced."""
+    out = dict(base)
+    for key, value in update.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def build(
+    cls: type[T], *, base: T | None = None, file: str | Path | None = None, overrides: list[str] = ()
+) -> T:
+    """``base`` (default: ``cls()``) ← the keys of ``file`` ← dotted ``overrides``, validated once at the end.
+
+    Keys a file leaves out keep the base's values, and checks that involve several keys (or files that an
+    override supplies) see the final configuration.
+    """
+    data = to_dict(base if base is not None else cls())
+    if file is not None:
+        data = _merge(data, read_mapping(file))
     for item in overrides:
         parts, value = parse_override(item)
-        node, node_cls, prefix = data, cls, ""
-        for part in parts[:-1]:
-            names = field_names(node_cls)
-            if part not in names:
-                raise ConfigError(f"unknown key {prefix}{part}: {_closest(part, names, prefix)}")
-            sub_tp = _hints(node_cls)[part]
-            if not dataclasses.is_dataclass(sub_tp):
-                raise ConfigError(f"{prefix}{part} is a {_type_name(sub_tp)}, not a section with keys")
-            node, node_cls, prefix = node[part], sub_tp, prefix + part + "."
-        last = parts[-1]
-        names = field_names(node_cls)
-        if last not in names:
-            raise ConfigError(f"unknown key {prefix}{last}: {_closest(last, names, prefix)}")
-        node[last] = to_dict(_convert(value, _hints(node_cls)[last], prefix + last))
-    return from_dict(cls, data)
+        _set_dotted(data, cls, parts, value)
+    try:
+        return from_dict(cls, data)
+    except ConfigError as e:
+        if file is None:
+            raise
+        raise ConfigError(f"{file}{' with --set overrides' if overrides else ''}: {e}") from None
+
+
+def apply_overrides(obj: T, overrides: list[str]) -> T:
+    """Return a copy of config ``obj`` with dotted ``key=value`` overrides applied, type-checked and validated."""
+    return build(type(obj), base=obj, overrides=list(overrides))

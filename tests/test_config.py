@@ -6,7 +6,7 @@ import pytest
 
 from seq2bert import config as C
 from seq2bert.errors import ConfigError
-from seq2bert.recipes.translation import TranslationConfig
+from seq2bert.recipes.translation import TranslationConfig, check_run_config
 
 
 @dataclass
@@ -80,8 +80,26 @@ def test_validation_runs_at_load_time_with_the_key():
 
 
 def test_missing_data_file_is_an_error_before_any_work(tmp_path):
+    cfg = C.apply_overrides(
+        TranslationConfig(), ["data.task=files", f"data.train_src={tmp_path / 'nope.de'}"]
+    )
     with pytest.raises(ConfigError, match=r"data\.train_src: no such file: .*nope\.de"):
-        C.apply_overrides(TranslationConfig(), ["data.task=files", f"data.train_src={tmp_path / 'nope.de'}"])
+        check_run_config(
+            cfg
+        )  # the first thing train() does; a finished run's run.json loads without its data
+    with pytest.raises(ConfigError, match=r"train\.metric: expected one of loss, perplexity"):
+        check_run_config(C.apply_overrides(TranslationConfig(), ["train.metric=exact_mach"]))
+
+
+def test_file_keys_and_overrides_are_validated_together(tmp_path):
+    (tmp_path / "c.yaml").write_text("data:\n  task: files\ntrain:\n  lr: 0.5\n")
+    cfg = C.build(
+        TranslationConfig, file=tmp_path / "c.yaml", overrides=[f"data.train_src={tmp_path / 'c.yaml'}"]
+    )
+    assert cfg.data.task == "files" and cfg.train.lr == 0.5
+    assert (
+        cfg.train.metric == TranslationConfig().train.metric
+    )  # keys a file leaves out keep the run's defaults
 
 
 def test_malformed_files_name_file_and_line(tmp_path):

@@ -53,10 +53,6 @@ class DataConfig:
         if self.task == "files":
             if not self.train_src:
                 raise ConfigError("train_src: task 'files' needs train_src (and train_tgt, unless a TSV)")
-            for name in ("train_src", "train_tgt", "valid_src", "valid_tgt", "test_src", "test_tgt"):
-                value = getattr(self, name)
-                if value and not Path(value).is_file():
-                    raise ConfigError(f"{name}: no such file: {value}")
             for split in ("valid", "test"):
                 if getattr(self, f"{split}_tgt") and not getattr(self, f"{split}_src"):
                     raise ConfigError(f"{split}_src: {split}_tgt is set but {split}_src is not")
@@ -66,11 +62,6 @@ class DataConfig:
                     raise ConfigError(f"{name}: must be >= 1, got {getattr(self, name)}")
             if self.min_len > self.max_len:
                 raise ConfigError(f"min_len: must be <= max_len ({self.max_len}), got {self.min_len}")
-        if self.tokenizer not in TOKENIZER_KINDS and not Path(self.tokenizer).exists():
-            raise ConfigError(
-                f"tokenizer: expected one of {', '.join(TOKENIZER_KINDS)} or the path of a tokenizer.json / "
-                f"vocab.txt, got {self.tokenizer!r} (no such file)"
-            )
         if self.vocab_size < 8:
             raise ConfigError(f"vocab_size: must be >= 8, got {self.vocab_size}")
         if self.max_tokens < 0 or self.batch_size < 0:
@@ -82,6 +73,20 @@ class DataConfig:
 
     def __post_init__(self) -> None:
         self.validate()
+
+    def check_files(self) -> None:
+        """The data files exist (checked before a run starts; not when a finished run's config is read back)."""
+        if self.tokenizer not in TOKENIZER_KINDS and not Path(self.tokenizer).exists():
+            raise ConfigError(
+                f"data.tokenizer: expected one of {', '.join(TOKENIZER_KINDS)} or the path of a tokenizer.json / "
+                f"vocab.txt, got {self.tokenizer!r} (no such file)"
+            )
+        if self.task != "files":
+            return
+        for name in ("train_src", "train_tgt", "valid_src", "valid_tgt", "test_src", "test_tgt"):
+            value = getattr(self, name)
+            if value and not Path(value).is_file():
+                raise ConfigError(f"data.{name}: no such file: {value}")
 
     @property
     def tokenizer_kind(self) -> str:

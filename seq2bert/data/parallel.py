@@ -98,6 +98,19 @@ def read_parallel(
     return ParallelCorpus(pairs=pairs, skipped=skipped, source=description)
 
 
+def read_lines(path: PathLike) -> list[str]:
+    """The lines of one text file (plain or .gz) to translate; empty lines are kept (they translate to "")."""
+    path = Path(path)
+    lines = []
+    with _open(path) as file:
+        for lineno, raw in enumerate(_raw_lines(file, path), 1):
+            try:
+                lines.append(_decode_utf8(raw, path, lineno))
+            except _BadLine as bad:
+                raise DataError(str(bad).split(" (expected")[0] + " (expected UTF-8 text)") from None
+    return lines
+
+
 def parallel_files(directory: PathLike, split: str, src_lang: str, tgt_lang: str) -> tuple[Path, Path]:
     """Find the aligned files of one split: ``{directory}/{split}.{lang}``, or the same with ``.gz``.
 

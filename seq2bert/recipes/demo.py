@@ -9,10 +9,13 @@ prints the results table. No download; a few minutes on 2 CPU cores.
 from __future__ import annotations
 
 import logging
+import shutil
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from seq2bert import config as config_io
+from seq2bert.errors import UserError
 from seq2bert.recipes.translation import TranslationConfig, load_pairs, train, translate
 from seq2bert.report import format_table
 
@@ -43,19 +46,48 @@ def demo_config(budget: float = 1.0) -> TranslationConfig:
     return config_io.apply_overrides(TranslationConfig(), overrides)
 
 
-def run_demo(out_dir: str | Path = "runs/demo", *, budget: float = 1.0, examples: int = 5) -> dict:
+RUN_ARTEFACTS = {"log.jsonl", "curves.png", "results.json", "best", "tokenizer", "tensorboard"}
+
+
+@dataclass
+class DemoResult:
+    row: dict
+    examples: list[tuple[str, str, str]]  # (source, reference, model output)
+    out_dir: Path
+
+
+def run_demo(out_dir: str | Path = "runs/demo", *, budget: float = 1.0, examples: int = 5) -> DemoResult:
+    """Train, evaluate and translate; a previous demo run in ``out_dir`` is replaced (nothing else is)."""
+    out_dir = Path(out_dir)
+    if out_dir.exists():
+        foreign = [
+            p.name
+            for p in out_dir.iterdir()
+            if p.name not in RUN_ARTEFACTS and not p.name.startswith(("checkpoint-", "."))
+        ]
+        if foreign:
+            raise UserError(
+                f"{out_dir} holds files that are not a demo run ({', '.join(sorted(foreign)[:3])}); choose another --out"
+            )
+        shutil.rmtree(out_dir)
     cfg = demo_config(budget)
     start = time.perf_counter()
     row = train(cfg, out_dir)
+    row.pop("is_main", None)
     test = load_pairs(cfg.data)["test"][:examples]
-    hyps = translate(Path(out_dir), [s for s, _ in test])
-    print("\nExamples from the test split (source → reference / model):")
-    for (src, ref), hyp in zip(test, hyps, strict=True):
-        mark = "✓" if hyp == ref else "✗"
-        print(f"  {src}\n    ref: {ref}\n    out: {hyp}  {mark}")
+    hyps = translate(out_dir, [s for s, _ in test])
     row["wall_seconds"] = time.perf_counter() - start
-    print(
-        f"\nSeq2Seq on the synthetic language pair (run directory: {out_dir}; total {row['wall_seconds']:.0f} s)"
-    )
-    print(format_table([row]))
-    return row
+    return DemoResult(row, [(s, r, h) for (s, r), h in zip(test, hyps, strict=True)], out_dir)
+
+
+def format_demo(result: DemoResult) -> str:
+    lines = ["", "Examples from the test split (source, reference, model output):"]
+    for src, ref, hyp in result.examples:
+        lines += [f"  {src}", f"    ref: {ref}", f"    out: {hyp}  {'✓' if hyp == ref else '✗'}"]
+    lines += [
+        "",
+        f"Seq2Seq on the synthetic language pair (run directory {result.out_dir}; "
+        f"{result.row['wall_seconds']:.0f} s in all):",
+        format_table([result.row]),
+    ]
+    return "\n".join(lines)

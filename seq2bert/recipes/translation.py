@@ -49,6 +49,18 @@ class TranslationConfig:
     train: TrainConfig = field(default_factory=lambda: TrainConfig(metric="exact_match"))
 
 
+EVAL_METRICS = ("loss", "perplexity", "token_accuracy", "exact_match", "bleu", "bleu_lowercase")
+
+
+def check_run_config(cfg: TranslationConfig) -> None:
+    """What a run needs beyond each section's own checks: its files exist and its metric is one we compute."""
+    cfg.data.check_files()
+    if cfg.train.metric not in EVAL_METRICS:
+        raise ConfigError(
+            f"train.metric: expected one of {', '.join(EVAL_METRICS)}, got {cfg.train.metric!r}"
+        )
+
+
 def seed_everything(seed: int) -> None:
     import random
 
@@ -79,10 +91,9 @@ def load_pairs(data: DataConfig) -> dict[str, Pairs]:
         if not src:
             splits[split] = []
             continue
-        corpus = read_parallel(src, tgt or None, max_chars=data.max_chars, skip_bad=data.skip_bad)
-        if corpus.skipped:
-            log.warning("%s: skipped %d bad pairs", corpus.source, corpus.skipped)
-        splits[split] = corpus.pairs
+        splits[split] = read_parallel(
+            src, tgt or None, max_chars=data.max_chars, skip_bad=data.skip_bad
+        ).pairs
     return splits
 
 
@@ -233,6 +244,9 @@ def train(
 ) -> dict:
     """Train, then evaluate the best checkpoint on the test split; returns one results row (a dict)."""
     out_dir = Path(out_dir)
+    check_run_config(cfg)
+    if not resume:
+        ckpt.check_fresh_run_dir(out_dir)
     dist, device = setup(cfg.train.device)
     seed_everything(cfg.train.seed)
     pairs = load_pairs(cfg.data)
@@ -258,11 +272,17 @@ def train(
     )
     seed_everything(cfg.train.seed)  # the weights depend on the seed only, not on the data pipeline
     model = build_model(model_cfg)
+    torch.manual_seed(cfg.train.seed + dist.rank)  # one dropout stream per process
     train_enc = encode_pairs(tok, pairs["train"], cfg.data.max_length)
     plan = make_plan(
         train_enc, cfg.data, shuffle=True, seed=cfg.train.seed, rank=dist.rank, world=dist.world_size
     )
-    valid = pairs["valid"] or pairs["train"][: min(500, len(pairs["train"]))]
+    valid = pairs["valid"]
+    if not valid:
+        valid = pairs["train"][:500]
+        log.warning(
+            "no validation split: choosing the best checkpoint on the first %d TRAINING pairs", len(valid)
+        )
     ls = cfg.train.label_smoothing
 
     def loss_fn(m, batch):
@@ -323,14 +343,23 @@ def load(checkpoint: str | Path, device: str = "cpu"):
     if not (path / "tokenizer.json").is_file():
         raise CheckpointError(f"{path}: no tokenizer.json")
     tok = Tokenizer.load(path)
-    run = None
-    if (path / "run.json").is_file():
-        run = config_io.from_dict(TranslationConfig, ckpt.read_json(path / "run.json"))
-    return model.to(device).eval(), tok, run
+    return model.to(device).eval(), tok, read_run_config(path)
 
 
-def evaluate(checkpoint: str | Path, pairs: Pairs, *, data: DataConfig | None = None) -> dict[str, float]:
-    model, tok, run = load(checkpoint)
+def read_run_config(checkpoint: Path) -> TranslationConfig | None:
+    """The run configuration saved in a checkpoint (run.json), or None for a model-only checkpoint."""
+    path = Path(checkpoint) / "run.json"
+    if not path.is_file():
+        return None
+    try:
+        return config_io.from_dict(TranslationConfig, ckpt.read_json(path))
+    except ConfigError as e:
+        raise ConfigError(f"{path}: {e}") from None
+
+
+def evaluate(checkpoint, pairs: Pairs, *, data: DataConfig | None = None) -> dict[str, float]:
+    """Metrics of a checkpoint (path) — or of a loaded ``(model, tokenizer, run)`` from ``load`` — on ``pairs``."""
+    model, tok, run = load(checkpoint) if isinstance(checkpoint, (str, Path)) else checkpoint
     data = data or (run.data if run else DataConfig())
     start = time.perf_counter()
     result = evaluate_pairs(model, tok, pairs, data)
@@ -352,7 +381,7 @@ def translate(
     if isinstance(checkpoint_or_model, (str, Path)):
         model, tokenizer, _ = load(checkpoint_or_model)
     else:
-        model = checkpoint_or_model
+        model = checkpoint_or_model.eval()
     if tokenizer is None:
         raise ValueError("translate: pass tokenizer= with a model object")
     device = next(model.parameters()).device

@@ -66,7 +66,11 @@ def load_weights(model: nn.Module, directory: Path) -> None:
     path = Path(directory) / "model.safetensors"
     if not path.is_file():
         raise CheckpointError(f"{directory}: no model.safetensors (expected a seq2bert checkpoint directory)")
-    missing, unexpected = load_model(model, str(path), strict=False)
+    try:
+        missing, unexpected = load_model(model, str(path), strict=False)
+    except RuntimeError as e:  # shapes that do not fit
+        first = str(e).strip().splitlines()[-1].strip()
+        raise CheckpointError(f"{path}: weights do not fit the model ({first})") from None
     if missing or unexpected:
         raise CheckpointError(
             f"{path}: weights do not fit the model (missing: {sorted(missing)[:5]}, unexpected: {sorted(unexpected)[:5]})"
@@ -103,18 +107,28 @@ def set_rng_state(state: dict[str, Any]) -> None:
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
-def save_trainer_state(directory: Path, *, progress: dict[str, Any], optimizer, scheduler) -> None:
+def write_progress(directory: Path, progress: dict[str, Any]) -> None:
+    (Path(directory) / "trainer_state.json").write_text(json.dumps(progress, indent=2) + "\n")
+
+
+def save_trainer_state(
+    directory: Path,
+    *,
+    progress: dict[str, Any],
+    optimizer,
+    scheduler,
+    rngs: list[dict[str, Any]] | None = None,
+) -> None:
+    """Optimizer, schedule, progress and the RNG states of every process (``rngs``, one per rank)."""
     directory = Path(directory)
-    torch.save(
-        {
-            "optimizer": optimizer.state_dict(),
-            "scheduler": scheduler.state_dict(),
-            "rng": rng_state(),
-            "progress": progress,
-        },
-        directory / "trainer_state.pt",
-    )
-    (directory / "trainer_state.json").write_text(json.dumps(progress, indent=2) + "\n")
+    state = {
+        "optimizer": optimizer.state_dict(),
+        "scheduler": scheduler.state_dict(),
+        "rng": rngs if rngs is not None else [rng_state()],
+        "progress": progress,
+    }
+    torch.save(state, directory / "trainer_state.pt")
+    write_progress(directory, progress)
 
 
 def load_trainer_state(directory: Path) -> dict[str, Any]:
@@ -138,6 +152,15 @@ def list_checkpoints(run_dir: Path) -> list[Path]:
 def latest_checkpoint(run_dir: Path) -> Path | None:
     ckpts = list_checkpoints(run_dir)
     return ckpts[-1] if ckpts else None
+
+
+def check_fresh_run_dir(run_dir: Path) -> None:
+    """A new run must not mix with an old one in the same directory (logs, checkpoints, best/)."""
+    run_dir = Path(run_dir)
+    if list_checkpoints(run_dir) or (run_dir / "log.jsonl").exists():
+        raise CheckpointError(
+            f"{run_dir} already holds a run: pass --resume to continue it, or choose a new --out"
+        )
 
 
 def prune_checkpoints(run_dir: Path, keep_last: int) -> None:

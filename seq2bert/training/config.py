@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Literal
 
@@ -14,7 +15,9 @@ class TrainConfig:
 
     Schedules (training/optim.py): ``constant``; ``linear`` warm-up then linear decay to 0 (BERT);
     ``noam``, Vaswani et al. Eq. 3, lrate = lr · d_model^−0.5 · min(step^−0.5, step · warmup^−1.5) with
-    ``noam_d_model`` (lr = 1 is the paper); ``inverse_sqrt``: linear warm-up to lr, then lr · sqrt(warmup/step).
+    ``noam_d_model`` (lr = 1 is the paper); ``inverse_sqrt``: linear warm-up to lr, then lr · sqrt(warmup/step);
+    ``halving``: constant, then halved every ``halving_every`` epochs from epoch ``halving_start`` on
+    (Sutskever et al. 2014, Sect. 3.4: after 5 epochs, halve every half epoch).
     """
 
     optimizer: Literal["adamw", "sgd"] = "adamw"
@@ -22,9 +25,11 @@ class TrainConfig:
     betas: tuple[float, float] = (0.9, 0.999)
     eps: float = 1e-8
     weight_decay: float = 0.01
-    schedule: Literal["constant", "linear", "noam", "inverse_sqrt"] = "constant"
+    schedule: Literal["constant", "linear", "noam", "inverse_sqrt", "halving"] = "constant"
     warmup_steps: int = 0
     noam_d_model: int = 512
+    halving_start: float = 5.0
+    halving_every: float = 0.5
     max_epochs: int = 10
     max_steps: int = 0  # 0: max_epochs decides
     max_minutes: float = 0.0  # 0: no time limit; otherwise stop (and evaluate, save) after this much training
@@ -70,7 +75,11 @@ class TrainConfig:
             raise ConfigError(f"keep_last: must be >= 1, got {self.keep_last}")
         if self.log_every < 1:
             raise ConfigError(f"log_every: must be >= 1, got {self.log_every}")
-        if self.device not in ("auto", "cpu") and not self.device.startswith("cuda"):
+        if self.noam_d_model < 1:
+            raise ConfigError(f"noam_d_model: must be >= 1, got {self.noam_d_model}")
+        if self.halving_start < 0 or self.halving_every <= 0:
+            raise ConfigError("halving_start must be >= 0 and halving_every > 0 (in epochs)")
+        if not re.fullmatch(r"auto|cpu|cuda(:\d+)?", self.device):
             raise ConfigError(f"device: expected auto, cpu or cuda[:N], got {self.device!r}")
 
     def __post_init__(self) -> None:
@@ -82,3 +91,21 @@ class TrainConfig:
         if self.higher_is_better is not None:
             return self.higher_is_better
         return self.metric not in ("loss", "perplexity", "ppl")
+
+
+def sutskever2014_training(**overrides) -> TrainConfig:
+    """The training of Sutskever et al. (2014), Sect. 3.4: SGD without momentum at 0.7, halved every half
+    epoch after 5 epochs, 7.5 epochs, gradient norm clipped at 5 (batches of 128 sentences: data.batch_size)."""
+    return TrainConfig(
+        **{
+            "optimizer": "sgd",
+            "lr": 0.7,
+            "weight_decay": 0.0,
+            "schedule": "halving",
+            "halving_start": 5.0,
+            "halving_every": 0.5,
+            "clip_norm": 5.0,
+            "max_epochs": 8,
+            **overrides,
+        }
+    )

@@ -38,8 +38,14 @@ class DistInfo:
 def resolve_device(preference: str = "auto", local_rank: int = 0) -> torch.device:
     if preference == "auto":
         preference = "cuda" if torch.cuda.is_available() else "cpu"
+    if preference.startswith("cuda") and not torch.cuda.is_available():
+        from seq2bert.errors import ConfigError
+
+        raise ConfigError(
+            f"train.device: {preference} asked for, but CUDA is not available here (use auto or cpu)"
+        )
     if preference == "cuda":
-        return torch.device("cuda", local_rank)
+        return torch.device("cuda", local_rank)  # one GPU per process under torchrun
     return torch.device(preference)
 
 
@@ -68,6 +74,15 @@ def broadcast_object(obj, info: DistInfo):
     box = [obj]
     dist.broadcast_object_list(box, src=0)
     return box[0]
+
+
+def gather_objects(obj, info: DistInfo) -> list:
+    """Every rank's ``obj``, in rank order, on every rank (e.g. RNG states for a checkpoint)."""
+    if not info.enabled:
+        return [obj]
+    out = [None] * info.world_size
+    dist.all_gather_object(out, obj)
+    return out
 
 
 def cleanup() -> None:

@@ -34,16 +34,21 @@ def build_optimizer(model: nn.Module, cfg: TrainConfig) -> torch.optim.Optimizer
     return torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.betas, eps=cfg.eps)
 
 
-def lr_multiplier(step: int, cfg: TrainConfig, total_steps: int) -> float:
+def lr_multiplier(step: int, cfg: TrainConfig, total_steps: int, steps_per_epoch: int = 1) -> float:
     """Learning-rate multiplier for optimizer step ``step`` (counted from 0)."""
     s = step + 1
     w = cfg.warmup_steps
     if cfg.schedule == "constant":
         return min(1.0, s / w) if w else 1.0
-    if cfg.schedule == "linear":  # BERT: linear warm-up, then linear decay to 0 at total_steps
-        if w and s < w:
+    if cfg.schedule == "linear":  # BERT: linear warm-up, then linear decay towards 0 at total_steps
+        if w and s <= w:
             return s / w
-        return max(0.0, (total_steps - s) / max(1, total_steps - w))
+        return max(0.0, (total_steps - step) / max(1, total_steps - w))
+    if cfg.schedule == "halving":  # Sutskever et al. Sect. 3.4
+        epoch = step / steps_per_epoch
+        if epoch < cfg.halving_start:
+            return 1.0
+        return 0.5 ** (1 + int((epoch - cfg.halving_start) / cfg.halving_every))
     if cfg.schedule == "noam":  # Vaswani et al. Eq. 3
         return cfg.noam_d_model**-0.5 * min(s**-0.5, s * w**-1.5)
     if cfg.schedule == "inverse_sqrt":
@@ -51,5 +56,9 @@ def lr_multiplier(step: int, cfg: TrainConfig, total_steps: int) -> float:
     raise ValueError(f"unknown schedule {cfg.schedule!r}")
 
 
-def build_scheduler(optimizer: torch.optim.Optimizer, cfg: TrainConfig, total_steps: int):
-    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: lr_multiplier(step, cfg, total_steps))
+def build_scheduler(
+    optimizer: torch.optim.Optimizer, cfg: TrainConfig, total_steps: int, steps_per_epoch: int = 1
+):
+    return torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: lr_multiplier(step, cfg, total_steps, steps_per_epoch)
+    )

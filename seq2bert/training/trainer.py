@@ -31,7 +31,7 @@ from tqdm.auto import tqdm
 from seq2bert.config import atomic_write_text
 from seq2bert.training import checkpoint as ckpt
 from seq2bert.training.config import TrainConfig
-from seq2bert.training.distributed import DistInfo, barrier, broadcast_object
+from seq2bert.training.distributed import DistInfo, barrier, broadcast_object, gather_objects
 from seq2bert.training.optim import build_optimizer, build_scheduler
 
 log = logging.getLogger(__name__)
@@ -70,6 +70,7 @@ class Progress:
     best_step: int = 0
     bad_evals: int = 0
     last_eval: dict[str, float] = field(default_factory=dict)
+    eval_step: int = -1  # step of the last evaluation
     stopped_early: bool = False
 
 
@@ -159,7 +160,8 @@ class Trainer:
         self.optimizer = build_optimizer(self.model, cfg)
         self.steps_per_epoch = max(1, math.ceil(len(plan.batches(0)) / cfg.accumulate))
         self.total_steps = cfg.max_steps or cfg.max_epochs * self.steps_per_epoch
-        self.scheduler = build_scheduler(self.optimizer, cfg, self.total_steps)
+        # with a token budget the number of batches varies a little between epochs: epoch 0 sets the schedule
+        self.scheduler = build_scheduler(self.optimizer, cfg, self.total_steps, self.steps_per_epoch)
         self.progress = Progress()
         self.log = JsonlLog(self.out_dir / "log.jsonl", enabled=self.dist.is_main)
         self.wrapped = self.model
@@ -172,13 +174,14 @@ class Trainer:
     # --- checkpoints
     def save(self) -> Path | None:
         path = self.out_dir / f"checkpoint-{self.progress.step}"
+        rngs = gather_objects(ckpt.rng_state(), self.dist)  # every rank's RNG: dropout differs per rank
         if self.dist.is_main:
             state = vars(self.progress).copy()
 
             def write(tmp: Path) -> None:
                 ckpt.save_weights(self.model, tmp)
                 ckpt.save_trainer_state(
-                    tmp, progress=state, optimizer=self.optimizer, scheduler=self.scheduler
+                    tmp, progress=state, optimizer=self.optimizer, scheduler=self.scheduler, rngs=rngs
                 )
                 if self.write_extra is not None:
                     self.write_extra(tmp)
@@ -193,7 +196,7 @@ class Trainer:
 
             def write(tmp: Path) -> None:
                 ckpt.save_weights(self.model, tmp)
-                (tmp / "trainer_state.json").write_text(json.dumps(vars(self.progress), indent=2) + "\n")
+                ckpt.write_progress(tmp, vars(self.progress))
                 if self.write_extra is not None:
                     self.write_extra(tmp)
 
@@ -204,7 +207,14 @@ class Trainer:
         state = ckpt.load_trainer_state(path)
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
-        ckpt.set_rng_state(state["rng"])
+        rngs = state["rng"]
+        if len(rngs) != self.dist.world_size:
+            log.warning(
+                "the checkpoint was written by %d processes, this run has %d: RNG streams differ",
+                len(rngs),
+                self.dist.world_size,
+            )
+        ckpt.set_rng_state(rngs[self.dist.rank % len(rngs)])
         self.progress = Progress(**state["progress"])
         self.log.truncate_after(self.progress.step)
         log.info(
@@ -238,6 +248,7 @@ class Trainer:
                 p.bad_evals += 1
         elif metrics:
             log.warning("evaluation has no metric %r (has %s)", self.cfg.metric, sorted(metrics))
+        p.eval_step = p.step
         self.log.write({"split": "valid", "step": p.step, "epoch": p.epoch, **metrics})
         if self.cfg.patience and p.bad_evals >= self.cfg.patience:
             p.stopped_early = True
@@ -257,18 +268,21 @@ class Trainer:
             return True
         if not cfg.max_steps and p.epoch >= cfg.max_epochs:
             return True
-        return bool(cfg.max_minutes and p.train_seconds >= 60 * cfg.max_minutes)
+        if cfg.max_minutes:  # clocks differ between processes: rank 0 decides for all
+            return bool(broadcast_object(p.train_seconds >= 60 * cfg.max_minutes, self.dist))
+        return False
 
     def fit(self, resume: bool = False) -> TrainResult:
-        cfg, p = self.cfg, self.progress
+        cfg = self.cfg
+        if resume and ckpt.latest_checkpoint(self.out_dir) is not None:
+            self.restore(ckpt.latest_checkpoint(self.out_dir))
+        elif resume:
+            log.warning("--resume: no checkpoint in %s yet; starting from scratch", self.out_dir)
+            self.log.truncate_after(-1)
+        elif self.dist.is_main:
+            ckpt.check_fresh_run_dir(self.out_dir)
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        if resume:
-            last = ckpt.latest_checkpoint(self.out_dir)
-            if last is None:
-                log.warning("--resume: no checkpoint in %s yet; starting from scratch", self.out_dir)
-            else:
-                self.restore(last)
-                p = self.progress
+        p = self.progress
         self.model.train()
         bar = tqdm(
             total=self.total_steps,
@@ -278,73 +292,53 @@ class Trainer:
             dynamic_ncols=True,
             mininterval=1.0,
         )
-        window_tokens, window_loss, window_n, window_start = 0, 0.0, 0, time.perf_counter()
-        micro = 0  # micro-batches since the last optimizer step (a checkpoint is always taken at 0)
+        window = {"tokens": 0, "loss": 0.0, "n": 0, "seconds0": p.train_seconds}
         last_saved = p.step if resume else -1
-        evaluated_at = -1
         while not self._done():
             batches = self.plan.batches(p.epoch)
             while p.batch < len(batches) and not self._done():
                 t0 = time.perf_counter()
-                batch = {
-                    k: v.to(self.device, non_blocking=True) for k, v in self.collate(batches[p.batch]).items()
-                }
-                p.batch += 1
-                micro += 1
-                sync = micro == cfg.accumulate or p.batch == len(batches)
-                no_sync = (
-                    self.wrapped.no_sync() if (self.dist.enabled and not sync) else contextlib.nullcontext()
-                )
-                with no_sync, self.autocast():
-                    loss = self.loss_fn(self.wrapped, batch)
-                with no_sync:
-                    (loss / cfg.accumulate).backward()
-                n_tok = self.count_tokens(batch)
-                window_tokens += n_tok
-                p.tokens += n_tok
-                window_loss += float(loss.detach())
-                window_n += 1
-                if not sync:
-                    p.train_seconds += time.perf_counter() - t0
-                    continue
+                # one optimizer step = `accumulate` micro-batches (fewer at the end of an epoch)
+                group = min(cfg.accumulate, len(batches) - p.batch)
+                for k in range(group):
+                    batch = self.collate(batches[p.batch])
+                    batch = {name: v.to(self.device, non_blocking=True) for name, v in batch.items()}
+                    p.batch += 1
+                    last = k == group - 1
+                    sync = (
+                        self.wrapped.no_sync() if self.dist.enabled and not last else contextlib.nullcontext()
+                    )
+                    with sync:  # DDP averages gradients only on the group's last backward
+                        with self.autocast():
+                            loss = self.loss_fn(self.wrapped, batch)
+                        (loss / group).backward()
+                    n_tok = self.count_tokens(batch)
+                    window["tokens"] += n_tok
+                    window["loss"] += float(loss.detach())
+                    window["n"] += 1
+                    p.tokens += n_tok
                 grad_norm = self._optimizer_step()
-                micro = 0
                 p.step += 1
                 p.train_seconds += time.perf_counter() - t0
                 bar.update(1)
                 if p.step % cfg.log_every == 0 or p.step == self.total_steps:
-                    elapsed = time.perf_counter() - window_start
-                    record = {
-                        "split": "train",
-                        "step": p.step,
-                        "epoch": p.epoch,
-                        "loss": window_loss / window_n,
-                        "lr": self.scheduler.get_last_lr()[0],
-                        "grad_norm": grad_norm,
-                        "tokens_per_s": window_tokens / max(elapsed, 1e-9),
-                        "train_seconds": p.train_seconds,
-                    }
-                    self.log.write(record)
-                    bar.set_postfix(loss=f"{record['loss']:.3f}", tok_s=f"{record['tokens_per_s']:.0f}")
-                    window_tokens, window_loss, window_n, window_start = 0, 0.0, 0, time.perf_counter()
+                    self._log_train(window, grad_norm, bar)
                 if cfg.eval_every and p.step % cfg.eval_every == 0:
                     self.run_evaluation()
-                    evaluated_at = p.step
                 if (cfg.save_every and p.step % cfg.save_every == 0) or (
-                    not cfg.save_every and evaluated_at == p.step
+                    not cfg.save_every and p.eval_step == p.step
                 ):
                     self.save()  # at an epoch's end, batch == len(batches): a resume runs the epoch-end part
                     last_saved = p.step
             if p.batch >= len(batches):
                 p.epoch, p.batch = p.epoch + 1, 0
-                if not cfg.eval_every and micro == 0:
+                if not cfg.eval_every:
                     self.run_evaluation()
-                    evaluated_at = p.step
                     if not cfg.save_every:
                         self.save()
                         last_saved = p.step
         bar.close()
-        if evaluated_at != p.step:
+        if p.eval_step != p.step:
             self.run_evaluation()
         if last_saved != p.step:
             self.save()
@@ -358,6 +352,23 @@ class Trainer:
             last_checkpoint=ckpt.latest_checkpoint(self.out_dir),
             tokens_per_second=p.tokens / max(p.train_seconds, 1e-9),
         )
+
+    def _log_train(self, window: dict, grad_norm: float, bar) -> None:
+        """A training record over the steps since the last one; tokens/s counts training time only."""
+        p = self.progress
+        record = {
+            "split": "train",
+            "step": p.step,
+            "epoch": p.epoch,
+            "loss": window["loss"] / max(window["n"], 1),
+            "lr": self.scheduler.get_last_lr()[0],
+            "grad_norm": grad_norm,
+            "tokens_per_s": window["tokens"] / max(p.train_seconds - window.get("seconds0", 0.0), 1e-9),
+            "train_seconds": p.train_seconds,
+        }
+        self.log.write(record)
+        bar.set_postfix(loss=f"{record['loss']:.3f}", tok_s=f"{record['tokens_per_s']:.0f}")
+        window.update(tokens=0, loss=0.0, n=0, seconds0=p.train_seconds)
 
     def _optimizer_step(self) -> float:
         cfg = self.cfg

@@ -57,6 +57,7 @@ def plot_training_curves(log_path: str | Path, out_png: str | Path) -> Path:
     ax.set(title="learning rate", xlabel="step")
     fig.tight_layout()
     out_png = Path(out_png)
+    out_png.parent.mkdir(parents=True, exist_ok=True)
     tmp = out_png.with_name(f".{out_png.name}.tmp.png")
     fig.savefig(tmp, dpi=100)
     plt.close(fig)

@@ -1,11 +1,13 @@
 """DDP with torchrun on 2 CPU processes (gloo): averaged gradients equal single-process gradients."""
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 SCRIPT = r"""
 import sys, torch, torch.distributed as dist
@@ -56,33 +58,29 @@ def test_ddp_gradients_equal_single_process_on_combined_batch(tmp_path):
 
 @pytest.mark.slow
 def test_train_command_runs_under_torchrun(tmp_path):
+    """The engine under DDP with gradient accumulation (no_sync) and a time limit decided by rank 0."""
     out = tmp_path / "run"
-    proc = torchrun(
-        "-m",
-        "seq2bert.cli",
-        "train",
-        "--task",
-        "copy",
-        "--out",
-        str(out),
-        "--set",
+    sets = [
         "data.num_train=200",
-        "--set",
         "data.num_valid=20",
-        "--set",
         "data.num_test=20",
-        "--set",
         "model.embedding_dim=8",
-        "--set",
         "model.hidden_size=16",
-        "--set",
         "model.num_layers=1",
-        "--set",
         "train.max_steps=6",
-        "--set",
         "train.eval_every=3",
-        cwd=tmp_path,
-    )
+        "train.accumulate=2",
+        "train.max_minutes=10",
+        "train.metric=exact_match",
+    ]
+    args = ["-m", "seq2bert.cli", "train", "--task", "copy", "--out", str(out)]
+    for item in sets:
+        args += ["--set", item]
+    proc = torchrun(*args, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert (out / "checkpoint-6" / "model.safetensors").is_file()
-    assert (out / "results.json").is_file()
+    results = json.loads((out / "results.json").read_text())
+    assert results["steps"] == 6 and "test_exact_match" in results
+    state = torch.load(out / "checkpoint-6" / "trainer_state.pt", weights_only=True)
+    assert len(state["rng"]) == 2  # each process's RNG state is kept for an exact resume
+    assert not state["rng"][0]["torch"].equal(state["rng"][1]["torch"])  # one dropout stream per process

@@ -20,7 +20,7 @@ def test_linear_warmup_then_decay():
     cfg = TrainConfig(schedule="linear", warmup_steps=10)
     m = [lr_multiplier(s, cfg, total_steps=110) for s in range(110)]
     assert m[0] == pytest.approx(0.1) and m[9] == pytest.approx(1.0)
-    assert m[59] == pytest.approx(0.5) and m[109] == pytest.approx(0.0)
+    assert m[60] == pytest.approx(0.5) and m[109] == pytest.approx(0.01)  # the last step still learns
     assert all(a >= b for a, b in zip(m[9:], m[10:], strict=False))
 
 
@@ -38,3 +38,14 @@ def test_inverse_sqrt_and_constant():
     assert lr_multiplier(99, cfg, 0) == pytest.approx(1.0)
     assert lr_multiplier(399, cfg, 0) == pytest.approx(math.sqrt(100 / 400))
     assert lr_multiplier(5, TrainConfig(), 0) == 1.0
+
+
+def test_halving_is_sutskever_sect_3_4():
+    from seq2bert.training.config import sutskever2014_training
+
+    cfg = sutskever2014_training()
+    assert (cfg.optimizer, cfg.lr, cfg.clip_norm) == ("sgd", 0.7, 5.0)
+    spe = 100  # steps per epoch
+    assert lr_multiplier(0, cfg, 0, spe) == 1.0 and lr_multiplier(499, cfg, 0, spe) == 1.0
+    assert lr_multiplier(500, cfg, 0, spe) == 0.5 and lr_multiplier(549, cfg, 0, spe) == 0.5
+    assert lr_multiplier(550, cfg, 0, spe) == 0.25 and lr_multiplier(700, cfg, 0, spe) == 0.5**5

@@ -33,7 +33,7 @@ class Plan:
 
 
 torch.manual_seed(0)
-X = torch.randn(64, 4)
+X = torch.randn(72, 4)
 Y = X @ torch.tensor([[1.0], [-2.0], [0.5], [3.0]]) + 0.1
 
 
@@ -43,7 +43,7 @@ def collate(idx):
 
 def mse(model):
     with torch.no_grad():
-        return {"loss": float(((model.lin(X) - Y) ** 2).mean())}
+        return {"loss": float(((model.lin(X[:64]) - Y[:64]) ** 2).mean())}
 
 
 def make(tmp_path, evaluate=mse, **kw):
@@ -137,3 +137,24 @@ def test_resolve_checkpoint(tmp_path):
     assert ckpt.resolve_checkpoint(tmp_path / "checkpoint-3") == tmp_path / "checkpoint-3"
     with pytest.raises(CheckpointError, match="no such checkpoint"):
         ckpt.resolve_checkpoint(tmp_path / "missing")
+
+
+def test_a_short_last_group_of_an_epoch_is_averaged_over_its_own_size(tmp_path):
+    """18 micro-batches with accumulate=4: the epoch's last step has 2 micro-batches and divides by 2."""
+    a = make(tmp_path / "a", accumulate=4, max_epochs=1, optimizer="sgd")
+    a.plan = Plan(72, 4)
+    a.fit()
+    b = make(tmp_path / "b", max_epochs=1, optimizer="sgd")
+    small = Plan(72, 4).batches(0)
+    b.plan.batches = lambda e: [sum(small[i : i + 4], []) for i in range(0, 18, 4)]  # 4 steps of 16, one of 8
+    b.fit()
+    assert a.progress.step == b.progress.step == 5
+    torch.testing.assert_close(a.model.lin.weight, b.model.lin.weight)
+
+
+def test_refuses_to_mix_two_runs_in_one_directory(tmp_path):
+    make(tmp_path, max_steps=2).fit()
+    with pytest.raises(CheckpointError, match="already holds a run: pass --resume"):
+        make(tmp_path, max_steps=2).fit()
+    make(tmp_path, max_steps=4).fit(resume=True)
+    assert ckpt.latest_checkpoint(tmp_path).name == "checkpoint-4"

@@ -10,7 +10,9 @@ here: reversing the source sentence (Sect. 3.3: "we found it extremely valuable"
 
 Departures from the paper, marked where they happen:
 - dropout between layers and on embeddings/outputs (the paper used none; it helps small data such as Multi30k);
-- the encoder and decoder keep separate embeddings even when the vocabulary is shared, as in the paper.
+- sub-word vocabularies (BPE) instead of the paper's 160,000 / 80,000 most frequent words with an UNK token.
+
+As in the paper, the encoder and decoder are two different LSTMs with their own embeddings.
 
 The model exposes the interface every encoder-decoder of seq2bert offers to the shared decoders:
 ``encode(input_ids, attention_mask) -> state``, ``decode_step(tokens, state) -> (logits, state)`` and
