@@ -98,5 +98,25 @@ def test_missing_data_folder_and_checkpoint(tmp_path):
     assert "not a checkpoint" in err
 
 
-def test_parser_builds_without_importing_torch_heavy_modules():
+def test_help_is_fast_it_does_not_import_torch():
+    code = "import sys; from seq2bert.cli import build_parser; build_parser(); print('torch' in sys.modules)"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.stdout.strip() == "False"
     assert build_parser().prog == "seq2bert"
+
+
+def test_config_file_that_is_not_utf8(tmp_path):
+    (tmp_path / "c.yaml").write_bytes(b"train:\n  lr: 0.1 # caf\xe9\n")
+    err = one_line_error(run_cli("config", "--config", str(tmp_path / "c.yaml")))
+    assert "c.yaml:2: invalid UTF-8" in err
+
+
+def test_translate_input_file_missing(tmp_path):
+    err = one_line_error(run_cli("translate", str(tmp_path), "--input", str(tmp_path / "in.txt")))
+    assert "no such file" in err and "in.txt" in err
+
+
+def test_bad_budget_and_metric(tmp_path):
+    assert "--budget: expected a positive number" in one_line_error(run_cli("demo", "--budget", "0"))
+    err = one_line_error(run_cli("train", "--out", str(tmp_path / "r"), "--set", "train.metric=exact_mach"))
+    assert "train.metric: expected one of" in err

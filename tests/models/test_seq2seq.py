@@ -91,9 +91,10 @@ def test_loss_ignores_padding_labels():
 
 
 def test_initialisation_is_uniform_in_init_range():
-    model = tiny(init_range=0.08)
-    for name, p in model.named_parameters():
-        assert p.abs().max() <= 0.08, name
+    model = tiny(init_range=0.3)
+    weights = torch.cat([p.detach().flatten() for p in model.parameters()])
+    assert weights.abs().max() <= 0.3 and weights.abs().max() > 0.29  # fills the range: uniform, not normal
+    assert abs(float(weights.std()) - 0.3 / 3**0.5) < 0.01
 
 
 def test_reorder_state_selects_rows():
@@ -107,3 +108,4 @@ def test_reorder_state_selects_rows():
 def test_paper_configuration():
     cfg = sutskever2014(src_vocab_size=160000, tgt_vocab_size=80000)
     assert (cfg.num_layers, cfg.hidden_size, cfg.embedding_dim, cfg.reverse_source) == (4, 1000, 1000, True)
+    assert (cfg.init_range, cfg.dropout) == (0.08, 0.0)
