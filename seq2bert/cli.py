@@ -175,7 +175,7 @@ def cmd_tokenizer(args: argparse.Namespace) -> int:
 
     if args.action == "train":
         tok = Tokenizer.train(
-            args.files,
+            [Path(f) for f in args.files],  # Path: read the files (a str would be a text)
             kind=args.kind,
             vocab_size=args.vocab_size,
             min_frequency=args.min_frequency,

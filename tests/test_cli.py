@@ -120,3 +120,28 @@ def test_bad_budget_and_metric(tmp_path):
     assert "--budget: expected a positive number" in one_line_error(run_cli("demo", "--budget", "0"))
     err = one_line_error(run_cli("train", "--out", str(tmp_path / "r"), "--set", "train.metric=exact_mach"))
     assert "train.metric: expected one of" in err
+
+
+def test_tokenizer_train_and_encode_from_files(tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("the cat sat on the mat\nthe dog sat on the log\n" * 50)
+    proc = run_cli(
+        "tokenizer",
+        "train",
+        "--kind",
+        "word",
+        "--min-frequency",
+        "1",
+        "--out",
+        str(tmp_path / "t"),
+        str(corpus),
+    )
+    assert proc.returncode == 0, proc.stderr
+    proc = run_cli("tokenizer", "encode", str(tmp_path / "t"), "the cat sat")
+    assert proc.returncode == 0, proc.stderr
+    tokens = [line.split()[-1] for line in proc.stdout.splitlines()]
+    assert tokens == ["[CLS]", "the", "cat", "sat", "[SEP]"]  # words of the file, not of its name
+    err = one_line_error(
+        run_cli("tokenizer", "train", "--out", str(tmp_path / "u"), str(tmp_path / "none.txt"))
+    )
+    assert "none.txt" in err

@@ -37,24 +37,25 @@ def plot_training_curves(log_path: str | Path, out_png: str | Path) -> Path:
         {k for r in valid for k, v in r.items() if isinstance(v, (int, float))} - {"step", "epoch", "loss"}
     )
     panels = 2 + len(metrics)
-    fig, axes = plt.subplots(1, panels, figsize=(4.2 * panels, 3.4), squeeze=False)
-    ax = axes[0][0]
+    cols = min(3, panels)
+    rows = -(-panels // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.5 * cols, 3.2 * rows), squeeze=False)
+    flat = list(axes.flat)
+    ax = flat[0]
     ax.plot([r["step"] for r in train], [r["loss"] for r in train], label="train")
-    if any("loss" in r for r in valid):
-        ax.plot(
-            [r["step"] for r in valid if "loss" in r],
-            [r["loss"] for r in valid if "loss" in r],
-            "o-",
-            label="valid",
-        )
+    with_loss = [r for r in valid if "loss" in r]
+    if with_loss:
+        ax.plot([r["step"] for r in with_loss], [r["loss"] for r in with_loss], "o-", label="valid")
     ax.set(title="loss", xlabel="step")
     ax.legend()
-    for ax, m in zip(axes[0][1:], metrics, strict=False):
+    for ax, m in zip(flat[1:], metrics, strict=False):
         ax.plot([r["step"] for r in valid if m in r], [r[m] for r in valid if m in r], "o-")
         ax.set(title=f"valid {m}", xlabel="step")
-    ax = axes[0][-1]
+    ax = flat[panels - 1]
     ax.plot([r["step"] for r in train], [r["lr"] for r in train])
     ax.set(title="learning rate", xlabel="step")
+    for ax in flat[panels:]:
+        ax.axis("off")
     fig.tight_layout()
     out_png = Path(out_png)
     out_png.parent.mkdir(parents=True, exist_ok=True)
