@@ -1,0 +1,163 @@
+"""Attention for recurrent encoder-decoders: Bahdanau's additive alignment and Luong's scores and windows.
+
+Shapes: a query is one decoder state per row, q (B, H_q); the memory is the encoder's annotations
+h (B, S, H_k) with a mask (B, S) that is True on real tokens. Every function returns the context (B, H_k)
+and the weights α (B, S); padded positions get weight exactly 0.
+
+Bahdanau, Cho & Bengio (2015), Sect. 3.1 and Appendix A.1.2::
+
+    e_ij = a(s_{i−1}, h_j) = v_aᵀ tanh(W_a s_{i−1} + U_a h_j)      Eq. 6 (U_a h_j is computed once per source)
+    α_ij = exp(e_ij) / Σ_k exp(e_ik)                               Eq. 5
+    c_i  = Σ_j α_ij h_j                                             Eq. 4
+
+Luong, Pham & Manning (2015), Sect. 3.1–3.2 (h_t the current target state, h̄_s the source states)::
+
+    score(h_t, h̄_s) = h_tᵀ h̄_s                     dot
+                     = h_tᵀ W_a h̄_s                 general
+                     = v_aᵀ tanh(W_a [h_t; h̄_s])    concat
+    a_t = softmax(W_a h_t)                          location (over source positions)
+    local-m: p_t = t;  local-p: p_t = S · sigmoid(v_pᵀ tanh(W_p h_t))                         Eq. 9
+    a_t(s) = align(h_t, h̄_s) · exp(−(s − p_t)² / 2σ²),  σ = D/2, window [p_t − D, p_t + D]    Eq. 10
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+LUONG_SCORES = ("dot", "general", "concat", "location")
+
+
+def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """softmax over the last axis with masked-out positions at exactly 0. scores (B, S), mask (B, S) bool."""
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores.float(), dim=-1)
+    if mask is not None:
+        weights = weights.masked_fill(~mask, 0.0)  # rows with no real position stay 0, not NaN
+        weights = torch.nan_to_num(weights, nan=0.0)
+    return weights.to(scores.dtype)
+
+
+def weighted_sum(weights: torch.Tensor, memory: torch.Tensor) -> torch.Tensor:
+    """c = Σ_j α_j h_j. weights (B, S), memory (B, S, H) → (B, H)."""
+    return torch.bmm(weights.unsqueeze(1), memory).squeeze(1)
+
+
+class AdditiveAttention(nn.Module):
+    """Bahdanau et al. (2015), Eq. 4–6: e_ij = v_aᵀ tanh(W_a s_{i−1} + U_a h_j)."""
+
+    def __init__(self, query_size: int, key_size: int, attention_size: int):
+        super().__init__()
+        self.W_a = nn.Linear(query_size, attention_size, bias=False)
+        self.U_a = nn.Linear(key_size, attention_size, bias=True)
+        self.v_a = nn.Linear(attention_size, 1, bias=False)
+
+    def project_keys(self, memory: torch.Tensor) -> torch.Tensor:
+        """U_a h_j for every source position, once per source: (B, S, H_k) → (B, S, A)."""
+        return self.U_a(memory)
+
+    def forward(self, query, memory, mask=None, projected_keys=None):
+        """query s_{i−1} (B, H_q), memory h (B, S, H_k) → context c_i (B, H_k), weights α_i (B, S)."""
+        keys = self.project_keys(memory) if projected_keys is None else projected_keys  # (B, S, A)
+        e = self.v_a(torch.tanh(self.W_a(query).unsqueeze(1) + keys)).squeeze(-1)  # Eq. 6: (B, S)
+        alpha = masked_softmax(e, mask)  # Eq. 5
+        return weighted_sum(alpha, memory), alpha  # Eq. 4
+
+
+class LuongAttention(nn.Module):
+    """Luong et al. (2015) global or local attention with the dot / general / concat / location scores.
+
+    ``window`` D > 0 makes it local: ``local="monotonic"`` (local-m, p_t = t) or ``"predictive"`` (local-p).
+    ``max_source_length`` is needed by the location score, whose W_a maps h_t to one logit per position.
+    """
+
+    def __init__(
+        self,
+        hidden_size: int,
+        score: str = "general",
+        *,
+        local: str | None = None,
+        window: int = 10,
+        max_source_length: int = 128,
+    ):
+        super().__init__()
+        if score not in LUONG_SCORES:
+            raise ValueError(f"score must be one of {LUONG_SCORES}, got {score!r}")
+        if local not in (None, "monotonic", "predictive"):
+            raise ValueError(f"local must be None, 'monotonic' or 'predictive', got {local!r}")
+        self.score_name, self.local, self.D = score, local, window
+        H = hidden_size
+        if score == "general":
+            self.W_a = nn.Linear(H, H, bias=False)
+        elif score == "concat":
+            self.W_a = nn.Linear(2 * H, H, bias=False)
+            self.v_a = nn.Linear(H, 1, bias=False)
+        elif score == "location":
+            self.W_a = nn.Linear(H, max_source_length, bias=False)
+        if local == "predictive":
+            self.W_p = nn.Linear(H, H, bias=False)
+            self.v_p = nn.Linear(H, 1, bias=False)
+
+    def project_keys(self, memory: torch.Tensor) -> torch.Tensor | None:
+        """The part of the score that depends on the source only, computed once per source (B, S, H) or None.
+
+        general: W_a h̄_s; concat: the h̄_s half of W_a [h_t; h̄_s] = W_a[:, :H] h_t + W_a[:, H:] h̄_s.
+        """
+        if self.score_name == "general":
+            return self.W_a(memory)
+        if self.score_name == "concat":
+            H = memory.size(-1)
+            return memory @ self.W_a.weight[:, H:].T
+        return None
+
+    def score(
+        self, h_t: torch.Tensor, memory: torch.Tensor, keys: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """score(h_t, h̄_s) for every s: h_t (B, H), memory h̄ (B, S, H) → (B, S)."""
+        if self.score_name == "dot":  # h_tᵀ h̄_s
+            return torch.bmm(memory, h_t.unsqueeze(-1)).squeeze(-1)
+        if self.score_name in ("general", "concat") and keys is None:
+            keys = self.project_keys(memory)
+        if self.score_name == "general":  # h_tᵀ (W_a h̄_s)
+            return torch.bmm(keys, h_t.unsqueeze(-1)).squeeze(-1)
+        if self.score_name == "concat":  # v_aᵀ tanh(W_a [h_t; h̄_s])
+            H = h_t.size(-1)
+            query = h_t @ self.W_a.weight[:, :H].T  # (B, H)
+            return self.v_a(torch.tanh(query.unsqueeze(1) + keys)).squeeze(-1)
+        S = memory.size(1)  # location: a_t = softmax(W_a h_t), one logit per source position
+        if S > self.W_a.out_features:
+            raise ValueError(
+                f"location attention was built for {self.W_a.out_features} source positions, got {S}"
+            )
+        return self.W_a(h_t)[:, :S]
+
+    def forward(
+        self, h_t, memory, mask=None, *, keys=None, t: int | torch.Tensor | None = None, lengths=None
+    ):
+        """h_t (B, H), memory (B, S, H), mask (B, S) → context c_t (B, H), weights a_t (B, S).
+
+        ``keys`` is ``project_keys(memory)``, passed in to compute it once per source. Local attention also
+        needs the target position t (local-m); both local forms use the source lengths (from the mask).
+        """
+        scores = self.score(h_t, memory, keys)  # (B, S)
+        if self.local is None:
+            alpha = masked_softmax(scores, mask)
+            return weighted_sum(alpha, memory), alpha
+        B, S = scores.shape
+        positions = torch.arange(S, device=scores.device, dtype=torch.float)[None, :]  # (1, S)
+        if lengths is None:
+            lengths = mask.sum(-1) if mask is not None else torch.full((B,), S, device=scores.device)
+        if self.local == "monotonic":  # local-m: p_t = t (clipped to the source)
+            p_t = torch.as_tensor(t, device=scores.device, dtype=torch.float).expand(B)
+            p_t = torch.minimum(p_t, (lengths - 1).float())
+        else:  # local-p, Eq. 9: p_t = S · sigmoid(v_pᵀ tanh(W_p h_t))
+            p_t = lengths.float() * torch.sigmoid(self.v_p(torch.tanh(self.W_p(h_t)))).squeeze(-1)
+        p_t = p_t[:, None]  # (B, 1)
+        in_window = (positions - p_t).abs() <= self.D  # (B, S)
+        window_mask = in_window if mask is None else (in_window & mask)
+        alpha = masked_softmax(scores, window_mask)
+        if self.local == "predictive":  # Eq. 10: favour points near p_t with a Gaussian, σ = D/2
+            sigma = self.D / 2
+            alpha = alpha * torch.exp(-((positions - p_t) ** 2) / (2 * sigma**2))
+        return weighted_sum(alpha, memory), alpha
