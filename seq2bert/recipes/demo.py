@@ -1,7 +1,7 @@
 """The main job (until the lineage tour exists): a Seq2Seq on the built-in synthetic language pair.
 
 Trains the default 4-layer LSTM Seq2Seq (Sutskever et al. 2014, reversed source) on the synthetic
-"lang" task — a grammar-generated language pair with its own lexicon and word order (SVO → SOV, adjectives
+"lang" task (3 to 8 words) — a grammar-generated language pair with its own lexicon and word order (SVO → SOV, adjectives
 after nouns) — evaluates the best checkpoint on the held-out test split, translates a few examples and
 prints the results table. No download; a few minutes on 2 CPU cores.
 """
@@ -26,23 +26,24 @@ DEMO_OVERRIDES = [
     "data.num_train=20000",
     "data.num_valid=300",
     "data.num_test=500",
-    "data.max_tokens=2048",
+    "data.max_len=8",
+    "data.max_tokens=400",  # small batches: more updates per minute on 2 cores
     "model.embedding_dim=128",
     "model.hidden_size=256",
     "model.num_layers=4",
-    "model.dropout=0.1",
-    "train.lr=2e-3",
-    "train.schedule=linear",
-    "train.warmup_steps=100",
-    "train.max_epochs=8",
-    "train.eval_every=400",
+    "model.dropout=0.0",  # 20,000 fresh pairs: no need to regularise
+    "train.lr=3e-3",
+    "train.schedule=inverse_sqrt",
+    "train.warmup_steps=200",
+    "train.max_epochs=40",
+    "train.eval_every=500",
     "train.bf16=true",
     "train.metric=exact_match",
 ]
 
 
 def demo_config(budget: float = 1.0) -> TranslationConfig:
-    overrides = [*DEMO_OVERRIDES, f"train.max_minutes={4.0 * budget}"]
+    overrides = [*DEMO_OVERRIDES, f"train.max_minutes={5.0 * budget}"]
     return config_io.apply_overrides(TranslationConfig(), overrides)
 
 
