@@ -171,9 +171,9 @@ class ExplicitRNN(nn.Module):
                 k = layer * D + d
                 state = (hx[0][k], hx[1][k]) if self.mode == "lstm" else hx[k]
                 # the backward direction starts at each row's last real token: reverse the real part only
-                inp = reverse_padded_steps(layer_input, lengths) if d == 1 else layer_input
+                inp = reverse_padded(layer_input, lengths) if d == 1 else layer_input
                 out, state = self._run(inp, state, self._weights(layer, suffix), lengths)
-                outs.append(reverse_padded_steps(out, lengths) if d == 1 else out)
+                outs.append(reverse_padded(out, lengths) if d == 1 else out)
                 if self.mode == "lstm":
                     finals_h.append(state[0])
                     finals_c.append(state[1])
@@ -188,8 +188,12 @@ class ExplicitRNN(nn.Module):
         return layer_input, h_n
 
 
-def reverse_padded_steps(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-    """Reverse the first lengths[b] time steps of each row of x (B, T, ...), leaving padding in place."""
+def reverse_padded(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """Reverse the first lengths[b] time steps of each row of x (B, T, ...), leaving right padding in place.
+
+    E.g. token ids [a b c PAD] → [c b a PAD]. Used for the backward direction of bidirectional networks and
+    for the reversed source of Sutskever et al. (2014).
+    """
     T = x.size(1)
     positions = torch.arange(T, device=x.device)  # (T,)
     lengths = lengths.to(x.device)[:, None]  # (B, 1)

@@ -2,7 +2,7 @@ import pytest
 import torch
 
 from seq2bert.models.seq2seq.config import Seq2SeqConfig, sutskever2014
-from seq2bert.models.seq2seq.model import Seq2Seq, reverse_padded
+from seq2bert.models.seq2seq.model import Seq2Seq
 from seq2bert.objectives.cross_entropy import IGNORE_INDEX
 
 
@@ -13,12 +13,6 @@ def tiny(**kw):
     cfg.update(kw)
     torch.manual_seed(0)
     return Seq2Seq(Seq2SeqConfig(**cfg)).eval()
-
-
-def test_reverse_padded_keeps_padding_in_place():
-    ids = torch.tensor([[1, 2, 3, 0], [4, 5, 0, 0], [6, 7, 8, 9]])
-    out = reverse_padded(ids, torch.tensor([3, 2, 4]))
-    assert out.tolist() == [[3, 2, 1, 0], [5, 4, 0, 0], [9, 8, 7, 6]]
 
 
 @pytest.mark.parametrize("reverse", [True, False])

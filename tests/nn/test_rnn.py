@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from seq2bert.nn.rnn import ExplicitRNN, gru_cell, init_irnn, lstm_cell, recurrent
+from seq2bert.nn.rnn import ExplicitRNN, gru_cell, init_irnn, lstm_cell, recurrent, reverse_padded
 
 CASES = [
     (mode, layers, bidir)
@@ -133,3 +133,14 @@ def test_irnn_initialisation():
     h0 = torch.rand(1, 1, 4)
     _, h = explicit(torch.zeros(1, 5, 3) @ torch.zeros(3, 3), h0)
     torch.testing.assert_close(h, h0)
+
+
+def test_reverse_padded_keeps_padding_in_place():
+    ids = torch.tensor([[1, 2, 3, 0], [4, 5, 0, 0], [6, 7, 8, 9]])
+    out = reverse_padded(ids, torch.tensor([3, 2, 4]))
+    assert out.tolist() == [[3, 2, 1, 0], [5, 4, 0, 0], [9, 8, 7, 6]]
+    x = torch.arange(12.0).view(2, 3, 2)  # (B, T, H): whole time steps move
+    out = reverse_padded(x, torch.tensor([2, 3]))
+    assert (
+        out[0].tolist() == [[2.0, 3.0], [0.0, 1.0], [4.0, 5.0]] and out[1].tolist() == x[1].flip(0).tolist()
+    )

@@ -29,18 +29,8 @@ from torch.nn.utils.rnn import pack_padded_sequence
 
 from seq2bert.models.outputs import Seq2SeqLMOutput
 from seq2bert.models.seq2seq.config import Seq2SeqConfig
+from seq2bert.nn.rnn import reverse_padded
 from seq2bert.objectives.cross_entropy import sequence_cross_entropy
-
-
-def reverse_padded(ids: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-    """Reverse each row's first ``lengths[b]`` tokens, leaving right padding in place.
-
-    ids: (B, T); lengths: (B,) → (B, T). E.g. [a b c PAD] → [c b a PAD].
-    """
-    positions = torch.arange(ids.size(1), device=ids.device)  # (T,)
-    lengths = lengths.to(ids.device)[:, None]  # (B, 1)
-    source = torch.where(positions < lengths, lengths - 1 - positions, positions)  # (B, T)
-    return ids.gather(1, source)
 
 
 @dataclass
