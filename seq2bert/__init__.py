@@ -15,8 +15,12 @@ def from_pretrained(path: str | Path, device: str = "cpu"):
     return model
 
 
-def translate(texts: list[str], model: str | Path, **kwargs) -> list[str]:
-    """Translate ``texts`` with the checkpoint at ``model`` (greedy decoding)."""
+def translate(
+    texts: list[str], model: str | Path, *, num_beams: int = 1, length_penalty: float = 1.0, **kwargs
+) -> list[str]:
+    """Translate ``texts`` with the checkpoint at ``model``: greedy decoding, or beam search with ``num_beams``."""
+    from seq2bert.recipes.translation import Decoding
     from seq2bert.recipes.translation import translate as _translate
 
-    return _translate(model, list(texts), **kwargs)
+    decoding = Decoding(num_beams=num_beams, length_penalty=length_penalty)
+    return _translate(model, list(texts), decoding=decoding, **kwargs)

@@ -77,9 +77,11 @@ def _changed_keys(a: dict, b: dict, prefix: str = "") -> list[str]:
     out = []
     for key in a:
         if isinstance(a[key], dict):
-            out += _changed_keys(a[key], b[key], prefix + key + ".")
-        elif a[key] != b[key]:
-            out.append(f"{prefix}{key} {a[key]!r} → {b[key]!r}")
+            out += _changed_keys(
+                a[key], b.get(key) if isinstance(b.get(key), dict) else {}, prefix + key + "."
+            )
+        elif a[key] != b.get(key):
+            out.append(f"{prefix}{key} {a[key]!r} → {b.get(key)!r}")
     return out
 
 
@@ -123,7 +125,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from seq2bert.data.parallel import read_parallel
     from seq2bert.recipes.translation import evaluate, load, load_pairs
-    from seq2bert.report import format_metrics
+    from seq2bert.report import format_metrics, format_table
 
     loaded = load(args.checkpoint)
     if args.source:
@@ -137,8 +139,44 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         label = f"{run.data.task} {args.split}"
         if not pairs:
             raise UserError(f"{args.checkpoint}: the run has no {args.split} split; give --source/--target")
-    print(format_metrics(evaluate(loaded, pairs), title=f"{args.checkpoint} on {label}"))
+    decoding = _decoding(args)
+    result = evaluate(loaded, pairs, decoding=decoding, by_length=args.by_length)
+    buckets = result.pop("bleu_by_length", None)
+    search = "greedy" if decoding.num_beams == 1 else f"beam {decoding.num_beams}"
+    print(format_metrics(result, title=f"{args.checkpoint} on {label} ({search})"))
+    if buckets:
+        rows = [{"source words": b, **v} for b, v in buckets.items()]
+        print(
+            format_table(
+                rows,
+                [
+                    ("source words", "source words"),
+                    ("sentences", "sentences"),
+                    ("bleu", "BLEU"),
+                    ("bleu_lowercase", "BLEU (lc)"),
+                ],
+            )
+        )
     return 0
+
+
+def _decoding(args: argparse.Namespace):
+    from seq2bert.recipes.translation import Decoding
+
+    if args.beam < 1:
+        raise UserError(f"--beam: expected a beam size of at least 1, got {args.beam}")
+    return Decoding(num_beams=args.beam, length_penalty=args.length_penalty)
+
+
+def _add_decoding_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--beam", type=int, default=1, metavar="K", help="beam size (default 1: greedy decoding)")
+    p.add_argument(
+        "--length-penalty",
+        type=float,
+        default=1.0,
+        metavar="ALPHA",
+        help="beam search length penalty α of Wu et al. (2016) (default 1.0; 0 = none)",
+    )
 
 
 def cmd_translate(args: argparse.Namespace) -> int:
@@ -152,8 +190,47 @@ def cmd_translate(args: argparse.Namespace) -> int:
         texts = read_lines(args.input)
     else:
         texts = [line.rstrip("\n") for line in sys.stdin]
-    for line in translate(args.checkpoint, texts, batch_size=args.batch_size):
+    for line in translate(args.checkpoint, texts, batch_size=args.batch_size, decoding=_decoding(args)):
         print(line)
+    return 0
+
+
+def cmd_align(args: argparse.Namespace) -> int:
+    from seq2bert.recipes.translation import align
+    from seq2bert.viz.attention import plot_alignment
+
+    try:
+        a = align(args.checkpoint, args.text, decoding=_decoding(args))
+    except ValueError as e:
+        raise UserError(f"{args.checkpoint}: {e}") from None
+    print(a.translation)
+    print(plot_alignment(a.source_tokens, a.target_tokens, a.weights, args.out, title=a.translation))
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    import json
+
+    from seq2bert.report import format_table
+    from seq2bert.viz.attention import plot_bleu_by_length
+
+    rows, buckets = [], {}
+    for run in args.runs:
+        path = Path(run) / "results.json"
+        if not path.is_file():
+            raise UserError(f"{run}: no results.json (is it a finished run directory?)")
+        try:
+            row = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as e:
+            raise UserError(f"{path}:{e.lineno}: invalid JSON ({e.msg})") from None
+        rows.append(row)
+        if "test_bleu_by_length" in row:
+            buckets[f"{row.get('model', run)} ({Path(run).name})"] = row["test_bleu_by_length"]
+    print(format_table(rows))
+    if args.out:
+        if not buckets:
+            raise UserError("--out: none of these runs has BLEU by source length (test_bleu_by_length)")
+        print(plot_bleu_by_length(buckets, args.out))
     return 0
 
 
@@ -249,18 +326,43 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--source", help="source file (plain/.gz) or a TSV of source<TAB>target")
     p.add_argument("--target", help="target file aligned with --source")
+    p.add_argument("--by-length", action="store_true", help="also BLEU by source length (in words)")
+    _add_decoding_args(p)
     p.set_defaults(func=cmd_evaluate)
 
     p = sub.add_parser(
         "translate",
-        help="translate text with a checkpoint (greedy decoding)",
+        help="translate text with a checkpoint (greedy or beam search)",
         description="Translate the given texts, a file (--input) or standard input, one per line.",
     )
     p.add_argument("checkpoint", help="checkpoint or run directory")
     p.add_argument("text", nargs="*", help="texts to translate (default: read lines from --input or stdin)")
     p.add_argument("--input", help="file with one source sentence per line")
     p.add_argument("--batch-size", type=int, default=64)
+    _add_decoding_args(p)
     p.set_defaults(func=cmd_translate)
+
+    p = sub.add_parser(
+        "align",
+        help="translate one sentence and plot its attention weights (PNG)",
+        description="Translate TEXT with an attention model and draw the alignment matrix: one row per "
+        "target token, one column per source token (Bahdanau et al. 2015, Fig. 3).",
+    )
+    p.add_argument("checkpoint", help="checkpoint or run directory")
+    p.add_argument("text", help="the source sentence")
+    p.add_argument("--out", default="alignment.png", help="PNG path (default: alignment.png)")
+    _add_decoding_args(p)
+    p.set_defaults(func=cmd_align)
+
+    p = sub.add_parser(
+        "compare",
+        help="one results table for several finished runs; plot BLEU by source length",
+        description="Print the results rows (results.json) of several run directories side by side and, "
+        "with --out, plot their test BLEU by source-sentence length (Bahdanau et al. 2015, Fig. 2).",
+    )
+    p.add_argument("runs", nargs="+", help="run directories")
+    p.add_argument("--out", help="PNG path for the BLEU-by-length plot")
+    p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser(
         "config",
@@ -304,7 +406,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra and isinstance(getattr(args, "text", None), list) and not any(x.startswith("-") for x in extra):
+        args.text = [*args.text, *extra]  # `translate RUN --beam 5 "text"`: texts after the options
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

@@ -53,11 +53,44 @@ def _type_name(tp: Any) -> str:
     return getattr(tp, "__name__", str(tp))
 
 
+TAG = "model_type"
+
+
+def tagged_arms(tp: Any) -> dict[str, type] | None:
+    """For a union of dataclasses that each have a ``model_type`` field with a default: {model_type: class}.
+
+    Such a union is a *tagged* section (the ``model`` of a run configuration): a mapping is read as the arm
+    its ``model_type`` names (the first arm when it names none). Anything else: None.
+    """
+    if get_origin(tp) not in (Union, types.UnionType):
+        return None
+    arms = {}
+    for arm in get_args(tp):
+        if not dataclasses.is_dataclass(arm) or TAG not in field_names(arm):
+            return None
+        arms[arm.__dataclass_fields__[TAG].default] = arm
+    return arms
+
+
+def _tagged_arm(arms: dict[str, type], value: dict[str, Any], key: str) -> type:
+    tag = value.get(TAG, next(iter(arms)))
+    if tag not in arms:
+        raise ConfigError(f"{key}.{TAG}: expected one of {', '.join(map(repr, arms))}, got {tag!r}")
+    return arms[tag]
+
+
 def _convert(value: Any, tp: Any, key: str) -> Any:
     """Check ``value`` against the type hint ``tp`` and convert where lossless (int → float, dict → dataclass)."""
     origin = get_origin(tp)
     if tp is Any:
         return value
+    arms = tagged_arms(tp)
+    if arms is not None:
+        if isinstance(value, tuple(arms.values())):
+            return value
+        if not isinstance(value, dict):
+            raise ConfigError(f"{key}: expected a mapping with a {TAG} ({', '.join(arms)}), got {value!r}")
+        return from_dict(_tagged_arm(arms, value, key), value, prefix=key + ".")
     if origin in (Union, types.UnionType):
         for arm in get_args(tp):
             try:
@@ -240,23 +273,53 @@ def parse_override(item: str) -> tuple[list[str], Any]:
     return key.split("."), value
 
 
+def _section_fields(tp: Any) -> dict[str, Any] | None:
+    """The keys of a section and their types: a dataclass's fields, or for a tagged union the union of its
+    arms' fields (each model's own keys are checked when the section is read as that model); else None."""
+    if dataclasses.is_dataclass(tp):
+        return _hints(tp)
+    arms = tagged_arms(tp)
+    if arms is None:
+        return None
+    out: dict[str, Any] = {}
+    for arm in arms.values():
+        for name, hint in _hints(arm).items():
+            out.setdefault(name, hint)
+    return out
+
+
 def _set_dotted(data: dict[str, Any], cls: type, parts: list[str], value: Any) -> None:
     """Set ``data[parts[0]][parts[1]]… = value``, checking each key against dataclass ``cls`` and its sections."""
-    node, node_cls, prefix = data, cls, ""
+    node, fields, prefix = data, _section_fields(cls), ""
     for part in parts[:-1]:
-        names = field_names(node_cls)
+        names = list(fields)
         if part not in names:
             raise ConfigError(f"unknown key {prefix}{part}: {_closest(part, names, prefix)}")
-        sub_tp = _hints(node_cls)[part]
-        if not dataclasses.is_dataclass(sub_tp):
-            raise ConfigError(f"{prefix}{part} is a {_type_name(sub_tp)}, not a section with keys")
+        sub = _section_fields(fields[part])
+        if sub is None:
+            raise ConfigError(f"{prefix}{part} is a {_type_name(fields[part])}, not a section with keys")
         node = node.setdefault(part, {})
-        node_cls, prefix = sub_tp, prefix + part + "."
+        fields, prefix = sub, prefix + part + "."
     last = parts[-1]
-    names = field_names(node_cls)
+    names = list(fields)
     if last not in names:
         raise ConfigError(f"unknown key {prefix}{last}: {_closest(last, names, prefix)}")
-    node[last] = to_dict(_convert(value, _hints(node_cls)[last], prefix + last))
+    node[last] = to_dict(_convert(value, fields[last], prefix + last))
+
+
+def _restart_retagged(base: dict[str, Any], update: dict[str, Any], cls: type) -> dict[str, Any]:
+    """Where ``update`` switches a tagged section to another ``model_type``, the base's keys for that section
+    (another model's settings) are dropped: the new model starts from its own defaults."""
+    out = dict(base)
+    for name, tp in _hints(cls).items():
+        if not isinstance(update.get(name), dict) or not isinstance(out.get(name), dict):
+            continue
+        if tagged_arms(tp) is not None:
+            if TAG in update[name] and update[name][TAG] != out[name].get(TAG):
+                out[name] = {}
+        elif dataclasses.is_dataclass(tp):
+            out[name] = _restart_retagged(out[name], update[name], tp)
+    return out
 
 
 def _merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
@@ -279,11 +342,11 @@ def build(
     override supplies) see the final configuration.
     """
     data = to_dict(base if base is not None else cls())
-    if file is not None:
-        data = _merge(data, read_mapping(file))
+    update = read_mapping(file) if file is not None else {}
     for item in overrides:
         parts, value = parse_override(item)
-        _set_dotted(data, cls, parts, value)
+        _set_dotted(update, cls, parts, value)
+    data = _merge(_restart_retagged(data, update, cls), update)
     try:
         return from_dict(cls, data)
     except ConfigError as e:

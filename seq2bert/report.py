@@ -14,6 +14,8 @@ COLUMNS = [
     ("test_exact_match", "test exact %"),
     ("test_bleu", "test BLEU"),
     ("test_bleu_lowercase", "test BLEU (lc)"),
+    ("test_bleu_beam5", "test BLEU beam 5"),
+    ("test_bleu_lowercase_beam5", "test BLEU (lc) beam 5"),
 ]
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from seq2bert.cli import build_parser, main
 
-SUBCOMMANDS = ["demo", "train", "evaluate", "translate", "config", "tokenizer", "plot"]
+SUBCOMMANDS = ["demo", "train", "evaluate", "translate", "align", "compare", "config", "tokenizer", "plot"]
 
 
 def run_cli(*args: str, cwd=None) -> subprocess.CompletedProcess:

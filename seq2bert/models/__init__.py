@@ -9,12 +9,22 @@ from torch import nn
 
 from seq2bert import config as config_io
 from seq2bert.errors import CheckpointError, ConfigError
-from seq2bert.models.seq2seq.config import Seq2SeqConfig
+from seq2bert.models.attention.bahdanau import RNNSearch
+from seq2bert.models.attention.config import BahdanauConfig, LuongConfig
+from seq2bert.models.attention.luong import LuongNMT
+from seq2bert.models.seq2seq.cho import ChoEncoderDecoder
+from seq2bert.models.seq2seq.config import ChoConfig, Seq2SeqConfig
 from seq2bert.models.seq2seq.model import Seq2Seq
 
 MODELS: dict[str, tuple[type, type[nn.Module]]] = {
     "seq2seq": (Seq2SeqConfig, Seq2Seq),
+    "cho": (ChoConfig, ChoEncoderDecoder),
+    "bahdanau": (BahdanauConfig, RNNSearch),
+    "luong": (LuongConfig, LuongNMT),
 }
+
+# The model section of a run configuration: one of these, chosen by its model_type (see seq2bert.config).
+ModelConfig = Seq2SeqConfig | ChoConfig | BahdanauConfig | LuongConfig
 
 
 def model_config_from_dict(data: dict[str, Any], source: str | Path = "config") -> Any:

@@ -9,7 +9,9 @@ import torch
 
 @dataclass
 class Seq2SeqLMOutput:
-    """Output of an encoder-decoder: next-token ``logits`` (B, T, V) and, when labels were given, ``loss``."""
+    """Output of an encoder-decoder: next-token ``logits`` (B, T, V), ``loss`` when labels were given, and
+    ``attentions`` (B, T, S) — the weight of each source position for each target position — when asked."""
 
     logits: torch.Tensor
     loss: torch.Tensor | None = None
+    attentions: torch.Tensor | None = None

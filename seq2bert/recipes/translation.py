@@ -24,10 +24,10 @@ from seq2bert.data.config import SYNTHETIC_TASKS, DataConfig
 from seq2bert.data.parallel import read_parallel
 from seq2bert.data.synthetic import make_splits
 from seq2bert.data.tokenization import Tokenizer
-from seq2bert.decoding.greedy import greedy_decode, strip_special
+from seq2bert.decoding.search import generate
 from seq2bert.errors import CheckpointError, ConfigError
 from seq2bert.evaluation import metrics as M
-from seq2bert.models import build_model, model_config_from_dict
+from seq2bert.models import ModelConfig, build_model, model_config_from_dict
 from seq2bert.models.seq2seq.config import Seq2SeqConfig
 from seq2bert.objectives.cross_entropy import IGNORE_INDEX
 from seq2bert.training import checkpoint as ckpt
@@ -42,9 +42,10 @@ Pairs = list[tuple[str, str]]
 
 @dataclass
 class TranslationConfig:
-    """A whole run: the model, the data and the training engine."""
+    """A whole run: the model (any encoder-decoder of the registry, chosen by ``model.model_type``), the data
+    and the training engine."""
 
-    model: Seq2SeqConfig = field(default_factory=Seq2SeqConfig)
+    model: ModelConfig = field(default_factory=Seq2SeqConfig)
     data: DataConfig = field(default_factory=DataConfig)
     train: TrainConfig = field(default_factory=lambda: TrainConfig(metric="exact_match"))
 
@@ -168,6 +169,34 @@ def make_plan(enc: Encoded, data: DataConfig, *, shuffle: bool, seed: int = 0, r
 
 
 # --- evaluation
+@dataclass
+class Decoding:
+    """How translations are searched: greedy (``num_beams`` = 1) or beam search, and their length limits."""
+
+    num_beams: int = 1
+    length_penalty: float = 1.0
+    max_len_a: float = 1.5
+    max_len_b: int = 10
+
+    def ids(self, model, tok: Tokenizer, input_ids: torch.Tensor, mask: torch.Tensor) -> list[list[int]]:
+        return generate(
+            model,
+            input_ids,
+            mask,
+            bos_token_id=tok.bos_token_id,
+            eos_token_id=tok.eos_token_id,
+            pad_token_id=tok.pad_token_id,
+            num_beams=self.num_beams,
+            max_len_a=self.max_len_a,
+            max_len_b=self.max_len_b,
+            length_penalty=self.length_penalty,
+        )
+
+
+GREEDY = Decoding()
+BEAM5 = Decoding(num_beams=5)
+
+
 @torch.no_grad()
 def evaluate_pairs(
     model,
@@ -176,10 +205,11 @@ def evaluate_pairs(
     data: DataConfig,
     *,
     device=None,
-    max_len_a: float = 1.5,
-    max_len_b: int = 10,
-) -> dict[str, float]:
-    """Teacher-forced loss / perplexity, and greedy decoding scored by token accuracy, exact match and BLEU."""
+    decoding: Decoding = GREEDY,
+    by_length: bool = False,
+) -> dict:
+    """Teacher-forced loss / perplexity, and decoding (greedy or beam) scored by token accuracy, exact match
+    and BLEU. With ``by_length``, also "bleu_by_length": BLEU per source-length bucket (in words)."""
     if not pairs:
         return {}
     device = device or next(model.parameters()).device
@@ -189,7 +219,7 @@ def evaluate_pairs(
     collate = make_collate(enc, tok)
     plan = make_plan(enc, data, shuffle=False)
     nll, n_tok = 0.0, 0
-    hyps_ids: list[list[int] | None] = [None] * len(pairs)
+    hyps_ids: list[list[int]] = [[] for _ in pairs]
     for idx in plan.batches(0):
         batch = {k: v.to(device) for k, v in collate(idx).items()}
         out = model(**{k: batch[k] for k in ("input_ids", "attention_mask", "decoder_input_ids")})
@@ -200,22 +230,14 @@ def evaluate_pairs(
             )
         )
         n_tok += int(labels.ne(IGNORE_INDEX).sum())
-        max_len = int(max_len_a * batch["attention_mask"].sum(1).max()) + max_len_b
-        tokens, _ = greedy_decode(
-            model,
-            batch["input_ids"],
-            batch["attention_mask"],
-            bos_token_id=tok.bos_token_id,
-            eos_token_id=tok.eos_token_id,
-            pad_token_id=tok.pad_token_id,
-            max_len=max_len,
-        )
-        for row, i in zip(tokens.tolist(), idx, strict=True):
-            hyps_ids[i] = strip_special(row, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
+        for row, i in zip(
+            decoding.ids(model, tok, batch["input_ids"], batch["attention_mask"]), idx, strict=True
+        ):
+            hyps_ids[i] = row
     model.train(was_training)
     hyps = tok.decode_batch(hyps_ids)
     refs = [t for _, t in pairs]
-    return {
+    result = {
         "loss": nll / max(n_tok, 1),
         "perplexity": M.perplexity(nll / max(n_tok, 1)),
         "token_accuracy": M.token_accuracy(hyps_ids, enc.tgt),
@@ -223,14 +245,27 @@ def evaluate_pairs(
         "bleu": M.bleu(hyps, refs),
         "bleu_lowercase": M.bleu(hyps, refs, lowercase=True),
     }
+    if by_length:
+        result["bleu_by_length"] = M.bleu_by_length(hyps, refs, [len(s.split()) for s, _ in pairs])
+    return result
 
 
 # --- 3. training
+def model_label(cfg: ModelConfig) -> str:
+    """A short name for results tables: "seq2seq (reversed source)", "bahdanau", "luong (general, local-p)"."""
+    if cfg.model_type == "luong":
+        extras = [cfg.score, cfg.attention] + ([] if cfg.input_feeding else ["no input feeding"])
+        return f"luong ({', '.join(extras)})"
+    if getattr(cfg, "reverse_source", False):
+        return f"{cfg.model_type} (reversed source)"
+    return cfg.model_type
+
+
 def count_parameters(model) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
-def write_checkpoint_extras(cfg: TranslationConfig, model_cfg: Seq2SeqConfig, tok: Tokenizer):
+def write_checkpoint_extras(cfg: TranslationConfig, model_cfg: ModelConfig, tok: Tokenizer):
     def write(directory: Path) -> None:
         config_io.save(model_cfg, directory / "config.json")
         config_io.save(cfg, directory / "run.json")
@@ -260,7 +295,7 @@ def train(
         if dist.is_main:
             tok.save(tok_dir)
     model_cfg = config_io.from_dict(
-        Seq2SeqConfig,
+        type(cfg.model),
         {
             **config_io.to_dict(cfg.model),
             "src_vocab_size": tok.vocab_size,
@@ -309,7 +344,7 @@ def train(
     )
     result = trainer.fit(resume=resume)
     row = {
-        "model": "seq2seq" + (" (reversed source)" if model_cfg.reverse_source else ""),
+        "model": model_label(model_cfg),
         "params": count_parameters(model),
         "steps": result.progress.step,
         "train_seconds": result.progress.train_seconds,
@@ -321,12 +356,10 @@ def train(
         ckpt.load_weights(model, best)
         row["valid_perplexity"] = evaluate_pairs(model, tok, valid, cfg.data, device=device)["perplexity"]
         if pairs["test"]:
-            row.update(
-                {
-                    f"test_{k}": v
-                    for k, v in evaluate_pairs(model, tok, pairs["test"], cfg.data, device=device).items()
-                }
-            )
+            test = evaluate_pairs(model, tok, pairs["test"], cfg.data, device=device, by_length=True)
+            beam = evaluate_pairs(model, tok, pairs["test"], cfg.data, device=device, decoding=BEAM5)
+            row.update({f"test_{k}": v for k, v in test.items()})
+            row.update({f"test_{k}_beam5": beam[k] for k in ("bleu", "bleu_lowercase")})
         config_io.atomic_write_text(out_dir / "results.json", json.dumps(row, indent=2) + "\n")
     row["is_main"] = dist.is_main
     cleanup()
@@ -357,14 +390,36 @@ def read_run_config(checkpoint: Path) -> TranslationConfig | None:
         raise ConfigError(f"{path}: {e}") from None
 
 
-def evaluate(checkpoint, pairs: Pairs, *, data: DataConfig | None = None) -> dict[str, float]:
+def evaluate(
+    checkpoint,
+    pairs: Pairs,
+    *,
+    data: DataConfig | None = None,
+    decoding: Decoding = GREEDY,
+    by_length: bool = False,
+) -> dict:
     """Metrics of a checkpoint (path) — or of a loaded ``(model, tokenizer, run)`` from ``load`` — on ``pairs``."""
     model, tok, run = load(checkpoint) if isinstance(checkpoint, (str, Path)) else checkpoint
     data = data or (run.data if run else DataConfig())
     start = time.perf_counter()
-    result = evaluate_pairs(model, tok, pairs, data)
+    result = evaluate_pairs(model, tok, pairs, data, decoding=decoding, by_length=by_length)
     result["seconds"] = time.perf_counter() - start
     return result
+
+
+def _loaded(checkpoint_or_model, tokenizer: Tokenizer | None):
+    if isinstance(checkpoint_or_model, (str, Path)):
+        model, tokenizer, _ = load(checkpoint_or_model)
+    else:
+        model = checkpoint_or_model.eval()
+    if tokenizer is None:
+        raise ValueError("pass tokenizer= with a model object")
+    return model, tokenizer
+
+
+def _source_ids(tokenizer: Tokenizer, texts: list[str]) -> list[list[int]]:
+    encodings = tokenizer.encode_batch(texts, add_special_tokens=False).encodings
+    return [e.ids or [tokenizer.unk_token_id] for e in encodings]
 
 
 @torch.no_grad()
@@ -374,40 +429,59 @@ def translate(
     *,
     tokenizer: Tokenizer | None = None,
     batch_size: int = 64,
-    max_len_a: float = 1.5,
-    max_len_b: int = 10,
+    decoding: Decoding = GREEDY,
 ) -> list[str]:
-    """Greedy translations of ``texts`` by a checkpoint (path) or a loaded model with its tokenizer."""
-    if isinstance(checkpoint_or_model, (str, Path)):
-        model, tokenizer, _ = load(checkpoint_or_model)
-    else:
-        model = checkpoint_or_model.eval()
-    if tokenizer is None:
-        raise ValueError("translate: pass tokenizer= with a model object")
+    """Translations of ``texts`` (greedy, or beam search with ``decoding=Decoding(num_beams=5)``) by a
+    checkpoint (path) or a loaded model with its tokenizer."""
+    model, tokenizer = _loaded(checkpoint_or_model, tokenizer)
     device = next(model.parameters()).device
     out: list[str] = [""] * len(texts)
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
     for b in range(0, len(order), batch_size):
         idx = order[b : b + batch_size]
-        ids = [
-            e.ids or [tokenizer.unk_token_id]
-            for e in tokenizer.encode_batch([texts[i] for i in idx], add_special_tokens=False).encodings
-        ]
-        input_ids, mask = pad_sequences(ids, tokenizer.pad_token_id)
-        max_len = int(max_len_a * max(len(x) for x in ids)) + max_len_b
-        tokens, _ = greedy_decode(
-            model,
-            input_ids.to(device),
-            mask.to(device),
-            bos_token_id=tokenizer.bos_token_id,
-            eos_token_id=tokenizer.eos_token_id,
-            pad_token_id=tokenizer.pad_token_id,
-            max_len=max_len,
+        input_ids, mask = pad_sequences(
+            _source_ids(tokenizer, [texts[i] for i in idx]), tokenizer.pad_token_id
         )
-        rows = [
-            strip_special(r, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
-            for r in tokens.tolist()
-        ]
+        rows = decoding.ids(model, tokenizer, input_ids.to(device), mask.to(device))
         for i, text in zip(idx, tokenizer.decode_batch(rows), strict=True):
             out[i] = text
     return out
+
+
+@dataclass
+class Alignment:
+    """What the decoder looked at: ``weights[t, s]`` is the attention of target token t on source token s."""
+
+    source_tokens: list[str]
+    target_tokens: list[str]  # the translation's tokens, then [EOS]
+    weights: torch.Tensor  # (T, S)
+    translation: str
+
+
+@torch.no_grad()
+def align(
+    checkpoint_or_model, text: str, *, tokenizer: Tokenizer | None = None, decoding: Decoding = GREEDY
+) -> Alignment:
+    """Translate ``text`` and return the attention weights of the translation (for plotting, Bahdanau Fig. 3).
+
+    The weights come from a teacher-forced pass over the model's own translation, which gives the same
+    weights as the search did. Models without attention raise ValueError.
+    """
+    model, tokenizer = _loaded(checkpoint_or_model, tokenizer)
+    device = next(model.parameters()).device
+    src = _source_ids(tokenizer, [text])[0]
+    input_ids = torch.tensor([src], device=device)
+    mask = torch.ones_like(input_ids)
+    hyp = decoding.ids(model, tokenizer, input_ids, mask)[0]
+    decoder_input_ids = torch.tensor([[tokenizer.bos_token_id, *hyp]], device=device)
+    out = model(input_ids, mask, decoder_input_ids, output_attentions=True)
+    if out.attentions is None:
+        raise ValueError(
+            f"{type(model).__name__} has no attention to show (model_type {model.config.model_type})"
+        )
+    return Alignment(
+        source_tokens=[tokenizer.id_to_token(i) for i in src],
+        target_tokens=[tokenizer.id_to_token(i) for i in hyp] + ["[EOS]"],
+        weights=out.attentions[0].float().cpu(),
+        translation=tokenizer.decode(hyp),
+    )

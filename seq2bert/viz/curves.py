@@ -57,10 +57,15 @@ def plot_training_curves(log_path: str | Path, out_png: str | Path) -> Path:
     for ax in flat[panels:]:
         ax.axis("off")
     fig.tight_layout()
+    return save_figure(fig, out_png)
+
+
+def save_figure(fig, out_png: str | Path, dpi: int = 100) -> Path:
+    """Write a figure to a PNG atomically (temporary file + rename) and close it."""
     out_png = Path(out_png)
     out_png.parent.mkdir(parents=True, exist_ok=True)
     tmp = out_png.with_name(f".{out_png.name}.tmp.png")
-    fig.savefig(tmp, dpi=100)
+    fig.savefig(tmp, dpi=dpi)
     plt.close(fig)
     tmp.replace(out_png)
     return out_png

@@ -47,10 +47,7 @@ class Seq2Seq(nn.Module):
     def __init__(self, config: Seq2SeqConfig):
         super().__init__()
         config.validate()
-        if config.src_vocab_size < 1 or config.tgt_vocab_size < 1:
-            raise ValueError(
-                "Seq2SeqConfig: src_vocab_size and tgt_vocab_size must be set (from the tokenizer)"
-            )
+        config.check_vocab()
         self.config = config
         E, H, L, p = config.embedding_dim, config.hidden_size, config.num_layers, config.dropout
         self.src_embed = nn.Embedding(config.src_vocab_size, E, padding_idx=config.pad_token_id)
@@ -108,8 +105,11 @@ class Seq2Seq(nn.Module):
         decoder_input_ids: torch.Tensor | None = None,
         labels: torch.Tensor | None = None,
         label_smoothing: float = 0.0,
+        output_attentions: bool = False,
     ) -> Seq2SeqLMOutput:
-        """Teacher forcing: logits for every target position; ``loss`` (mean token cross-entropy) with labels."""
+        """Teacher forcing: logits for every target position; ``loss`` (mean token cross-entropy) with labels.
+
+        There is no attention to return: the decoder sees only the fixed vector v."""
         if decoder_input_ids is None:
             raise ValueError("Seq2Seq.forward needs decoder_input_ids ([BOS] y_1 … y_{T-1})")
         logits, _ = self.decode(decoder_input_ids, self.encode(input_ids, attention_mask))

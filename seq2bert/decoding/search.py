@@ -1,0 +1,58 @@
+"""One entry point for decoding a batch: greedy (one beam) or beam search, returning clean token ids."""
+
+from __future__ import annotations
+
+import torch
+
+from seq2bert.decoding.beam import beam_search
+from seq2bert.decoding.greedy import greedy_decode, strip_special
+
+
+@torch.no_grad()
+def generate(
+    model,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor,
+    *,
+    bos_token_id: int,
+    eos_token_id: int,
+    pad_token_id: int,
+    num_beams: int = 1,
+    max_len_a: float = 1.5,
+    max_len_b: int = 10,
+    length_penalty: float = 1.0,
+    no_repeat_ngram_size: int = 0,
+) -> list[list[int]]:
+    """The best hypothesis of each input, without [BOS] / [EOS] / padding.
+
+    input_ids, attention_mask: (B, S). At most ⌊max_len_a · |x| + max_len_b⌋ tokens are generated, |x| the
+    longest source of the batch for greedy decoding and each source's own length for beam search.
+    """
+    if num_beams == 1 and no_repeat_ngram_size == 0:
+        max_len = int(max_len_a * int(attention_mask.sum(1).max())) + max_len_b
+        tokens, _ = greedy_decode(
+            model,
+            input_ids,
+            attention_mask,
+            bos_token_id=bos_token_id,
+            eos_token_id=eos_token_id,
+            pad_token_id=pad_token_id,
+            max_len=max_len,
+        )
+        rows = tokens.tolist()
+    else:
+        out = beam_search(
+            model,
+            input_ids,
+            attention_mask,
+            bos_token_id=bos_token_id,
+            eos_token_id=eos_token_id,
+            pad_token_id=pad_token_id,
+            num_beams=num_beams,
+            max_len_a=max_len_a,
+            max_len_b=max_len_b,
+            length_penalty=length_penalty,
+            no_repeat_ngram_size=no_repeat_ngram_size,
+        )
+        rows = [hyps[0].tokens if hyps else [] for hyps in out.hypotheses]
+    return [strip_special(r, eos_token_id=eos_token_id, pad_token_id=pad_token_id) for r in rows]

@@ -1,0 +1,147 @@
+"""Neural Machine Translation by Jointly Learning to Align and Translate (Bahdanau, Cho & Bengio, 2015):
+RNNsearch.
+
+A bidirectional RNN encoder turns x_1 … x_T into annotations h_j = [h→_j; h←_j] (Sect. 3.2). The decoder does
+not squeeze them into one vector: at each step it looks back at all of them through an alignment model
+(Sect. 3.1):
+
+    p(y_i | y_1, …, y_{i−1}, x) = g(y_{i−1}, s_i, c_i)                  Eq. 2 (maxout deep output, A.2.2)
+    s_i = f(s_{i−1}, y_{i−1}, c_i)                                        Eq. 3 (a GRU)
+    c_i = Σ_j α_ij h_j                                                     Eq. 4
+    α_ij = exp(e_ij) / Σ_k exp(e_ik)                                       Eq. 5
+    e_ij = a(s_{i−1}, h_j) = v_aᵀ tanh(W_a s_{i−1} + U_a h_j)              Eq. 6 (A.1.2)
+    s_0 = tanh(W_s h←_1)                                                   A.2.2
+
+Order of one decoder step i: α_i and c_i from s_{i−1} (Eq. 4–6), then s_i from (s_{i−1}, y_{i−1}, c_i)
+(Eq. 3), then the output from (y_{i−1}, s_i, c_i) (Eq. 2). Because c_i needs s_{i−1}, the decoder runs one
+step at a time even under teacher forcing; the output layer (the costly softmax) runs once over all steps.
+
+Departures from the paper, marked where they happen:
+- Appendix A.2.2 writes the output layer with s_{i−1}; we follow Eq. 2 of the main text (s_i), as most
+  implementations do;
+- the decoder is torch's GRU cell on the input [E y_{i−1}; c_i], whose candidate state is
+  tanh(W E y + C c_i + r_i ∘ (U s_{i−1} + b)) — the paper (A.2.2) resets before the product,
+  tanh(W E y + U (r_i ∘ s_{i−1}) + C c_i); the same holds for the encoder's GRUs;
+- dropout on embeddings and before the output layer; sub-word vocabularies; deep (num_layers > 1)
+  encoders as an option. Padded source positions get zero attention weight.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import torch
+from torch import nn
+
+from seq2bert.models.attention.config import BahdanauConfig
+from seq2bert.models.outputs import Seq2SeqLMOutput
+from seq2bert.models.seq2seq.cho import init_paper_style
+from seq2bert.nn.attention import AdditiveAttention
+from seq2bert.nn.heads import MaxoutDeepOutput
+from seq2bert.nn.rnn import FusedRNN, gru_cell
+from seq2bert.objectives.cross_entropy import sequence_cross_entropy
+
+
+@dataclass
+class BahdanauState:
+    """Decoder state s (B, n) with the source it attends to: annotations h (B, S, 2n), U_a h (B, S, A), mask (B, S)."""
+
+    s: torch.Tensor
+    annotations: torch.Tensor
+    keys: torch.Tensor
+    mask: torch.Tensor
+
+
+class RNNSearch(nn.Module):
+    """Bidirectional GRU encoder, additive attention, GRU decoder, maxout deep output (Bahdanau et al. 2015)."""
+
+    def __init__(self, config: BahdanauConfig):
+        super().__init__()
+        config.validate()
+        config.check_vocab()
+        self.config = config
+        E, n, A, p = config.embedding_dim, config.hidden_size, config.attention_size, config.dropout
+        self.src_embed = nn.Embedding(config.src_vocab_size, E, padding_idx=config.pad_token_id)
+        self.tgt_embed = nn.Embedding(config.tgt_vocab_size, E, padding_idx=config.pad_token_id)
+        self.encoder = FusedRNN("gru", E, n, num_layers=config.num_layers, bidirectional=True, dropout=p)
+        self.W_s = nn.Linear(n, n)  # s_0 = tanh(W_s h←_1)
+        self.attention = AdditiveAttention(n, 2 * n, A)  # Eq. 6
+        self.decoder = nn.GRUCell(E + 2 * n, n)  # Eq. 3, computed with seq2bert.nn.rnn.gru_cell
+        self.dropout = nn.Dropout(p)  # departure: the paper used no dropout
+        self.output = MaxoutDeepOutput(E + n + 2 * n, config.maxout_size, config.tgt_vocab_size, dropout=p)
+        init_paper_style(self, pad_token_id=config.pad_token_id)
+        with torch.no_grad():  # B.2: W_a and U_a from N(0, 0.001²), v_a zero
+            nn.init.normal_(self.attention.W_a.weight, 0.0, 0.001)
+            nn.init.normal_(self.attention.U_a.weight, 0.0, 0.001)
+            nn.init.zeros_(self.attention.v_a.weight)
+
+    def encode(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> BahdanauState:
+        """input_ids, attention_mask: (B, S) → annotations and the initial decoder state s_0."""
+        if attention_mask is None:
+            attention_mask = input_ids.ne(self.config.pad_token_id)
+        mask = attention_mask.bool()
+        lengths = mask.sum(dim=1).clamp(min=1)  # (B,)
+        x = self.dropout(self.src_embed(input_ids))  # (B, S, E)
+        h, h_n = self.encoder(x, lengths=lengths)  # h_j = [h→_j; h←_j]: (B, S, 2n); h_n (2L, B, n)
+        s0 = torch.tanh(self.W_s(h_n[-1]))  # h←_1 is the backward RNN's final state (top layer): (B, n)
+        return BahdanauState(s0, h, self.attention.project_keys(h), mask)
+
+    def step(self, y: torch.Tensor, state: BahdanauState) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """One decoder step from embedded y_{i−1} (B, E) → s_i (B, n), c_i (B, 2n), α_i (B, S)."""
+        c, alpha = self.attention(
+            state.s, state.annotations, state.mask, projected_keys=state.keys
+        )  # Eq. 4–6
+        d = self.decoder
+        s = gru_cell(
+            torch.cat([y, c], dim=-1), state.s, d.weight_ih, d.weight_hh, d.bias_ih, d.bias_hh
+        )  # Eq. 3
+        return s, c, alpha
+
+    def decode(
+        self, decoder_input_ids: torch.Tensor, state: BahdanauState, output_attentions: bool = False
+    ) -> tuple[torch.Tensor, BahdanauState, torch.Tensor | None]:
+        """decoder_input_ids (B, T) → logits (B, T, V), the state after step T, and α (B, T, S) if asked."""
+        y = self.dropout(self.tgt_embed(decoder_input_ids))  # E y_{i−1}: (B, T, E)
+        states, contexts, alphas = [], [], []
+        for i in range(y.size(1)):
+            s, c, alpha = self.step(y[:, i], state)
+            state = replace(state, s=s)
+            states.append(s)
+            contexts.append(c)
+            alphas.append(alpha)
+        s_all, c_all = torch.stack(states, dim=1), torch.stack(contexts, dim=1)  # (B, T, n), (B, T, 2n)
+        logits = self.output(y, self.dropout(s_all), c_all)  # Eq. 2: g(y_{i−1}, s_i, c_i) → (B, T, V)
+        return logits, state, torch.stack(alphas, dim=1) if output_attentions else None
+
+    def decode_step(self, tokens: torch.Tensor, state: BahdanauState) -> tuple[torch.Tensor, BahdanauState]:
+        """tokens (B,) → next-token logits (B, V), new state."""
+        logits, state, _ = self.decode(tokens[:, None], state)
+        return logits[:, -1], state
+
+    @staticmethod
+    def reorder_state(state: BahdanauState, index: torch.Tensor) -> BahdanauState:
+        """Select batch rows ``index`` (N,) for beam search."""
+        return BahdanauState(
+            *(t.index_select(0, index) for t in (state.s, state.annotations, state.keys, state.mask))
+        )
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        decoder_input_ids: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        label_smoothing: float = 0.0,
+        output_attentions: bool = False,
+    ) -> Seq2SeqLMOutput:
+        """Teacher forcing: logits (B, T, V); ``loss`` with labels; α (B, T, S) with ``output_attentions``."""
+        if decoder_input_ids is None:
+            raise ValueError("RNNSearch.forward needs decoder_input_ids ([BOS] y_1 … y_{T-1})")
+        state = self.encode(input_ids, attention_mask)
+        logits, _, alphas = self.decode(decoder_input_ids, state, output_attentions)
+        loss = (
+            None
+            if labels is None
+            else sequence_cross_entropy(logits, labels, label_smoothing=label_smoothing)
+        )
+        return Seq2SeqLMOutput(logits=logits, loss=loss, attentions=alphas)

@@ -1,0 +1,95 @@
+"""Configurations of the attention-based recurrent encoder-decoders: RNNsearch (Bahdanau et al. 2015) and the
+global / local attention models of Luong et al. (2015)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from seq2bert.errors import ConfigError
+from seq2bert.models.seq2seq.config import RecurrentConfig
+from seq2bert.nn.attention import LUONG_SCORES
+
+LUONG_ATTENTIONS = ("global", "local-m", "local-p")
+
+
+@dataclass
+class BahdanauConfig(RecurrentConfig):
+    """RNNsearch: a bidirectional GRU encoder (``hidden_size`` per direction), additive attention of width
+    ``attention_size``, a GRU decoder of ``hidden_size`` units and a maxout deep output of ``maxout_size``.
+
+    The paper's RNNsearch-50 is ``bahdanau2015()``: 1000 hidden units, 620-d embeddings, 1000-d alignment
+    model, 500 maxout units, one encoder layer.
+    """
+
+    model_type: str = "bahdanau"
+    attention_size: int = 512
+    maxout_size: int = 256
+
+
+def bahdanau2015(**overrides) -> BahdanauConfig:
+    """The configuration of the paper (Appendix A.2 / B.2): n = 1000, m = 620, n' = 1000, l = 500."""
+    return BahdanauConfig(
+        **{
+            "embedding_dim": 620,
+            "hidden_size": 1000,
+            "attention_size": 1000,
+            "maxout_size": 500,
+            "num_layers": 1,
+            "dropout": 0.0,
+            **overrides,
+        }
+    )
+
+
+@dataclass
+class LuongConfig(RecurrentConfig):
+    """A stacked-LSTM encoder-decoder with Luong attention.
+
+    ``score``: dot / general / concat / location; ``attention``: global, local-m or local-p with half-width
+    ``window`` (D); ``input_feeding`` feeds h̃_{t−1} to the next step (Sect. 3.3); ``max_source_length``
+    bounds the location score (one logit per position); ``reverse_source`` as in Sutskever et al.
+    The paper's best system is ``luong2015()``: 4 layers of 1000 cells, local-p with the general score, D = 10,
+    input feeding, dropout 0.2, parameters drawn from U(−0.1, 0.1).
+    """
+
+    model_type: str = "luong"
+    num_layers: int = 2
+    score: str = "general"
+    attention: str = "global"
+    window: int = 10
+    input_feeding: bool = True
+    max_source_length: int = 128
+    reverse_source: bool = False
+    init_range: float = 0.1
+
+    def validate(self) -> None:
+        super().validate()
+        if self.score not in LUONG_SCORES:
+            raise ConfigError(f"score: expected one of {', '.join(LUONG_SCORES)}, got {self.score!r}")
+        if self.attention not in LUONG_ATTENTIONS:
+            raise ConfigError(
+                f"attention: expected one of {', '.join(LUONG_ATTENTIONS)}, got {self.attention!r}"
+            )
+        if self.window < 0:
+            raise ConfigError(f"window: must be >= 0, got {self.window}")
+        if self.init_range < 0:
+            raise ConfigError(f"init_range: must be >= 0, got {self.init_range}")
+
+
+def luong2015(**overrides) -> LuongConfig:
+    """The paper's best single model (Sect. 4.1, Table 1): 4 × 1000 LSTM, local-p general, feed input."""
+    return LuongConfig(
+        **{
+            "embedding_dim": 1000,
+            "hidden_size": 1000,
+            "num_layers": 4,
+            "score": "general",
+            "attention": "local-p",
+            "window": 10,
+            "input_feeding": True,
+            "dropout": 0.2,
+            "reverse_source": True,
+            "init_range": 0.1,
+            **overrides,
+        }
+    )

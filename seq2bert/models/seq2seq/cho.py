@@ -1,0 +1,128 @@
+"""Learning Phrase Representations using RNN Encoder-Decoder for Statistical Machine Translation
+(Cho, van Merriënboer, Gulcehre, Bahdanau, Bougares, Schwenk & Bengio, 2014).
+
+An encoder RNN reads x_1 … x_T into its last hidden state h_T, summarised as the context vector c; a decoder
+RNN generates y_1 … y_T' with c given to *every* step — unlike Sutskever et al., where the fixed vector
+only starts the decoder (Sect. 2.2 and Appendix A.1; gated recurrent units, Sect. 2.3):
+
+    c = tanh(V h_T)                                                  A.1.1 (summary of the source)
+    h'_0 = tanh(V' c)                                                A.1.2 (decoder initial state)
+    h'_t = f(h'_{t−1}, y_{t−1}, c)                                   Sect. 2.2 (a GRU)
+    p(y_t | y_<t, x) = g(h'_t, y_{t−1}, c)                           Sect. 2.2 (maxout deep output, A.1.2)
+
+Departures from the paper, marked where they happen:
+- the decoder GRU takes [e(y_{t−1}); c] as its input, so c enters the candidate state outside the reset
+  gate (the paper: h̃' = tanh(W' e(y) + r' ∘ (U' h' + C c))); this lets the whole decoder run as one fused
+  torch GRU under teacher forcing;
+- dropout on embeddings and before the output layer; sub-word vocabularies instead of 15,000 words.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from seq2bert.models.outputs import Seq2SeqLMOutput
+from seq2bert.models.seq2seq.config import ChoConfig
+from seq2bert.nn.heads import MaxoutDeepOutput
+from seq2bert.nn.rnn import FusedRNN
+from seq2bert.objectives.cross_entropy import sequence_cross_entropy
+
+
+@dataclass
+class ChoState:
+    """Decoder state: the GRU hidden states h' (L, B, n) and the context c (B, n)."""
+
+    h: torch.Tensor
+    c: torch.Tensor
+
+
+class ChoEncoderDecoder(nn.Module):
+    """GRU encoder → context c → GRU decoder that sees c at every step, with a maxout deep output."""
+
+    def __init__(self, config: ChoConfig):
+        super().__init__()
+        config.validate()
+        config.check_vocab()
+        self.config = config
+        E, n, L, p = config.embedding_dim, config.hidden_size, config.num_layers, config.dropout
+        self.src_embed = nn.Embedding(config.src_vocab_size, E, padding_idx=config.pad_token_id)
+        self.tgt_embed = nn.Embedding(config.tgt_vocab_size, E, padding_idx=config.pad_token_id)
+        self.encoder = FusedRNN("gru", E, n, num_layers=L, dropout=p)
+        self.V = nn.Linear(n, n)  # c = tanh(V h_T)
+        self.V_prime = nn.Linear(n, L * n)  # h'_0 = tanh(V' c), one block per decoder layer
+        self.decoder = FusedRNN("gru", E + n, n, num_layers=L, dropout=p)  # input [e(y_{t−1}); c]
+        self.dropout = nn.Dropout(p)  # departure: the paper used no dropout
+        self.output = MaxoutDeepOutput(n + E + n, config.maxout_size, config.tgt_vocab_size, dropout=p)
+        init_paper_style(self, pad_token_id=config.pad_token_id)
+
+    def encode(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> ChoState:
+        """input_ids, attention_mask: (B, S) → the initial decoder state (h'_0, c)."""
+        if attention_mask is None:
+            attention_mask = input_ids.ne(self.config.pad_token_id)
+        lengths = attention_mask.sum(dim=1).clamp(min=1)  # (B,)
+        x = self.dropout(self.src_embed(input_ids))  # (B, S, E)
+        _, h_n = self.encoder(x, lengths=lengths)  # (L, B, n): the state after each row's last real token
+        c = torch.tanh(self.V(h_n[-1]))  # A.1.1: c = tanh(V h_T), (B, n)
+        L, B, n = h_n.shape
+        h0 = torch.tanh(self.V_prime(c)).view(B, L, n).transpose(0, 1).contiguous()  # h'_0: (L, B, n)
+        return ChoState(h0, c)
+
+    def decode(self, decoder_input_ids: torch.Tensor, state: ChoState) -> tuple[torch.Tensor, ChoState]:
+        """decoder_input_ids (B, T) = [BOS] y_1 … y_{T−1} → logits (B, T, V) and the state after step T."""
+        y = self.dropout(self.tgt_embed(decoder_input_ids))  # e(y_{t−1}): (B, T, E)
+        c = state.c.unsqueeze(1).expand(-1, y.size(1), -1)  # the same c at every step: (B, T, n)
+        out, h = self.decoder(torch.cat([y, c], dim=-1), state.h)  # h'_t = f(h'_{t−1}, y_{t−1}, c): (B, T, n)
+        logits = self.output(self.dropout(out), y, c)  # g(h'_t, y_{t−1}, c): (B, T, V)
+        return logits, ChoState(h, state.c)
+
+    def decode_step(self, tokens: torch.Tensor, state: ChoState) -> tuple[torch.Tensor, ChoState]:
+        """tokens (B,) → next-token logits (B, V), new state."""
+        logits, state = self.decode(tokens[:, None], state)
+        return logits[:, -1], state
+
+    @staticmethod
+    def reorder_state(state: ChoState, index: torch.Tensor) -> ChoState:
+        """Select batch rows ``index`` (N,) for beam search."""
+        return ChoState(state.h.index_select(1, index), state.c.index_select(0, index))
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        decoder_input_ids: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        label_smoothing: float = 0.0,
+        output_attentions: bool = False,
+    ) -> Seq2SeqLMOutput:
+        """Teacher forcing: logits for every target position; ``loss`` with labels. No attention to return."""
+        if decoder_input_ids is None:
+            raise ValueError("ChoEncoderDecoder.forward needs decoder_input_ids ([BOS] y_1 … y_{T-1})")
+        logits, _ = self.decode(decoder_input_ids, self.encode(input_ids, attention_mask))
+        loss = (
+            None
+            if labels is None
+            else sequence_cross_entropy(logits, labels, label_smoothing=label_smoothing)
+        )
+        return Seq2SeqLMOutput(logits=logits, loss=loss)
+
+
+def init_paper_style(model: nn.Module, std: float = 0.01, pad_token_id: int | None = None) -> None:
+    """Cho et al. (2014) A.1.3 and Bahdanau et al. (2015) B.2: weight matrices from N(0, std²), recurrent
+    matrices W_hh orthogonal (one block per gate), biases 0; embeddings from N(0, std²), [PAD] row 0."""
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            leaf = name.rsplit(".", 1)[-1]
+            if leaf.startswith("bias"):
+                p.zero_()
+            elif leaf.startswith("weight_hh"):
+                n = p.size(1)
+                for block in p.split(n, dim=0):  # (n, n) per gate
+                    nn.init.orthogonal_(block)
+            else:
+                nn.init.normal_(p, 0.0, std)
+        for module in model.modules():
+            if isinstance(module, nn.Embedding) and pad_token_id is not None:
+                module.weight[pad_token_id].zero_()

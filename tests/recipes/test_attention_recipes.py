@@ -1,0 +1,128 @@
+"""The translation recipe with every encoder-decoder: training, beam-search evaluation, BLEU by length,
+alignments, and the evaluate / translate / align / compare commands."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from seq2bert import config as C
+from seq2bert.cli import main
+from seq2bert.models import MODELS
+from seq2bert.recipes.translation import (
+    BEAM5,
+    GREEDY,
+    Decoding,
+    TranslationConfig,
+    align,
+    evaluate,
+    load,
+    load_pairs,
+    train,
+    translate,
+)
+
+TINY = [
+    "data.task=reverse",
+    "data.num_train=300",
+    "data.num_valid=40",
+    "data.num_test=40",
+    "data.min_len=2",
+    "data.max_len=5",
+    "data.num_symbols=8",
+    "data.max_tokens=200",
+    "model.embedding_dim=16",
+    "model.hidden_size=24",
+    "model.dropout=0.0",
+    "train.lr=3e-3",
+    "train.max_steps=12",
+    "train.eval_every=6",
+    "train.log_every=6",
+]
+
+
+def tiny_config(model_type: str, *extra: str) -> TranslationConfig:
+    return C.build(TranslationConfig, overrides=[f"model.model_type={model_type}", *TINY, *extra])
+
+
+@pytest.mark.parametrize("model_type", list(MODELS))
+def test_every_model_trains_and_reports_greedy_beam_and_length_buckets(model_type, tmp_path):
+    cfg = tiny_config(model_type)
+    assert cfg.model.model_type == model_type
+    row = train(cfg, tmp_path / model_type, progress_bar=False)
+    assert row["model"].startswith(model_type)
+    saved = json.loads((tmp_path / model_type / "results.json").read_text())
+    for key in ("test_bleu", "test_bleu_lowercase", "test_bleu_beam5", "test_bleu_lowercase_beam5"):
+        assert 0.0 <= saved[key] <= 100.0
+    buckets = saved["test_bleu_by_length"]
+    assert list(buckets) == ["1-5"]  # sources of 2–5 words
+    assert buckets["1-5"]["sentences"] == 40
+    assert buckets["1-5"]["bleu"] == pytest.approx(saved["test_bleu"])
+    model, _, run = load(tmp_path / model_type)
+    assert run.model.model_type == model_type and type(model) is MODELS[model_type][1]
+
+
+@pytest.fixture(scope="module")
+def bahdanau_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("runs") / "bahdanau"
+    train(tiny_config("bahdanau", "train.max_steps=40"), out, progress_bar=False)
+    return out
+
+
+def test_beam_one_is_greedy_and_beam_five_differs_only_in_search(bahdanau_run):
+    loaded = load(bahdanau_run)
+    pairs = load_pairs(loaded[2].data)["test"]
+    greedy = evaluate(loaded, pairs)
+    beam1 = evaluate(loaded, pairs, decoding=Decoding(num_beams=1, length_penalty=0.0))
+    beam5 = evaluate(loaded, pairs, decoding=BEAM5)
+    for key in ("bleu", "exact_match", "token_accuracy"):
+        assert beam1[key] == greedy[key]
+    assert beam5["perplexity"] == pytest.approx(greedy["perplexity"])  # teacher forcing does not search
+    texts = [s for s, _ in pairs]
+    assert translate(loaded[0], texts, tokenizer=loaded[1]) == translate(
+        loaded[0], texts, tokenizer=loaded[1], decoding=GREEDY
+    )
+    assert len(translate(loaded[0], texts, tokenizer=loaded[1], decoding=BEAM5)) == len(texts)
+
+
+def test_alignment_has_one_distribution_per_target_token(bahdanau_run):
+    a = align(bahdanau_run, "s1 s2 s3 s4")
+    assert a.weights.shape == (len(a.target_tokens), len(a.source_tokens))
+    assert a.source_tokens == ["s1", "s2", "s3", "s4"]
+    assert a.target_tokens[-1] == "[EOS]"
+    torch.testing.assert_close(a.weights.sum(-1), torch.ones(len(a.target_tokens)))
+    assert a.translation == translate(bahdanau_run, ["s1 s2 s3 s4"])[0]
+
+
+def test_evaluate_translate_align_compare_commands(bahdanau_run, tmp_path, capsys):
+    assert main(["evaluate", str(bahdanau_run), "--beam", "5", "--by-length"]) == 0
+    out = capsys.readouterr().out
+    assert "(beam 5)" in out and "source words" in out and "1-5" in out
+    assert main(["translate", str(bahdanau_run), "--beam", "3", "s1 s2 s3"]) == 0
+    assert capsys.readouterr().out.strip() == translate(bahdanau_run, ["s1 s2 s3"], decoding=Decoding(3))[0]
+    png = tmp_path / "align.png"
+    assert main(["align", str(bahdanau_run), "s1 s2 s3", "--out", str(png)]) == 0
+    assert png.stat().st_size > 1000
+    plot = tmp_path / "lengths.png"
+    assert main(["compare", str(bahdanau_run), "--out", str(plot)]) == 0
+    out = capsys.readouterr().out
+    assert "bahdanau" in out and "test BLEU beam 5" in out
+    assert plot.stat().st_size > 1000
+
+
+def one_line_error(*args: str) -> str:
+    proc = subprocess.run(
+        [sys.executable, "-m", "seq2bert.cli", *args], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    return proc.stderr.strip()
+
+
+def test_command_errors_are_one_line(bahdanau_run, tmp_path):
+    assert "--beam" in one_line_error("translate", str(bahdanau_run), "--beam", "0", "s1")
+    assert "results.json" in one_line_error("compare", str(tmp_path))
+    seq2seq = tmp_path / "s2s"
+    train(tiny_config("seq2seq", "train.max_steps=2"), seq2seq, progress_bar=False)
+    assert "no attention" in one_line_error("align", str(seq2seq), "s1 s2", "--out", str(tmp_path / "a.png"))
