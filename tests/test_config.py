@@ -6,6 +6,9 @@ import pytest
 
 from seq2bert import config as C
 from seq2bert.errors import ConfigError
+from seq2bert.models import MODELS
+from seq2bert.models.attention.config import BahdanauConfig, LuongConfig
+from seq2bert.models.seq2seq.config import ChoConfig, Seq2SeqConfig
 from seq2bert.recipes.translation import TranslationConfig, check_run_config
 
 
@@ -123,3 +126,80 @@ def test_run_config_round_trips_through_yaml(tmp_path):
     C.save(cfg, tmp_path / "run.yaml")
     again = C.load(TranslationConfig, tmp_path / "run.yaml")
     assert again == cfg and again.train.betas == (0.9, 0.98)
+
+
+# --- the tagged model section: model.model_type picks the model's config class
+
+
+def test_default_model_section_is_seq2seq():
+    cfg = C.build(TranslationConfig)
+    assert type(cfg.model) is Seq2SeqConfig and cfg.model.model_type == "seq2seq"
+    assert cfg.model == Seq2SeqConfig()
+
+
+def test_model_type_override_gives_that_models_config_with_its_own_defaults():
+    cfg = C.build(TranslationConfig, overrides=["model.model_type=bahdanau", "model.attention_size=64"])
+    assert type(cfg.model) is BahdanauConfig
+    assert cfg.model.attention_size == 64
+    assert cfg.model.num_layers == 1  # BahdanauConfig's default, not Seq2SeqConfig's 4
+    assert cfg.model == BahdanauConfig(attention_size=64)
+    # the order of the overrides does not matter
+    again = C.build(TranslationConfig, overrides=["model.attention_size=64", "model.model_type=bahdanau"])
+    assert again == cfg
+
+
+def test_switching_model_type_drops_the_previous_models_keys():
+    for layers in (2, 3):
+        base = C.build(TranslationConfig, overrides=[f"model.num_layers={layers}"])
+        assert type(base.model) is Seq2SeqConfig and base.model.num_layers == layers
+        cfg = C.build(TranslationConfig, base=base, overrides=["model.model_type=luong"])  # no error
+        assert cfg.model == LuongConfig()  # reverse_source False, init_range 0.1, num_layers 2
+        assert cfg.data == base.data and cfg.train == base.train  # other sections are kept
+    kept = C.apply_overrides(base, ["model.hidden_size=64"])  # the same model: its keys stay
+    assert type(kept.model) is Seq2SeqConfig and (kept.model.num_layers, kept.model.hidden_size) == (3, 64)
+    same = C.apply_overrides(base, ["model.model_type=seq2seq"])  # naming the same model is not a switch
+    assert same.model.num_layers == 3
+
+
+def test_unknown_model_type_names_the_key_and_the_valid_types():
+    with pytest.raises(ConfigError, match=r"model\.model_type: expected one of .*got 'transformer'") as e:
+        C.build(TranslationConfig, overrides=["model.model_type=transformer"])
+    for name in MODELS:
+        assert repr(name) in str(e.value)
+    with pytest.raises(ConfigError, match=r"model\.model_type"):
+        C.from_dict(TranslationConfig, {"model": {"model_type": "gpt"}})
+
+
+def test_a_key_of_another_model_is_an_error_for_this_one():
+    with pytest.raises(ConfigError, match=r"unknown key model\.attention_size"):
+        C.build(TranslationConfig, overrides=["model.attention_size=64"])  # seq2seq has no attention
+    with pytest.raises(ConfigError, match=r"unknown key model\.reverse_source"):
+        C.build(TranslationConfig, overrides=["model.model_type=cho", "model.reverse_source=true"])
+    with pytest.raises(ConfigError, match=r"unknown key model\.windw: did you mean model\.window"):
+        C.build(TranslationConfig, overrides=["model.model_type=luong", "model.windw=3"])
+    with pytest.raises(ConfigError, match=r"model\.score: expected one of"):
+        C.build(TranslationConfig, overrides=["model.model_type=luong", "model.score=cosine"])
+
+
+def test_every_model_type_round_trips_through_to_dict_and_files(tmp_path):
+    for model_type, (cfg_cls, _) in MODELS.items():
+        cfg = C.build(TranslationConfig, overrides=[f"model.model_type={model_type}", "model.hidden_size=48"])
+        data = C.to_dict(cfg)
+        assert data["model"]["model_type"] == model_type
+        again = C.from_dict(TranslationConfig, data)
+        assert again == cfg and type(again.model) is cfg_cls and again.model.hidden_size == 48
+        for name in ("run.yaml", "run.json"):
+            C.save(cfg, tmp_path / name)
+            assert C.load(TranslationConfig, tmp_path / name) == cfg
+
+
+def test_yaml_model_section_loads_as_the_named_model(tmp_path):
+    (tmp_path / "cho.yaml").write_text("model:\n  model_type: cho\n  hidden_size: 32\n")
+    for cfg in (
+        C.load(TranslationConfig, tmp_path / "cho.yaml"),
+        C.build(TranslationConfig, file=tmp_path / "cho.yaml"),
+    ):
+        assert type(cfg.model) is ChoConfig and cfg.model == ChoConfig(hidden_size=32)
+    (tmp_path / "bad.yaml").write_text("model:\n  model_type: cho\n  num_heads: 4\n")
+    with pytest.raises(ConfigError, match=r"bad\.yaml: unknown key model\.num_heads"):
+        C.load(TranslationConfig, tmp_path / "bad.yaml")

@@ -72,6 +72,8 @@ class LuongConfig(RecurrentConfig):
             )
         if self.window < 0:
             raise ConfigError(f"window: must be >= 0, got {self.window}")
+        if self.attention == "local-p" and self.window < 1:  # σ = D/2 = 0: the window would hold no position
+            raise ConfigError(f"window: local-p needs a window of at least 1, got {self.window}")
         if self.init_range < 0:
             raise ConfigError(f"init_range: must be >= 0, got {self.init_range}")
 
