@@ -127,6 +127,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from seq2bert.recipes.translation import evaluate, load, load_pairs
     from seq2bert.report import format_metrics, format_table
 
+    if args.rescore:
+        from seq2bert.recipes.translation import rescore_run
+
+        print(format_table([rescore_run(args.checkpoint)]))
+        return 0
     loaded = load(args.checkpoint)
     if args.source:
         pairs = read_parallel(args.source, args.target).pairs
@@ -327,6 +332,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--source", help="source file (plain/.gz) or a TSV of source<TAB>target")
     p.add_argument("--target", help="target file aligned with --source")
     p.add_argument("--by-length", action="store_true", help="also BLEU by source length (in words)")
+    p.add_argument(
+        "--rescore",
+        action="store_true",
+        help="score a run directory's best checkpoint again (greedy, beam 5, by length), update its results.json",
+    )
     _add_decoding_args(p)
     p.set_defaults(func=cmd_evaluate)
 

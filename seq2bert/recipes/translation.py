@@ -354,15 +354,42 @@ def train(
     best = result.best_checkpoint or result.last_checkpoint
     if dist.is_main and best is not None:
         ckpt.load_weights(model, best)
-        row["valid_perplexity"] = evaluate_pairs(model, tok, valid, cfg.data, device=device)["perplexity"]
-        if pairs["test"]:
-            test = evaluate_pairs(model, tok, pairs["test"], cfg.data, device=device, by_length=True)
-            beam = evaluate_pairs(model, tok, pairs["test"], cfg.data, device=device, decoding=BEAM5)
-            row.update({f"test_{k}": v for k, v in test.items()})
-            row.update({f"test_{k}_beam5": beam[k] for k in ("bleu", "bleu_lowercase")})
+        row.update(score_best(model, tok, valid, pairs["test"], cfg.data, device=device))
         config_io.atomic_write_text(out_dir / "results.json", json.dumps(row, indent=2) + "\n")
     row["is_main"] = dist.is_main
     cleanup()
+    return row
+
+
+def score_best(model, tok: Tokenizer, valid: Pairs, test: Pairs, data: DataConfig, *, device=None) -> dict:
+    """The results-row columns of the best checkpoint: validation perplexity; on the test split greedy
+    metrics, BLEU by source length and BLEU with beam 5."""
+    row = {"valid_perplexity": evaluate_pairs(model, tok, valid, data, device=device)["perplexity"]}
+    if test:
+        greedy = evaluate_pairs(model, tok, test, data, device=device, by_length=True)
+        beam = evaluate_pairs(model, tok, test, data, device=device, decoding=BEAM5)
+        row.update({f"test_{k}": v for k, v in greedy.items()})
+        row.update({f"test_{k}_beam5": beam[k] for k in ("bleu", "bleu_lowercase")})
+    return row
+
+
+def rescore_run(run_dir: str | Path) -> dict:
+    """Score a run's best checkpoint again (``score_best``) and update its results.json; returns the row."""
+    run_dir = Path(run_dir)
+    loaded = load(run_dir)
+    model, tok, run = loaded
+    if run is None:
+        raise CheckpointError(f"{run_dir}: no run.json in the best checkpoint; cannot tell its data")
+    pairs = load_pairs(run.data)
+    valid = pairs["valid"] or pairs["train"][:500]
+    path = run_dir / "results.json"
+    row = (
+        ckpt.read_json(path)
+        if path.is_file()
+        else {"model": model_label(model.config), "run_dir": str(run_dir)}
+    )
+    row.update(score_best(model, tok, valid, pairs["test"], run.data))
+    config_io.atomic_write_text(path, json.dumps(row, indent=2) + "\n")
     return row
 
 

@@ -126,3 +126,26 @@ def test_command_errors_are_one_line(bahdanau_run, tmp_path):
     seq2seq = tmp_path / "s2s"
     train(tiny_config("seq2seq", "train.max_steps=2"), seq2seq, progress_bar=False)
     assert "no attention" in one_line_error("align", str(seq2seq), "s1 s2", "--out", str(tmp_path / "a.png"))
+
+
+def test_rescore_rebuilds_the_results_row(bahdanau_run, capsys):
+    path = bahdanau_run / "results.json"
+    before = json.loads(path.read_text())
+    path.write_text(json.dumps({k: v for k, v in before.items() if not k.startswith("test_")}))
+    assert main(["evaluate", str(bahdanau_run), "--rescore"]) == 0
+    after = json.loads(path.read_text())
+    for key in ("test_bleu", "test_bleu_beam5", "test_exact_match", "valid_perplexity"):
+        assert after[key] == pytest.approx(before[key]), key
+    assert after["test_bleu_by_length"] == before["test_bleu_by_length"]
+    assert after["train_seconds"] == before["train_seconds"]  # training columns are kept
+    assert "test BLEU beam 5" in capsys.readouterr().out
+
+
+def test_top_level_translate_with_beams(bahdanau_run):
+    import seq2bert
+
+    texts = ["s1 s2 s3", "s4 s5"]
+    assert seq2bert.translate(texts, model=bahdanau_run, num_beams=1) == translate(bahdanau_run, texts)
+    assert seq2bert.translate(texts, model=bahdanau_run, num_beams=4) == translate(
+        bahdanau_run, texts, decoding=Decoding(num_beams=4)
+    )

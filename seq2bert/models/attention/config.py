@@ -74,6 +74,8 @@ class LuongConfig(RecurrentConfig):
             raise ConfigError(f"window: must be >= 0, got {self.window}")
         if self.attention == "local-p" and self.window < 1:  # σ = D/2 = 0: the window would hold no position
             raise ConfigError(f"window: local-p needs a window of at least 1, got {self.window}")
+        if self.max_source_length < 1:
+            raise ConfigError(f"max_source_length: must be at least 1, got {self.max_source_length}")
         if self.init_range < 0:
             raise ConfigError(f"init_range: must be >= 0, got {self.init_range}")
 
