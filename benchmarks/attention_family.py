@@ -1,7 +1,8 @@
 """Training and decoding speed of the recurrent encoder-decoders: Seq2Seq, Cho, Bahdanau (RNNsearch), Luong.
 
 For each model, in one run on the same batches:
-- training tokens/s (source + target) in fp32 (the peer) and under bf16 autocast (ours), and their ratio;
+- training tokens/s (source + target) in fp32 and under bf16 autocast (what `train.bf16=true` does), and
+  their ratio;
 - beam-search sentences/s with beam 5: our batched search over a whole batch (ours) against the same search
   run one sentence at a time (the peer — how tutorial decoders translate), and their ratio; greedy
   sentences/s beside them.
@@ -55,6 +56,8 @@ def training_tokens_per_second(model, batches, *, bf16: bool) -> float:
         loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
+        if src.device.type == "cuda":
+            torch.cuda.synchronize()
         if i > 0:  # the first step warms up
             seconds += time.perf_counter() - start
             n_tok += src.numel() + lab.numel()
@@ -91,6 +94,8 @@ def sentences_per_second(model, src: torch.Tensor, *, beams: int, batched: bool,
                     max_len_a=1.0,
                     max_len_b=10,
                 )
+    if src.device.type == "cuda":
+        torch.cuda.synchronize()
     return src.size(0) / (time.perf_counter() - start)
 
 

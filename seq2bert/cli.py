@@ -130,6 +130,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.rescore:
         from seq2bert.recipes.translation import rescore_run
 
+        if args.source or args.by_length or args.beam != 1 or args.split != "test":
+            raise UserError(
+                "--rescore scores the run's own splits (greedy, beam 5, by length); it takes no other options"
+            )
+
         print(format_table([rescore_run(args.checkpoint)]))
         return 0
     loaded = load(args.checkpoint)

@@ -304,6 +304,9 @@ def _set_dotted(data: dict[str, Any], cls: type, parts: list[str], value: Any) -
     names = list(fields)
     if last not in names:
         raise ConfigError(f"unknown key {prefix}{last}: {_closest(last, names, prefix)}")
+    if tagged_arms(fields[last]) is not None and isinstance(value, dict):
+        node[last] = dict(value)  # merged with the base's section and checked as its model at the end
+        return
     node[last] = to_dict(_convert(value, fields[last], prefix + last))
 
 

@@ -203,3 +203,9 @@ def test_yaml_model_section_loads_as_the_named_model(tmp_path):
     (tmp_path / "bad.yaml").write_text("model:\n  model_type: cho\n  num_heads: 4\n")
     with pytest.raises(ConfigError, match=r"bad\.yaml: unknown key model\.num_heads"):
         C.load(TranslationConfig, tmp_path / "bad.yaml")
+
+
+def test_a_model_mapping_without_model_type_keeps_the_current_model():
+    base = C.build(TranslationConfig, overrides=["model.model_type=bahdanau"])
+    cfg = C.apply_overrides(base, ["model={hidden_size: 64}"])
+    assert isinstance(cfg.model, BahdanauConfig) and cfg.model.hidden_size == 64

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from seq2bert.decoding.beam import beam_search
@@ -25,11 +27,13 @@ def generate(
 ) -> list[list[int]]:
     """The best hypothesis of each input, without [BOS] / [EOS] / padding.
 
-    input_ids, attention_mask: (B, S). At most ⌊max_len_a · |x| + max_len_b⌋ tokens are generated, |x| the
-    longest source of the batch for greedy decoding and each source's own length for beam search.
+    input_ids, attention_mask: (B, S). Each input gets at most ⌊max_len_a · |x| + max_len_b⌋ tokens ([EOS]
+    included), |x| its number of real source tokens.
     """
+    lengths = attention_mask.sum(1).tolist()
+    max_lens = [math.floor(max_len_a * n + max_len_b) for n in lengths]
     if num_beams == 1 and no_repeat_ngram_size == 0:
-        max_len = int(max_len_a * int(attention_mask.sum(1).max())) + max_len_b
+        max_len = max(max_lens)
         tokens, _ = greedy_decode(
             model,
             input_ids,
@@ -39,7 +43,8 @@ def generate(
             pad_token_id=pad_token_id,
             max_len=max_len,
         )
-        rows = tokens.tolist()
+        # greedy rows are independent: cutting each at its own maximum equals decoding it alone
+        rows = [row[:m] for row, m in zip(tokens.tolist(), max_lens, strict=True)]
     else:
         out = beam_search(
             model,

@@ -6,16 +6,17 @@ and the weights α (B, S); padded positions get weight exactly 0.
 
 Bahdanau, Cho & Bengio (2015), Sect. 3.1 and Appendix A.1.2::
 
-    e_ij = a(s_{i−1}, h_j) = v_aᵀ tanh(W_a s_{i−1} + U_a h_j)      Eq. 6 (U_a h_j is computed once per source)
-    α_ij = exp(e_ij) / Σ_k exp(e_ik)                               Eq. 5
-    c_i  = Σ_j α_ij h_j                                             Eq. 4
+    e_ij = a(s_{i−1}, h_j) = v_aᵀ tanh(W_a s_{i−1} + U_a h_j)      below Eq. 6; A.1.2 (U_a h_j: once per source)
+    α_ij = exp(e_ij) / Σ_k exp(e_ik)                               Eq. 6
+    c_i  = Σ_j α_ij h_j                                             Eq. 5
 
 Luong, Pham & Manning (2015), Sect. 3.1–3.2 (h_t the current target state, h̄_s the source states)::
 
     score(h_t, h̄_s) = h_tᵀ h̄_s                     dot
                      = h_tᵀ W_a h̄_s                 general
                      = v_aᵀ tanh(W_a [h_t; h̄_s])    concat
-    a_t = softmax(W_a h_t)                          location (over source positions)
+    a_t = softmax(W_a h_t)                          location, Eq. 8 (over source positions; positions past
+                                                    max_source_length get weight 0, footnote 6)
     local-m: p_t = t;  local-p: p_t = S · sigmoid(v_pᵀ tanh(W_p h_t))                         Eq. 9
     a_t(s) = align(h_t, h̄_s) · exp(−(s − p_t)² / 2σ²),  σ = D/2, window [p_t − D, p_t + D]    Eq. 10
 """
@@ -23,6 +24,7 @@ Luong, Pham & Manning (2015), Sect. 3.1–3.2 (h_t the current target state, h̄
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 LUONG_SCORES = ("dot", "general", "concat", "location")
@@ -45,7 +47,7 @@ def weighted_sum(weights: torch.Tensor, memory: torch.Tensor) -> torch.Tensor:
 
 
 class AdditiveAttention(nn.Module):
-    """Bahdanau et al. (2015), Eq. 4–6: e_ij = v_aᵀ tanh(W_a s_{i−1} + U_a h_j)."""
+    """Bahdanau et al. (2015), Eq. 5–6 and A.1.2: e_ij = v_aᵀ tanh(W_a s_{i−1} + U_a h_j)."""
 
     def __init__(self, query_size: int, key_size: int, attention_size: int):
         super().__init__()
@@ -60,9 +62,9 @@ class AdditiveAttention(nn.Module):
     def forward(self, query, memory, mask=None, projected_keys=None):
         """query s_{i−1} (B, H_q), memory h (B, S, H_k) → context c_i (B, H_k), weights α_i (B, S)."""
         keys = self.project_keys(memory) if projected_keys is None else projected_keys  # (B, S, A)
-        e = self.v_a(torch.tanh(self.W_a(query).unsqueeze(1) + keys)).squeeze(-1)  # Eq. 6: (B, S)
-        alpha = masked_softmax(e, mask)  # Eq. 5
-        return weighted_sum(alpha, memory), alpha  # Eq. 4
+        e = self.v_a(torch.tanh(self.W_a(query).unsqueeze(1) + keys)).squeeze(-1)  # e_ij (A.1.2): (B, S)
+        alpha = masked_softmax(e, mask)  # Eq. 6
+        return weighted_sum(alpha, memory), alpha  # Eq. 5
 
 
 class LuongAttention(nn.Module):
@@ -125,12 +127,11 @@ class LuongAttention(nn.Module):
             H = h_t.size(-1)
             query = h_t @ self.W_a.weight[:, :H].T  # (B, H)
             return self.v_a(torch.tanh(query.unsqueeze(1) + keys)).squeeze(-1)
-        S = memory.size(1)  # location: a_t = softmax(W_a h_t), one logit per source position
-        if S > self.W_a.out_features:
-            raise ValueError(
-                f"location attention was built for {self.W_a.out_features} source positions, got {S}"
-            )
-        return self.W_a(h_t)[:, :S]
+        S = memory.size(1)  # location (Eq. 8): a_t = softmax(W_a h_t), one logit per source position
+        scores = self.W_a(h_t)[:, :S]  # (B, min(S, max_source_length))
+        if S > self.W_a.out_features:  # footnote 6: "for long sentences, we ignore words near the end"
+            scores = F.pad(scores, (0, S - self.W_a.out_features), value=float("-inf"))
+        return scores
 
     def forward(
         self, h_t, memory, mask=None, *, keys=None, t: int | torch.Tensor | None = None, lengths=None

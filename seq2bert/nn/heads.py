@@ -1,6 +1,6 @@
 """Output layers ("heads") that turn hidden states into next-token logits.
 
-The deep output with a maxout hidden layer of Cho et al. (2014, Sect. 2.3 and Appendix A.1.2) and Bahdanau,
+The deep output with a maxout hidden layer of Cho et al. (2014, Sect. 4.1.1 and Appendix A) and Bahdanau,
 Cho & Bengio (2015, Appendix A.2.2). For the RNN encoder-decoder (and likewise for RNNsearch, with c_i)::
 
     s'_t = O_h h'_t + O_y e(y_{t−1}) + O_c c          (one affine map of the concatenated inputs)

@@ -46,6 +46,13 @@ MODES = ("rnn_tanh", "rnn_relu", "lstm", "gru")
 GATES = {"rnn_tanh": 1, "rnn_relu": 1, "lstm": 4, "gru": 3}
 
 
+def widen(x: torch.Tensor) -> torch.Tensor:
+    """x in at least fp32: half-precision results of autocast matmuls are widened; fp32 / fp64 are kept.
+
+    Recurrent states and gates accumulate over time steps, so they are kept in full precision."""
+    return x.float() if x.dtype in (torch.bfloat16, torch.float16) else x
+
+
 def rnn_cell(x, h, w_ih, w_hh, b_ih, b_hh, nonlinearity=torch.tanh):
     """Elman: h_t = f(W_ih x_t + b_ih + W_hh h_{t−1} + b_hh). x: (B, I), h: (B, H) → (B, H)."""
     return nonlinearity(F.linear(x, w_ih, b_ih) + F.linear(h, w_hh, b_hh))
@@ -54,18 +61,21 @@ def rnn_cell(x, h, w_ih, w_hh, b_ih, b_hh, nonlinearity=torch.tanh):
 def lstm_cell(x, state, w_ih, w_hh, b_ih, b_hh):
     """One LSTM step. x: (B, I), state: (h, c) each (B, H) → (h_t, c_t)."""
     h, c = state
-    gates = F.linear(x, w_ih, b_ih) + F.linear(h, w_hh, b_hh)  # (B, 4H), torch's order i, f, g, o
+    # the products may run in bf16 under autocast; the gates and the cell state stay in fp32 (they accumulate)
+    gates = widen(F.linear(x, w_ih, b_ih)) + widen(F.linear(h, w_hh, b_hh))  # (B, 4H), order i, f, g, o
     i, f, g, o = gates.chunk(4, dim=1)  # each (B, H)
     i, f, g, o = torch.sigmoid(i), torch.sigmoid(f), torch.tanh(g), torch.sigmoid(o)
-    c_t = f * c + i * g
+    c_t = f * widen(c) + i * g
     h_t = o * torch.tanh(c_t)
     return h_t, c_t
 
 
 def gru_cell(x, h, w_ih, w_hh, b_ih, b_hh):
     """One GRU step. x: (B, I), h: (B, H) → h_t (B, H)."""
-    gx = F.linear(x, w_ih, b_ih)  # (B, 3H), torch's order r, z, n
-    gh = F.linear(h, w_hh, b_hh)  # (B, 3H)
+    # the products may run in bf16 under autocast; the gates and the state update stay in fp32
+    gx = widen(F.linear(x, w_ih, b_ih))  # (B, 3H), torch's order r, z, n
+    gh = widen(F.linear(h, w_hh, b_hh))  # (B, 3H)
+    h = widen(h)
     xr, xz, xn = gx.chunk(3, dim=1)
     hr, hz, hn = gh.chunk(3, dim=1)
     r = torch.sigmoid(xr + hr)

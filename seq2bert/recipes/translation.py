@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -169,7 +170,7 @@ def make_plan(enc: Encoded, data: DataConfig, *, shuffle: bool, seed: int = 0, r
 
 
 # --- evaluation
-@dataclass
+@dataclass(frozen=True)
 class Decoding:
     """How translations are searched: greedy (``num_beams`` = 1) or beam search, and their length limits."""
 
@@ -376,8 +377,11 @@ def score_best(model, tok: Tokenizer, valid: Pairs, test: Pairs, data: DataConfi
 def rescore_run(run_dir: str | Path) -> dict:
     """Score a run's best checkpoint again (``score_best``) and update its results.json; returns the row."""
     run_dir = Path(run_dir)
-    loaded = load(run_dir)
-    model, tok, run = loaded
+    if (run_dir / "config.json").is_file() and not (run_dir / "log.jsonl").is_file():
+        raise CheckpointError(f"{run_dir}: a checkpoint; give the run directory (its parent) to rescore")
+    if ckpt.resolve_checkpoint(run_dir).name != "best":
+        raise CheckpointError(f"{run_dir}: no best/ checkpoint to rescore")
+    model, tok, run = load(run_dir)
     if run is None:
         raise CheckpointError(f"{run_dir}: no run.json in the best checkpoint; cannot tell its data")
     pairs = load_pairs(run.data)
@@ -388,6 +392,7 @@ def rescore_run(run_dir: str | Path) -> dict:
         if path.is_file()
         else {"model": model_label(model.config), "run_dir": str(run_dir)}
     )
+    row = {k: v for k, v in row.items() if not k.startswith(("test_", "valid_"))}  # no stale scores
     row.update(score_best(model, tok, valid, pairs["test"], run.data))
     config_io.atomic_write_text(path, json.dumps(row, indent=2) + "\n")
     return row
@@ -499,16 +504,20 @@ def align(
     src = _source_ids(tokenizer, [text])[0]
     input_ids = torch.tensor([src], device=device)
     mask = torch.ones_like(input_ids)
-    hyp = decoding.ids(model, tokenizer, input_ids, mask)[0]
-    decoder_input_ids = torch.tensor([[tokenizer.bos_token_id, *hyp]], device=device)
-    out = model(input_ids, mask, decoder_input_ids, output_attentions=True)
-    if out.attentions is None:
+    bos = torch.tensor([[tokenizer.bos_token_id]], device=device)
+    if model(input_ids, mask, bos, output_attentions=True).attentions is None:
         raise ValueError(
             f"{type(model).__name__} has no attention to show (model_type {model.config.model_type})"
         )
+    hyp = decoding.ids(model, tokenizer, input_ids, mask)[0]
+    # the search stopped at [EOS] unless it reached the maximum length
+    ended = len(hyp) < math.floor(decoding.max_len_a * len(src) + decoding.max_len_b)
+    tokens = [*hyp, tokenizer.eos_token_id] if ended else hyp
+    decoder_input_ids = torch.tensor([[tokenizer.bos_token_id, *tokens[:-1]]], device=device)
+    out = model(input_ids, mask, decoder_input_ids, output_attentions=True)
     return Alignment(
         source_tokens=[tokenizer.id_to_token(i) for i in src],
-        target_tokens=[tokenizer.id_to_token(i) for i in hyp] + ["[EOS]"],
+        target_tokens=[tokenizer.id_to_token(i) for i in hyp] + (["[EOS]"] if ended else []),
         weights=out.attentions[0].float().cpu(),
         translation=tokenizer.decode(hyp),
     )

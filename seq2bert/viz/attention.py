@@ -41,11 +41,14 @@ def plot_bleu_by_length(
     results: Mapping[str, Mapping[str, Mapping[str, float]]], out_png: str | Path, key: str = "bleu_lowercase"
 ) -> Path:
     """One line per model: BLEU (``key``) per source-length bucket. results: {model: {bucket: {key: …}}}."""
+    labels: list[str] = []  # every bucket any model has, in order of first appearance
+    for buckets in results.values():
+        labels += [b for b in buckets if b not in labels]
     fig, ax = plt.subplots(figsize=(6.5, 4.0))
     for model, buckets in results.items():
-        labels = list(buckets)
-        ax.plot(range(len(labels)), [buckets[b][key] for b in labels], marker="o", label=model)
-        ax.set_xticks(range(len(labels)), labels)
+        xs = [labels.index(b) for b in buckets]
+        ax.plot(xs, [buckets[b][key] for b in buckets], marker="o", label=model)
+    ax.set_xticks(range(len(labels)), labels)
     ax.set(
         xlabel="source sentence length (words)", ylabel="BLEU" + (" (lowercased)" if "lower" in key else "")
     )

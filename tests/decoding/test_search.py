@@ -22,11 +22,18 @@ def batch():
     return x, x.ne(0).long()
 
 
-def test_one_beam_is_greedy_decoding_cut_at_eos():
+def test_one_beam_is_greedy_decoding_of_each_sentence_alone():
+    """Each row gets its own maximum ⌊1.5 · |x| + b⌋, as if it were decoded alone."""
     model, (x, mask) = tiny_model(), batch()
-    tokens, _ = greedy_decode(model, x, mask, **SPECIAL, max_len=int(1.5 * 4) + 10)
-    expected = [strip_special(r, eos_token_id=6, pad_token_id=0) for r in tokens.tolist()]
-    assert generate(model, x, mask, **SPECIAL) == expected
+    expected = []
+    for row, m in zip(x, mask, strict=True):
+        n = int(m.sum())
+        tokens, _ = greedy_decode(model, row[None, :n], m[None, :n], **SPECIAL, max_len=int(1.5 * n) + 2)
+        expected.append(strip_special(tokens[0].tolist(), eos_token_id=6, pad_token_id=0))
+    assert generate(model, x, mask, **SPECIAL, max_len_b=2) == expected
+    assert any(
+        len(r) == int(1.5 * int(m.sum())) + 2 for r, m in zip(expected, mask, strict=True)
+    )  # limits bind
     for row in expected:
         assert 6 not in row and 0 not in row and 5 not in row
 

@@ -175,3 +175,25 @@ def test_paper_configuration():
     assert (cfg.hidden_size, cfg.embedding_dim, cfg.attention_size, cfg.maxout_size) == (1000, 620, 1000, 500)
     assert (cfg.num_layers, cfg.dropout) == (1, 0.0)
     assert bahdanau2015(attention_size=64).attention_size == 64
+
+
+def test_recurrent_states_stay_fp32_under_bf16_autocast():
+    """The matmuls run in bf16, but states that accumulate over steps (s_i, h'_t, LSTM h and c) stay fp32."""
+    from seq2bert.models.attention.config import LuongConfig
+    from seq2bert.models.attention.luong import LuongNMT
+    from seq2bert.models.seq2seq.cho import ChoEncoderDecoder
+    from seq2bert.models.seq2seq.config import ChoConfig
+
+    common = dict(src_vocab_size=13, tgt_vocab_size=11, embedding_dim=8, hidden_size=12, dropout=0.0)
+    models = [RNNSearch(BahdanauConfig(**common)), ChoEncoderDecoder(ChoConfig(**common))]
+    models += [LuongNMT(LuongConfig(**common, input_feeding=f)) for f in (True, False)]
+    x, tokens = torch.tensor([[3, 4, 5]]), torch.tensor([5])
+    for model in models:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            state = model.encode(x)
+            logits, state = model.decode_step(tokens, state)
+            logits, state = model.decode_step(tokens, state)
+        assert logits.dtype == torch.bfloat16, type(model).__name__  # the output layer did run in bf16
+        for name in ("s", "h", "c"):
+            if hasattr(state, name) and not (name == "c" and isinstance(model, ChoEncoderDecoder)):
+                assert getattr(state, name).dtype == torch.float32, (type(model).__name__, name)

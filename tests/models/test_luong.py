@@ -279,7 +279,9 @@ def test_config_validation_errors():
         C.from_dict(LuongConfig, {"score": "bad"}, prefix="model.")
 
 
-def test_location_score_needs_max_source_length():
+def test_location_score_ignores_words_past_max_source_length():
+    """Footnote 6 of the paper: for long sentences, the words near the end get no attention."""
     model = tiny(score="location", max_source_length=4)
-    with pytest.raises(ValueError, match="location attention was built for 4 source positions, got 5"):
-        model(SRC, None, DEC)
+    out = model(SRC, None, DEC, output_attentions=True)  # SRC has 5 positions
+    assert torch.all(out.attentions[..., 4:] == 0)
+    torch.testing.assert_close(out.attentions.sum(-1), torch.ones(out.attentions.shape[:2]))

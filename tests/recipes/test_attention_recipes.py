@@ -67,7 +67,7 @@ def test_every_model_trains_and_reports_greedy_beam_and_length_buckets(model_typ
 @pytest.fixture(scope="module")
 def bahdanau_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("runs") / "bahdanau"
-    train(tiny_config("bahdanau", "train.max_steps=40"), out, progress_bar=False)
+    train(tiny_config("bahdanau", "train.max_steps=150", "train.lr=1e-2"), out, progress_bar=False)
     return out
 
 
@@ -149,3 +149,17 @@ def test_top_level_translate_with_beams(bahdanau_run):
     assert seq2bert.translate(texts, model=bahdanau_run, num_beams=4) == translate(
         bahdanau_run, texts, decoding=Decoding(num_beams=4)
     )
+
+
+def test_rescore_needs_the_run_directory_and_no_other_options(bahdanau_run):
+    assert "run directory" in one_line_error("evaluate", str(bahdanau_run / "best"), "--rescore")
+    assert "--rescore" in one_line_error("evaluate", str(bahdanau_run), "--rescore", "--beam", "5")
+
+
+def test_alignment_cut_at_the_maximum_length_has_no_eos(bahdanau_run):
+    full = align(bahdanau_run, "s1 s2 s3 s4")
+    n = len(full.target_tokens) - 1  # the translation's tokens before [EOS]
+    assert n >= 1, full  # the fixture's model says something
+    cut = align(bahdanau_run, "s1 s2 s3 s4", decoding=Decoding(max_len_a=0.0, max_len_b=n))
+    assert cut.target_tokens == full.target_tokens[:-1]  # n tokens, [EOS] never generated
+    torch.testing.assert_close(cut.weights, full.weights[:-1])

@@ -26,3 +26,8 @@ def test_bleu_by_length_plot(tmp_path):
         "bahdanau": {"1-5": {"bleu_lowercase": 40.0}, "6-10": {"bleu_lowercase": 38.0}},
     }
     assert plot_bleu_by_length(results, tmp_path / "b.png").stat().st_size > 1000
+
+
+def test_bleu_by_length_plot_with_different_buckets(tmp_path):
+    results = {"a": {"1-5": {"bleu_lowercase": 30.0}}, "b": {"6-10": {"bleu_lowercase": 20.0}}}
+    assert plot_bleu_by_length(results, tmp_path / "c.png").stat().st_size > 1000

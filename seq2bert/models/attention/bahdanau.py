@@ -3,25 +3,26 @@ RNNsearch.
 
 A bidirectional RNN encoder turns x_1 … x_T into annotations h_j = [h→_j; h←_j] (Sect. 3.2). The decoder does
 not squeeze them into one vector: at each step it looks back at all of them through an alignment model
-(Sect. 3.1):
+(Sect. 3.1; equation numbers of arXiv:1409.0473v7):
 
-    p(y_i | y_1, …, y_{i−1}, x) = g(y_{i−1}, s_i, c_i)                  Eq. 2 (maxout deep output, A.2.2)
-    s_i = f(s_{i−1}, y_{i−1}, c_i)                                        Eq. 3 (a GRU)
-    c_i = Σ_j α_ij h_j                                                     Eq. 4
-    α_ij = exp(e_ij) / Σ_k exp(e_ik)                                       Eq. 5
-    e_ij = a(s_{i−1}, h_j) = v_aᵀ tanh(W_a s_{i−1} + U_a h_j)              Eq. 6 (A.1.2)
+    p(y_i | y_1, …, y_{i−1}, x) = g(y_{i−1}, s_i, c_i)                  Eq. 4 (maxout deep output, A.2.2)
+    s_i = f(s_{i−1}, y_{i−1}, c_i)                                        below Eq. 4 (a GRU, A.2.2)
+    c_i = Σ_j α_ij h_j                                                     Eq. 5
+    α_ij = exp(e_ij) / Σ_k exp(e_ik)                                       Eq. 6
+    e_ij = a(s_{i−1}, h_j) = v_aᵀ tanh(W_a s_{i−1} + U_a h_j)              below Eq. 6; A.1.2
     s_0 = tanh(W_s h←_1)                                                   A.2.2
 
-Order of one decoder step i: α_i and c_i from s_{i−1} (Eq. 4–6), then s_i from (s_{i−1}, y_{i−1}, c_i)
-(Eq. 3), then the output from (y_{i−1}, s_i, c_i) (Eq. 2). Because c_i needs s_{i−1}, the decoder runs one
-step at a time even under teacher forcing; the output layer (the costly softmax) runs once over all steps.
+Order of one decoder step i: α_i and c_i from s_{i−1} (Eq. 5–6), then s_i from (s_{i−1}, y_{i−1}, c_i),
+then the output from (y_{i−1}, s_i, c_i) (Eq. 4). Because c_i needs s_{i−1}, the decoder runs one step at a
+time even under teacher forcing; the output layer (the costly softmax) runs once over all steps.
 
 Departures from the paper, marked where they happen:
-- Appendix A.2.2 writes the output layer with s_{i−1}; we follow Eq. 2 of the main text (s_i), as most
+- Appendix A.2.2 writes the output layer with s_{i−1}; we follow Eq. 4 of the main text (s_i), as most
   implementations do;
-- the decoder is torch's GRU cell on the input [E y_{i−1}; c_i], whose candidate state is
-  tanh(W E y + C c_i + r_i ∘ (U s_{i−1} + b)) — the paper (A.2.2) resets before the product,
-  tanh(W E y + U (r_i ∘ s_{i−1}) + C c_i); the same holds for the encoder's GRUs;
+- the GRUs are torch's: the candidate state is tanh(W E y + C c_i + r_i ∘ (U s_{i−1} + b)), where the
+  paper (A.2.2) resets before the product, tanh(W E y + U (r_i ∘ s_{i−1}) + C c_i); and the update reads
+  s_i = z_i ∘ s_{i−1} + (1 − z_i) ∘ s̃_i where the paper writes (1 − z_i) ∘ s_{i−1} + z_i ∘ s̃_i (the same
+  family with z ↔ 1 − z);
 - dropout on embeddings and before the output layer; sub-word vocabularies; deep (num_layers > 1)
   encoders as an option. Padded source positions get zero attention weight.
 """
@@ -38,7 +39,7 @@ from seq2bert.models.outputs import Seq2SeqLMOutput
 from seq2bert.models.seq2seq.cho import init_paper_style
 from seq2bert.nn.attention import AdditiveAttention
 from seq2bert.nn.heads import MaxoutDeepOutput
-from seq2bert.nn.rnn import FusedRNN, gru_cell
+from seq2bert.nn.rnn import FusedRNN, gru_cell, widen
 from seq2bert.objectives.cross_entropy import sequence_cross_entropy
 
 
@@ -65,12 +66,14 @@ class RNNSearch(nn.Module):
         self.tgt_embed = nn.Embedding(config.tgt_vocab_size, E, padding_idx=config.pad_token_id)
         self.encoder = FusedRNN("gru", E, n, num_layers=config.num_layers, bidirectional=True, dropout=p)
         self.W_s = nn.Linear(n, n)  # s_0 = tanh(W_s h←_1)
-        self.attention = AdditiveAttention(n, 2 * n, A)  # Eq. 6
-        self.decoder = nn.GRUCell(E + 2 * n, n)  # Eq. 3, computed with seq2bert.nn.rnn.gru_cell
+        self.attention = AdditiveAttention(n, 2 * n, A)  # e_ij, Eq. 5–6
+        self.decoder = nn.GRUCell(
+            E + 2 * n, n
+        )  # s_i = f(s_{i−1}, y_{i−1}, c_i), via seq2bert.nn.rnn.gru_cell
         self.dropout = nn.Dropout(p)  # departure: the paper used no dropout
         self.output = MaxoutDeepOutput(E + n + 2 * n, config.maxout_size, config.tgt_vocab_size, dropout=p)
         init_paper_style(self, pad_token_id=config.pad_token_id)
-        with torch.no_grad():  # B.2: W_a and U_a from N(0, 0.001²), v_a zero
+        with torch.no_grad():  # B.1: W_a and U_a from N(0, 0.001²), v_a zero
             nn.init.normal_(self.attention.W_a.weight, 0.0, 0.001)
             nn.init.normal_(self.attention.U_a.weight, 0.0, 0.001)
             nn.init.zeros_(self.attention.v_a.weight)
@@ -83,18 +86,19 @@ class RNNSearch(nn.Module):
         lengths = mask.sum(dim=1).clamp(min=1)  # (B,)
         x = self.dropout(self.src_embed(input_ids))  # (B, S, E)
         h, h_n = self.encoder(x, lengths=lengths)  # h_j = [h→_j; h←_j]: (B, S, 2n); h_n (2L, B, n)
-        s0 = torch.tanh(self.W_s(h_n[-1]))  # h←_1 is the backward RNN's final state (top layer): (B, n)
+        # h←_1 is the backward RNN's final state (top layer); the recurrent state stays fp32 under autocast
+        s0 = widen(torch.tanh(self.W_s(h_n[-1])))  # (B, n)
         return BahdanauState(s0, h, self.attention.project_keys(h), mask)
 
     def step(self, y: torch.Tensor, state: BahdanauState) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """One decoder step from embedded y_{i−1} (B, E) → s_i (B, n), c_i (B, 2n), α_i (B, S)."""
         c, alpha = self.attention(
             state.s, state.annotations, state.mask, projected_keys=state.keys
-        )  # Eq. 4–6
+        )  # Eq. 5–6
         d = self.decoder
         s = gru_cell(
             torch.cat([y, c], dim=-1), state.s, d.weight_ih, d.weight_hh, d.bias_ih, d.bias_hh
-        )  # Eq. 3
+        )  # s_i = f(s_{i−1}, y_{i−1}, c_i)
         return s, c, alpha
 
     def decode(
@@ -110,7 +114,7 @@ class RNNSearch(nn.Module):
             contexts.append(c)
             alphas.append(alpha)
         s_all, c_all = torch.stack(states, dim=1), torch.stack(contexts, dim=1)  # (B, T, n), (B, T, 2n)
-        logits = self.output(y, self.dropout(s_all), c_all)  # Eq. 2: g(y_{i−1}, s_i, c_i) → (B, T, V)
+        logits = self.output(y, self.dropout(s_all), c_all)  # Eq. 4: g(y_{i−1}, s_i, c_i) → (B, T, V)
         return logits, state, torch.stack(alphas, dim=1) if output_attentions else None
 
     def decode_step(self, tokens: torch.Tensor, state: BahdanauState) -> tuple[torch.Tensor, BahdanauState]:

@@ -27,7 +27,7 @@ class BahdanauConfig(RecurrentConfig):
 
 
 def bahdanau2015(**overrides) -> BahdanauConfig:
-    """The configuration of the paper (Appendix A.2 / B.2): n = 1000, m = 620, n' = 1000, l = 500."""
+    """The configuration of the paper (Appendix A.2.3 and Sect. 4.2): n = 1000, m = 620, n' = 1000, l = 500."""
     return BahdanauConfig(
         **{
             "embedding_dim": 620,
@@ -72,7 +72,7 @@ class LuongConfig(RecurrentConfig):
             )
         if self.window < 0:
             raise ConfigError(f"window: must be >= 0, got {self.window}")
-        if self.attention == "local-p" and self.window < 1:  # σ = D/2 = 0: the window would hold no position
+        if self.attention == "local-p" and self.window < 1:  # σ = D/2 = 0 would divide by zero in Eq. 10
             raise ConfigError(f"window: local-p needs a window of at least 1, got {self.window}")
         if self.max_source_length < 1:
             raise ConfigError(f"max_source_length: must be at least 1, got {self.max_source_length}")

@@ -15,9 +15,12 @@ Local attention (Sect. 3.2): local-m takes p_t = t; local-p predicts p_t = S · 
 Input feeding (Sect. 3.3): h̃_{t−1} is concatenated with the embedding of y_{t−1} as the decoder's input, so
 the model knows its past alignment decisions. Without it, the decoder LSTM runs fused over all steps.
 
-Departures from the paper, marked where they happen: sub-word vocabularies; dropout also on embeddings
-(the paper: dropout 0.2 between LSTM layers and before the softmax); padded source positions get zero
-weight. With ``reverse_source`` the positions s (and so p_t in local attention) count in the reversed source.
+Departures from the paper, and choices it leaves open, marked where they happen: sub-word vocabularies;
+padded source positions get zero weight; local-m clips p_t = t to the last source position once the target
+is longer than the source; the location score gives zero weight past ``max_source_length`` (the paper's
+footnote 6: "for long sentences, we ignore words near the end"). Dropout (Zaremba et al. 2014, as the paper)
+is on the non-recurrent connections: embeddings, between layers and before the softmax. With
+``reverse_source`` the positions s (and so p_t in local attention) count in the reversed source.
 """
 
 from __future__ import annotations
@@ -25,12 +28,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from seq2bert.models.attention.config import LuongConfig
 from seq2bert.models.outputs import Seq2SeqLMOutput
 from seq2bert.nn.attention import LuongAttention
-from seq2bert.nn.rnn import FusedRNN, reverse_padded
+from seq2bert.nn.rnn import FusedRNN, lstm_cell, reverse_padded, widen
 from seq2bert.objectives.cross_entropy import sequence_cross_entropy
 
 LOCAL = {"global": None, "local-m": "monotonic", "local-p": "predictive"}
@@ -92,6 +96,7 @@ class LuongNMT(nn.Module):
             input_ids = reverse_padded(input_ids, lengths)
         x = self.dropout(self.src_embed(input_ids))  # (B, S, E)
         memory, (h, c) = self.encoder(x, lengths=lengths)  # h̄: (B, S, H); h, c: (L, B, H)
+        h, c = widen(h), widen(c)  # the decoder's recurrent state stays fp32 under bf16 autocast
         feed = memory.new_zeros(memory.size(0), self.config.hidden_size)  # h̃_0 = 0
         return LuongState(h, c, feed, memory, self.attention.project_keys(memory), mask, lengths)
 
@@ -100,6 +105,24 @@ class LuongNMT(nn.Module):
         c_t, a_t = self.attention(h_t, state.memory, state.mask, keys=state.keys, t=t, lengths=state.lengths)
         h_tilde = torch.tanh(self.W_c(torch.cat([c_t, h_t], dim=-1)))  # Eq. 5
         return h_tilde, a_t
+
+    def decoder_step(self, x: torch.Tensor, h: torch.Tensor, c: torch.Tensor):
+        """One step of the stacked decoder LSTM (``self.decoder``'s weights, seq2bert.nn.rnn.lstm_cell):
+        x (B, I), h, c (L, B, H) → top output (B, H), new h, c. The cell state stays fp32 under autocast."""
+        hs, cs = [], []
+        for k in range(self.config.num_layers):
+            w = [
+                getattr(self.decoder, f"{name}_l{k}")
+                for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
+            ]
+            h_k, c_k = lstm_cell(x, (h[k], c[k]), *w)
+            hs.append(h_k)
+            cs.append(c_k)
+            last = k == self.config.num_layers - 1
+            x = (
+                h_k if last else F.dropout(h_k, self.decoder.dropout, self.training)
+            )  # between layers, as nn.LSTM
+        return x, torch.stack(hs), torch.stack(cs)
 
     def decode(
         self, decoder_input_ids: torch.Tensor, state: LuongState, output_attentions: bool = False
@@ -110,11 +133,11 @@ class LuongNMT(nn.Module):
         h, c, feed = state.h, state.c, state.feed
         if not self.config.input_feeding:  # the decoder does not depend on attention: run it fused
             tops, (h, c) = self.decoder(y, (h, c))  # (B, T, H)
+            h, c = widen(h), widen(c)
         tildes, alphas = [], []
         for i in range(T):
             if self.config.input_feeding:  # Sect. 3.3: input [E y_{t−1}; h̃_{t−1}]
-                top, (h, c) = self.decoder(torch.cat([y[:, i], feed], dim=-1)[:, None], (h, c))
-                h_t = top[:, 0]  # (B, H)
+                h_t, h, c = self.decoder_step(torch.cat([y[:, i], feed], dim=-1), h, c)  # (B, H)
             else:
                 h_t = tops[:, i]
             feed, a_t = self.attend(h_t, state, state.t + i)
@@ -133,7 +156,10 @@ class LuongNMT(nn.Module):
     @staticmethod
     def reorder_state(state: LuongState, index: torch.Tensor) -> LuongState:
         """Select batch rows ``index`` (N,) for beam search."""
-        rows = lambda x: None if x is None else x.index_select(0, index)  # noqa: E731
+
+        def rows(x: torch.Tensor | None) -> torch.Tensor | None:
+            return None if x is None else x.index_select(0, index)
+
         return LuongState(
             state.h.index_select(1, index),
             state.c.index_select(1, index),

@@ -3,17 +3,20 @@
 
 An encoder RNN reads x_1 … x_T into its last hidden state h_T, summarised as the context vector c; a decoder
 RNN generates y_1 … y_T' with c given to *every* step — unlike Sutskever et al., where the fixed vector
-only starts the decoder (Sect. 2.2 and Appendix A.1; gated recurrent units, Sect. 2.3):
+only starts the decoder (Sect. 2.2; the gated hidden unit, Sect. 2.3; the layer-by-layer equations in
+Appendix A):
 
-    c = tanh(V h_T)                                                  A.1.1 (summary of the source)
-    h'_0 = tanh(V' c)                                                A.1.2 (decoder initial state)
+    c = tanh(V h_T)                                                  Appendix A (summary of the source)
+    h'_0 = tanh(V' c)                                                Appendix A (decoder initial state)
     h'_t = f(h'_{t−1}, y_{t−1}, c)                                   Sect. 2.2 (a GRU)
-    p(y_t | y_<t, x) = g(h'_t, y_{t−1}, c)                           Sect. 2.2 (maxout deep output, A.1.2)
+    p(y_t | y_<t, x) = g(h'_t, y_{t−1}, c)                           Sect. 2.2 (maxout deep output, App. A)
 
 Departures from the paper, marked where they happen:
-- the decoder GRU takes [e(y_{t−1}); c] as its input, so c enters the candidate state outside the reset
-  gate (the paper: h̃' = tanh(W' e(y) + r' ∘ (U' h' + C c))); this lets the whole decoder run as one fused
-  torch GRU under teacher forcing;
+- the GRUs are torch's: the candidate state is tanh(W x + r ∘ (U h + b)) where the paper (Eq. 8) resets
+  before the product, tanh(W x + U (r ∘ h)); the decoder GRU takes [e(y_{t−1}); c] as its input, so c also
+  enters outside the reset gate. This lets the whole decoder run as one fused GRU under teacher forcing;
+- with ``num_layers`` > 1 (the paper has one layer) c is an input of the first decoder layer and V' makes
+  one initial state per layer;
 - dropout on embeddings and before the output layer; sub-word vocabularies instead of 15,000 words.
 """
 
@@ -27,7 +30,7 @@ from torch import nn
 from seq2bert.models.outputs import Seq2SeqLMOutput
 from seq2bert.models.seq2seq.config import ChoConfig
 from seq2bert.nn.heads import MaxoutDeepOutput
-from seq2bert.nn.rnn import FusedRNN
+from seq2bert.nn.rnn import FusedRNN, widen
 from seq2bert.objectives.cross_entropy import sequence_cross_entropy
 
 
@@ -65,10 +68,11 @@ class ChoEncoderDecoder(nn.Module):
         lengths = attention_mask.sum(dim=1).clamp(min=1)  # (B,)
         x = self.dropout(self.src_embed(input_ids))  # (B, S, E)
         _, h_n = self.encoder(x, lengths=lengths)  # (L, B, n): the state after each row's last real token
-        c = torch.tanh(self.V(h_n[-1]))  # A.1.1: c = tanh(V h_T), (B, n)
+        c = torch.tanh(self.V(h_n[-1]))  # c = tanh(V h_T), (B, n)
         L, B, n = h_n.shape
         h0 = torch.tanh(self.V_prime(c)).view(B, L, n).transpose(0, 1).contiguous()  # h'_0: (L, B, n)
-        return ChoState(h0, c)
+        # the recurrent state stays fp32 under bf16 autocast
+        return ChoState(widen(h0), c)
 
     def decode(self, decoder_input_ids: torch.Tensor, state: ChoState) -> tuple[torch.Tensor, ChoState]:
         """decoder_input_ids (B, T) = [BOS] y_1 … y_{T−1} → logits (B, T, V) and the state after step T."""
@@ -76,7 +80,7 @@ class ChoEncoderDecoder(nn.Module):
         c = state.c.unsqueeze(1).expand(-1, y.size(1), -1)  # the same c at every step: (B, T, n)
         out, h = self.decoder(torch.cat([y, c], dim=-1), state.h)  # h'_t = f(h'_{t−1}, y_{t−1}, c): (B, T, n)
         logits = self.output(self.dropout(out), y, c)  # g(h'_t, y_{t−1}, c): (B, T, V)
-        return logits, ChoState(h, state.c)
+        return logits, ChoState(widen(h), state.c)
 
     def decode_step(self, tokens: torch.Tensor, state: ChoState) -> tuple[torch.Tensor, ChoState]:
         """tokens (B,) → next-token logits (B, V), new state."""
@@ -110,7 +114,7 @@ class ChoEncoderDecoder(nn.Module):
 
 
 def init_paper_style(model: nn.Module, std: float = 0.01, pad_token_id: int | None = None) -> None:
-    """Cho et al. (2014) A.1.3 and Bahdanau et al. (2015) B.2: weight matrices from N(0, std²), recurrent
+    """Cho et al. (2014, Sect. 4.1.1) and Bahdanau et al. (2015, B.1): weight matrices from N(0, std²), recurrent
     matrices W_hh orthogonal (one block per gate), biases 0; embeddings from N(0, std²), [PAD] row 0."""
     with torch.no_grad():
         for name, p in model.named_parameters():
