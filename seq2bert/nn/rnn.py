@@ -42,6 +42,8 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from seq2bert.precision import onednn_bf16
+
 MODES = ("rnn_tanh", "rnn_relu", "lstm", "gru")
 GATES = {"rnn_tanh": 1, "rnn_relu": 1, "lstm": 4, "gru": 3}
 
@@ -212,6 +214,19 @@ def reverse_padded(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
     return x.gather(1, index)
 
 
+def run_fused(rnn: nn.RNNBase, x, hx=None):
+    """Call torch's fused ``rnn`` (nn.RNN / LSTM / GRU) on x, a (B, T, I) tensor or a PackedSequence.
+
+    Under CPU autocast torch runs fused RNNs in bf16 through oneDNN, which has no bf16 RNN kernel on CPUs
+    without AVX-512 (the LSTM raises there): on such CPUs the recurrence runs in fp32 instead."""
+    if not (torch.is_autocast_enabled("cpu") and not onednn_bf16() and x.data.device.type == "cpu"):
+        return rnn(x, hx)
+    with torch.autocast("cpu", enabled=False):
+        if hx is not None:
+            hx = tuple(map(widen, hx)) if isinstance(hx, tuple) else widen(hx)
+        return rnn(x.float() if x.data.dtype != torch.float64 else x, hx)
+
+
 class FusedRNN(nn.Module):
     """torch's fused RNN / LSTM / GRU with the ExplicitRNN interface (lengths → packed sequences).
 
@@ -250,10 +265,10 @@ class FusedRNN(nn.Module):
 
     def forward(self, x: torch.Tensor, hx=None, lengths: torch.Tensor | None = None):
         if lengths is None:
-            return self.rnn(x, hx)
+            return run_fused(self.rnn, x, hx)
         T = x.size(1)
         packed = pack_padded_sequence(x, lengths.cpu().clamp(min=1), batch_first=True, enforce_sorted=False)
-        out, state = self.rnn(packed, hx)
+        out, state = run_fused(self.rnn, packed, hx)
         out, _ = pad_packed_sequence(out, batch_first=True, total_length=T)  # (B, T, D·H), zeros on padding
         return out, state
 

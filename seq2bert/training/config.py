@@ -35,7 +35,7 @@ class TrainConfig:
     max_minutes: float = 0.0  # 0: no time limit; otherwise stop (and evaluate, save) after this much training
     clip_norm: float = 1.0  # 0: no clipping
     accumulate: int = 1
-    bf16: bool = False
+    bf16: bool | Literal["auto"] = "auto"  # auto: bf16 autocast where the device computes bf16 natively
     label_smoothing: float = 0.0
     eval_every: int = 0  # steps; 0: at the end of each epoch
     save_every: int = 0  # steps; 0: whenever evaluating

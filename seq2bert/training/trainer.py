@@ -2,7 +2,7 @@
 
     for each epoch:                      # a deterministic batch order per (seed, epoch)
         for each micro-batch:            # resumable: position = (epoch, batch index)
-            loss = loss_fn(model, batch) under bf16 autocast if asked
+            loss = loss_fn(model, batch) under bf16 autocast if asked (auto: where native)
             (loss / accumulate).backward()
             every `accumulate` micro-batches: clip gradient norm, optimizer step, schedule step
             every `log_every` steps: a JSONL record; every `eval_every`: evaluate, keep the best, maybe stop
@@ -29,6 +29,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from seq2bert.config import atomic_write_text
+from seq2bert.precision import use_bf16
 from seq2bert.training import checkpoint as ckpt
 from seq2bert.training.config import TrainConfig
 from seq2bert.training.distributed import DistInfo, barrier, broadcast_object, gather_objects
@@ -157,6 +158,7 @@ class Trainer:
         self.evaluate_fn, self.write_extra = evaluate, write_extra
         self.loss_fn, self.count_tokens = loss_fn, count_tokens
         self.progress_bar = progress_bar and self.dist.is_main
+        self.bf16 = use_bf16(cfg.bf16, self.device)  # auto: only where bf16 is native (seq2bert/precision.py)
         self.optimizer = build_optimizer(self.model, cfg)
         self.steps_per_epoch = max(1, math.ceil(len(plan.batches(0)) / cfg.accumulate))
         self.total_steps = cfg.max_steps or cfg.max_epochs * self.steps_per_epoch
@@ -255,7 +257,7 @@ class Trainer:
         return metrics
 
     def autocast(self):
-        if not self.cfg.bf16:
+        if not self.bf16:
             return contextlib.nullcontext()
         return torch.autocast(device_type=self.device.type, dtype=torch.bfloat16)
 

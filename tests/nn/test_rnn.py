@@ -144,3 +144,23 @@ def test_reverse_padded_keeps_padding_in_place():
     assert (
         out[0].tolist() == [[2.0, 3.0], [0.0, 1.0], [4.0, 5.0]] and out[1].tolist() == x[1].flip(0).tolist()
     )
+
+
+@pytest.mark.parametrize("mode", ["lstm", "gru"])
+def test_fused_rnn_runs_under_cpu_bf16_autocast_without_onednn_bf16(mode, monkeypatch):
+    """CPUs without AVX-512 have no oneDNN bf16 RNN kernel (torch's LSTM raises there): the recurrence then
+    runs in fp32, equal to the plain fp32 run, lengths and initial state included."""
+    import seq2bert.nn.rnn as rnn_module
+
+    monkeypatch.setattr(rnn_module, "onednn_bf16", lambda: False)
+    torch.manual_seed(0)
+    fused = recurrent(mode, 5, 7, num_layers=2, bidirectional=True)
+    x, lengths = torch.randn(3, 6, 5), torch.tensor([6, 4, 1])
+    h0 = torch.randn(4, 3, 7)
+    hx = (h0, torch.randn(4, 3, 7)) if mode == "lstm" else h0
+    expected, expected_state = fused(x, hx, lengths=lengths)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out, state = fused(x, hx, lengths=lengths)
+    assert out.dtype == torch.float32
+    torch.testing.assert_close(out, expected, rtol=0, atol=0)
+    assert_same_state(state, expected_state)

@@ -23,7 +23,7 @@ REVERSE = [
     "train.max_epochs=6",
     "train.eval_every=200",
     "train.metric=exact_match",
-    "train.bf16=true",
+    "train.bf16=auto",
 ]
 
 

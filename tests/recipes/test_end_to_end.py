@@ -26,7 +26,7 @@ COPY = [
     "train.eval_every=250",
     "train.metric=exact_match",
     "train.patience=3",
-    "train.bf16=true",
+    "train.bf16=auto",
 ]
 
 

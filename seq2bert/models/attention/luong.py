@@ -34,7 +34,7 @@ from torch import nn
 from seq2bert.models.attention.config import LuongConfig
 from seq2bert.models.outputs import Seq2SeqLMOutput
 from seq2bert.nn.attention import LuongAttention
-from seq2bert.nn.rnn import FusedRNN, lstm_cell, reverse_padded, widen
+from seq2bert.nn.rnn import FusedRNN, lstm_cell, reverse_padded, run_fused, widen
 from seq2bert.objectives.cross_entropy import sequence_cross_entropy
 
 LOCAL = {"global": None, "local-m": "monotonic", "local-p": "predictive"}
@@ -132,7 +132,7 @@ class LuongNMT(nn.Module):
         T = y.size(1)
         h, c, feed = state.h, state.c, state.feed
         if not self.config.input_feeding:  # the decoder does not depend on attention: run it fused
-            tops, (h, c) = self.decoder(y, (h, c))  # (B, T, H)
+            tops, (h, c) = run_fused(self.decoder, y, (h, c))  # (B, T, H)
             h, c = widen(h), widen(c)
         tildes, alphas = [], []
         for i in range(T):

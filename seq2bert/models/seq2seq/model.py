@@ -29,7 +29,7 @@ from torch.nn.utils.rnn import pack_padded_sequence
 
 from seq2bert.models.outputs import Seq2SeqLMOutput
 from seq2bert.models.seq2seq.config import Seq2SeqConfig
-from seq2bert.nn.rnn import reverse_padded
+from seq2bert.nn.rnn import reverse_padded, run_fused
 from seq2bert.objectives.cross_entropy import sequence_cross_entropy
 
 
@@ -77,14 +77,16 @@ class Seq2Seq(nn.Module):
             input_ids = reverse_padded(input_ids, lengths)
         x = self.dropout(self.src_embed(input_ids))  # (B, S, E)
         packed = pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)
-        _, (h, c) = self.encoder(packed)  # each (L, B, H): the state after each row's last real token
+        _, (h, c) = run_fused(
+            self.encoder, packed
+        )  # each (L, B, H): the state after each row's last real token
         return LSTMState(h, c)
 
     # --- decoder: p(y_t | v, y_<t)
     def decode(self, decoder_input_ids: torch.Tensor, state: LSTMState) -> tuple[torch.Tensor, LSTMState]:
         """decoder_input_ids: (B, T) = [BOS] y_1 … y_{T−1} → logits (B, T, V) and the state after step T."""
         y = self.dropout(self.tgt_embed(decoder_input_ids))  # (B, T, E)
-        out, (h, c) = self.decoder(y, (state.h, state.c))  # out: (B, T, H)
+        out, (h, c) = run_fused(self.decoder, y, (state.h, state.c))  # out: (B, T, H)
         logits = self.output(self.dropout(out))  # (B, T, V)
         return logits, LSTMState(h, c)
 
