@@ -1,0 +1,163 @@
+"""Scaled dot-product and multi-head attention (Vaswani et al. 2017, Sect. 3.2), with a key/value cache.
+
+    Attention(Q, K, V) = softmax(QKᵀ / √d_k) V                                    Eq. 1
+    MultiHead(Q, K, V) = Concat(head_1, …, head_h) W^O                            Sect. 3.2.2
+        where head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)
+    W_i^Q, W_i^K ∈ R^{d_model × d_k},  W_i^V ∈ R^{d_model × d_v},  W^O ∈ R^{h·d_v × d_model}
+
+Shapes: queries (B, T_q, d_model), keys and values (B, T_k, d_model); per head (B, h, T, d_k). Masks follow
+seq2bert/nn/masks.py: boolean, True where a query may attend, broadcastable to (B, h, T_q, T_k).
+
+The h per-head projections are stored as one matrix each (W^Q = [W_1^Q … W_h^Q], d_model × h·d_k); for
+self-attention Q, K and V come from one fused projection [W^Q W^K W^V] (one matmul instead of three), for
+cross-attention Q from the decoder and [W^K W^V] from the encoder output, computed once per source.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+def scaled_dot_product_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    *,
+    dropout: float = 0.0,
+    need_weights: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Eq. 1. q (B, h, T_q, d_k), k (B, h, T_k, d_k), v (B, h, T_k, d_v) → (B, h, T_q, d_v) and, when
+    ``need_weights``, the weights (B, h, T_q, T_k) (after dropout, as they were used).
+
+    Without ``need_weights`` this is torch's fused kernel (flash / memory-efficient where available); with
+    it, the explicit computation below, which gives the same values (tests/nn/test_multihead.py).
+    ``dropout`` is the probability P_drop on the weights; pass 0 in evaluation."""
+    if not need_weights:
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout), None
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # QKᵀ/√d_k: (B, h, T_q, T_k)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))  # Sect. 3.2.3: illegal connections → −∞
+    weights = torch.softmax(scores.float(), dim=-1).to(q.dtype)
+    if dropout:
+        weights = F.dropout(weights, dropout)
+    return weights @ v, weights  # (B, h, T_q, d_v)
+
+
+@dataclass
+class KVCache:
+    """Keys and values one attention layer has already computed: (B, h, T, d_k) and (B, h, T, d_v).
+
+    Decoder self-attention appends one step at a time; cross-attention fills it once per source."""
+
+    key: torch.Tensor | None = None
+    value: torch.Tensor | None = None
+
+    @property
+    def length(self) -> int:
+        return 0 if self.key is None else self.key.size(2)
+
+    def append(self, key: torch.Tensor, value: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Add the keys / values of new steps (B, h, t, d); return all of them so far."""
+        if self.key is not None:
+            key, value = torch.cat([self.key, key], dim=2), torch.cat([self.value, value], dim=2)
+        self.key, self.value = key, value
+        return key, value
+
+    def reorder(self, index: torch.Tensor) -> KVCache:
+        """Rows ``index`` (N,) of the batch (beam search follows its surviving beams)."""
+        if self.key is None:
+            return KVCache()
+        return KVCache(self.key.index_select(0, index), self.value.index_select(0, index))
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention, Sect. 3.2.2, for self-attention (``cross=False``: Q, K, V from one input through
+    the fused projection ``qkv``) or cross-attention (``cross=True``: Q through ``q``, K and V from the
+    memory through ``kv``). d_k = d_v = d_model / h unless given (Table 3, rows A and B)."""
+
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        *,
+        d_k: int | None = None,
+        d_v: int | None = None,
+        dropout: float = 0.0,
+        bias: bool = True,
+        cross: bool = False,
+    ):
+        super().__init__()
+        if d_k is None or d_v is None:
+            if d_model % num_heads:
+                raise ValueError(f"d_model {d_model} is not divisible by the {num_heads} heads")
+        self.h = num_heads
+        self.d_k = d_k or d_model // num_heads
+        self.d_v = d_v or d_model // num_heads
+        self.dropout = dropout
+        self.cross = cross
+        hk, hv = self.h * self.d_k, self.h * self.d_v
+        if cross:
+            self.q = nn.Linear(d_model, hk, bias=bias)  # W^Q
+            self.kv = nn.Linear(d_model, hk + hv, bias=bias)  # [W^K W^V]
+        else:
+            self.qkv = nn.Linear(d_model, 2 * hk + hv, bias=bias)  # [W^Q W^K W^V]
+        self.out = nn.Linear(hv, d_model, bias=bias)  # W^O
+
+    def split_heads(self, x: torch.Tensor, d: int) -> torch.Tensor:
+        """(B, T, h·d) → (B, h, T, d)."""
+        B, T, _ = x.shape
+        return x.view(B, T, self.h, d).transpose(1, 2)
+
+    def project_memory(self, memory: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Cross-attention keys and values of the encoder output (B, S, d_model) → (B, h, S, d_k), (B, h, S, d_v)."""
+        k, v = self.kv(memory).split([self.h * self.d_k, self.h * self.d_v], dim=-1)
+        return self.split_heads(k, self.d_k), self.split_heads(v, self.d_v)
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        memory: torch.Tensor | None = None,
+        mask: torch.Tensor | None = None,
+        *,
+        cache: KVCache | None = None,
+        need_weights: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """x (B, T, d_model) → (B, T, d_model), and the weights (B, h, T, T_k) when ``need_weights``.
+
+        Self-attention: with a ``cache``, x holds only the new steps, whose keys and values are appended to
+        it (the mask must then cover the cached keys too: see masks.causal_mask's ``past``).
+        Cross-attention: ``memory`` (B, S, d_model) is projected, or its projection taken from ``cache``
+        (filled on the first call)."""
+        hk = self.h * self.d_k
+        if self.cross:
+            q = self.split_heads(self.q(x), self.d_k)  # (B, h, T, d_k)
+            if cache is not None and cache.key is not None:
+                k, v = cache.key, cache.value  # computed once per source
+            else:
+                if memory is None:
+                    raise ValueError("cross-attention needs the memory (or a filled cache)")
+                k, v = self.project_memory(memory)  # (B, h, S, d_k), (B, h, S, d_v)
+                if cache is not None:
+                    cache.append(k, v)
+        else:
+            q, k, v = self.qkv(x).split([hk, hk, self.h * self.d_v], dim=-1)
+            q, k, v = (
+                self.split_heads(q, self.d_k),
+                self.split_heads(k, self.d_k),
+                self.split_heads(v, self.d_v),
+            )
+            if cache is not None:
+                k, v = cache.append(k, v)  # (B, h, past + T, d)
+        p = self.dropout if self.training else 0.0
+        heads, weights = scaled_dot_product_attention(q, k, v, mask, dropout=p, need_weights=need_weights)
+        B, _, T, _ = heads.shape
+        concat = heads.transpose(1, 2).reshape(
+            B, T, self.h * self.d_v
+        )  # Concat(head_1 … head_h): (B, T, h·d_v)
+        return self.out(concat), weights  # W^O

@@ -1,0 +1,140 @@
+"""Scaled dot-product and multi-head attention: Eq. 1 by hand, torch's fused kernel, torch's
+nn.MultiheadAttention on the same weights, and the key/value cache against full recomputation."""
+
+import math
+
+import pytest
+import torch
+
+from seq2bert.nn.masks import causal_mask, combine, padding_mask
+from seq2bert.nn.multihead import KVCache, MultiHeadAttention, scaled_dot_product_attention
+
+
+def test_masks_follow_one_convention():
+    am = torch.tensor([[1, 1, 0], [1, 1, 1]])
+    pm = padding_mask(am)
+    assert pm.shape == (2, 1, 1, 3) and pm.dtype == torch.bool and not pm[0, 0, 0, 2] and pm[1, 0, 0, 2]
+    assert torch.equal(causal_mask(3), torch.tensor([[1, 0, 0], [1, 1, 0], [1, 1, 1]], dtype=torch.bool))
+    # two new queries after two cached keys: query 0 is position 2 and sees keys 0..2
+    assert torch.equal(causal_mask(2, past=2), torch.tensor([[1, 1, 1, 0], [1, 1, 1, 1]], dtype=torch.bool))
+    both = combine(pm, causal_mask(3), None)
+    assert both.shape == (2, 1, 3, 3) and not both[0, 0, 2, 2] and both[1, 0, 2, 2] and not both[1, 0, 0, 1]
+    assert combine(None, None) is None and padding_mask(None) is None
+
+
+def test_explicit_attention_is_equation_1():
+    torch.manual_seed(0)
+    q, k, v = torch.randn(2, 3, 4, 8), torch.randn(2, 3, 5, 8), torch.randn(2, 3, 5, 6)
+    out, w = scaled_dot_product_attention(q, k, v, need_weights=True)
+    by_hand = torch.softmax(torch.einsum("bhqd,bhkd->bhqk", q, k) / math.sqrt(8), dim=-1)
+    torch.testing.assert_close(w, by_hand)
+    torch.testing.assert_close(out, torch.einsum("bhqk,bhkd->bhqd", by_hand, v))
+
+
+@pytest.mark.parametrize("masked", [False, True])
+def test_fused_and_explicit_paths_agree(masked):
+    torch.manual_seed(0)
+    q, k, v = torch.randn(2, 4, 5, 16), torch.randn(2, 4, 7, 16), torch.randn(2, 4, 7, 16)
+    mask = (
+        combine(padding_mask(torch.tensor([[1] * 7, [1] * 4 + [0] * 3])), causal_mask(5, past=2))
+        if masked
+        else None
+    )
+    fast, none = scaled_dot_product_attention(q, k, v, mask)
+    slow, w = scaled_dot_product_attention(q, k, v, mask, need_weights=True)
+    assert none is None
+    torch.testing.assert_close(fast, slow, rtol=0, atol=1e-5)
+    if masked:
+        assert (w[1, :, :, 4:] == 0).all() and (w[0, :, 0, 3:] == 0).all()  # padding and future: weight 0
+        torch.testing.assert_close(w.sum(-1), torch.ones(2, 4, 5))
+
+
+def torch_mha_from(ours: MultiHeadAttention, d_model: int) -> torch.nn.MultiheadAttention:
+    ref = torch.nn.MultiheadAttention(d_model, ours.h, batch_first=True)
+    with torch.no_grad():
+        if ours.cross:
+            ref.in_proj_weight.copy_(torch.cat([ours.q.weight, ours.kv.weight]))
+            ref.in_proj_bias.copy_(torch.cat([ours.q.bias, ours.kv.bias]))
+        else:
+            ref.in_proj_weight.copy_(ours.qkv.weight)  # the same [W^Q; W^K; W^V] layout
+            ref.in_proj_bias.copy_(ours.qkv.bias)
+        ref.out_proj.weight.copy_(ours.out.weight)
+        ref.out_proj.bias.copy_(ours.out.bias)
+    return ref.eval()
+
+
+@pytest.mark.parametrize("cross", [False, True])
+def test_multi_head_equals_torch_multihead_attention(cross):
+    torch.manual_seed(0)
+    d, h = 24, 4
+    ours = MultiHeadAttention(d, h, cross=cross).eval()
+    ref = torch_mha_from(ours, d)
+    x, memory = torch.randn(3, 5, d), torch.randn(3, 6, d)
+    keys = memory if cross else x
+    am = torch.tensor(
+        [[1] * keys.size(1), [1, 1, 0, 0, 0, 0][: keys.size(1)], [1] * (keys.size(1) - 1) + [0]]
+    )
+    mask = padding_mask(am)
+    out, w = ours(x, memory if cross else None, mask, need_weights=True)
+    ref_out, ref_w = ref(x, keys, keys, key_padding_mask=~am.bool(), need_weights=True)
+    torch.testing.assert_close(out, ref_out, rtol=0, atol=1e-5)
+    torch.testing.assert_close(w.mean(1), ref_w, rtol=0, atol=1e-6)  # torch averages the heads
+    fast, _ = ours(x, memory if cross else None, mask)
+    torch.testing.assert_close(fast, out, rtol=0, atol=1e-5)
+
+
+def test_heads_of_other_sizes_than_d_model_over_h():
+    """Table 3, row B: d_k smaller than d_model / h; d_v may differ from d_k."""
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(32, 4, d_k=3, d_v=5)
+    assert mha.qkv.weight.shape == (4 * 3 * 2 + 4 * 5, 32) and mha.out.weight.shape == (32, 20)
+    out, w = mha(torch.randn(2, 6, 32), need_weights=True)
+    assert out.shape == (2, 6, 32) and w.shape == (2, 4, 6, 6)
+    with pytest.raises(ValueError, match="divisible"):
+        MultiHeadAttention(30, 4)
+
+
+def test_cached_self_attention_equals_full_causal_attention():
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(16, 2).eval()
+    x = torch.randn(2, 6, 16)
+    full, _ = mha(x, mask=causal_mask(6))
+    cache, steps = KVCache(), []
+    for t in range(6):
+        out, _ = mha(x[:, t : t + 1], mask=causal_mask(1, past=t), cache=cache)
+        steps.append(out)
+    assert cache.length == 6
+    torch.testing.assert_close(torch.cat(steps, dim=1), full, rtol=0, atol=1e-6)
+    # two steps at once after a prefix of three
+    cache = KVCache()
+    a, _ = mha(x[:, :3], mask=causal_mask(3), cache=cache)
+    b, _ = mha(x[:, 3:5], mask=causal_mask(2, past=3), cache=cache)
+    torch.testing.assert_close(torch.cat([a, b], 1), full[:, :5], rtol=0, atol=1e-6)
+
+
+def test_cross_attention_projects_the_memory_once_and_reorders():
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(16, 2, cross=True).eval()
+    x, memory = torch.randn(3, 1, 16), torch.randn(3, 4, 16)
+    cache = KVCache()
+    first, _ = mha(x, memory, cache=cache)
+    again, _ = mha(x, None, cache=cache)  # from the cache, no memory needed
+    torch.testing.assert_close(first, again, rtol=0, atol=0)
+    index = torch.tensor([2, 0, 0])
+    moved, _ = mha(x[index], None, cache=cache.reorder(index))
+    torch.testing.assert_close(moved, first[index], rtol=0, atol=0)
+    with pytest.raises(ValueError, match="memory"):
+        mha(x, None)
+
+
+def test_attention_dropout_only_in_training():
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(16, 2, dropout=0.5)
+    x = torch.randn(2, 5, 16)
+    mha.eval()
+    a, _ = mha(x)
+    b, _ = mha(x)
+    torch.testing.assert_close(a, b, rtol=0, atol=0)
+    mha.train()
+    c, _ = mha(x)
+    assert not torch.allclose(a, c)
