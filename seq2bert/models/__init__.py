@@ -15,16 +15,19 @@ from seq2bert.models.attention.luong import LuongNMT
 from seq2bert.models.seq2seq.cho import ChoEncoderDecoder
 from seq2bert.models.seq2seq.config import ChoConfig, Seq2SeqConfig
 from seq2bert.models.seq2seq.model import Seq2Seq
+from seq2bert.models.transformer.config import TransformerConfig
+from seq2bert.models.transformer.model import Transformer
 
 MODELS: dict[str, tuple[type, type[nn.Module]]] = {
     "seq2seq": (Seq2SeqConfig, Seq2Seq),
     "cho": (ChoConfig, ChoEncoderDecoder),
     "bahdanau": (BahdanauConfig, RNNSearch),
     "luong": (LuongConfig, LuongNMT),
+    "transformer": (TransformerConfig, Transformer),
 }
 
 # The model section of a run configuration: one of these, chosen by its model_type (see seq2bert.config).
-ModelConfig = Seq2SeqConfig | ChoConfig | BahdanauConfig | LuongConfig
+ModelConfig = Seq2SeqConfig | ChoConfig | BahdanauConfig | LuongConfig | TransformerConfig
 
 
 def model_config_from_dict(data: dict[str, Any], source: str | Path = "config") -> Any:

@@ -15,3 +15,7 @@ class Seq2SeqLMOutput:
     logits: torch.Tensor
     loss: torch.Tensor | None = None
     attentions: torch.Tensor | None = None
+    # Transformers, with output_attentions: one (B, h, T_q, T_k) tensor per layer
+    encoder_attentions: tuple[torch.Tensor, ...] | None = None
+    decoder_attentions: tuple[torch.Tensor, ...] | None = None
+    cross_attentions: tuple[torch.Tensor, ...] | None = None

@@ -1,0 +1,203 @@
+"""Hugging Face MarianMT checkpoints to and from our Transformer: one declarative key map, both directions.
+
+A MarianMT checkpoint (``MarianMTModel``) is a post-norm Transformer with split sinusoids, √d_model-scaled
+embeddings shared by encoder, decoder and the output layer, and a ``final_logits_bias``. Its weights map to
+ours one to one, except that our self-attention stores [W^Q; W^K; W^V] as one fused matrix and our
+cross-attention [W^K; W^V] as one: those rows are concatenated (in) and split (out).
+
+Tested three ways (tests/models/test_marian.py): every checkpoint key is consumed, a state dict survives
+the round trip, and logits and beam search equal transformers' on the same weights.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from seq2bert.errors import CheckpointError
+from seq2bert.models.transformer.config import TransformerConfig
+from seq2bert.nn.embeddings import sinusoidal_table
+
+# our sub-key within a layer → the Marian sub-keys it is made of (several: concatenated along rows)
+ENCODER_LAYER = {
+    "self_attn.qkv": ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"),
+    "self_attn.out": ("self_attn.out_proj",),
+    "self_attn_sublayer.norm": ("self_attn_layer_norm",),
+    "feed_forward.w_1": ("fc1",),
+    "feed_forward.w_2": ("fc2",),
+    "ffn_sublayer.norm": ("final_layer_norm",),
+}
+DECODER_LAYER = {
+    **ENCODER_LAYER,
+    "cross_attn.q": ("encoder_attn.q_proj",),
+    "cross_attn.kv": ("encoder_attn.k_proj", "encoder_attn.v_proj"),
+    "cross_attn.out": ("encoder_attn.out_proj",),
+    "cross_attn_sublayer.norm": ("encoder_attn_layer_norm",),
+}
+# MarianConfig fields that are ours under the same name
+SAME_FIELDS = (
+    "d_model",
+    "encoder_layers",
+    "decoder_layers",
+    "encoder_attention_heads",
+    "decoder_attention_heads",
+    "encoder_ffn_dim",
+    "decoder_ffn_dim",
+    "dropout",
+    "attention_dropout",
+    "activation_dropout",
+    "activation_function",
+    "max_position_embeddings",
+    "scale_embedding",
+    "tie_word_embeddings",
+    "pad_token_id",
+    "eos_token_id",
+)
+
+
+def config_from_marian(hf: dict[str, Any], source: str = "config.json") -> TransformerConfig:
+    """Our config from a MarianConfig dictionary (config.json). The decoder starts from
+    ``decoder_start_token_id`` (Marian: the pad token): that is our ``bos_token_id``."""
+    if hf.get("model_type") != "marian":
+        raise CheckpointError(f"{source}: model_type {hf.get('model_type')!r}, expected 'marian'")
+    if hf.get("normalize_before") or hf.get("add_bias_logits") or hf.get("normalize_embedding"):
+        raise CheckpointError(f"{source}: pre-norm or embedding-norm Marian variants are not supported")
+    try:
+        fields = {name: hf[name] for name in SAME_FIELDS if name in hf}
+        vocab = hf.get("vocab_size", 58101)
+        fields["eos_token_id"] = _single(fields.get("eos_token_id", 0), "eos_token_id", source)
+        return TransformerConfig(
+            **fields,
+            src_vocab_size=vocab,
+            tgt_vocab_size=hf.get("decoder_vocab_size") or vocab,
+            bos_token_id=hf.get("decoder_start_token_id", fields.get("pad_token_id", 58100)),
+            share_embeddings=hf.get("share_encoder_decoder_embeddings", True),
+            interleave_sinusoids=False,
+            final_logits_bias=True,
+            normalize_before=False,
+            position_embedding="sinusoidal",
+            layer_norm_eps=1e-5,
+        )
+    except (TypeError, ValueError) as e:
+        raise CheckpointError(f"{source}: {e}") from None
+
+
+def config_to_marian(cfg: TransformerConfig) -> dict[str, Any]:
+    """The MarianConfig dictionary of a Marian-compatible config (see ``check_marian_compatible``)."""
+    check_marian_compatible(cfg)
+    return {
+        "model_type": "marian",
+        "architectures": ["MarianMTModel"],
+        **{name: getattr(cfg, name) for name in SAME_FIELDS},
+        "vocab_size": cfg.src_vocab_size,
+        "decoder_vocab_size": cfg.tgt_vocab_size,
+        "decoder_start_token_id": cfg.bos_token_id,
+        "forced_eos_token_id": cfg.eos_token_id,
+        "share_encoder_decoder_embeddings": cfg.share_embeddings,
+        "normalize_before": False,
+        "is_encoder_decoder": True,
+    }
+
+
+def check_marian_compatible(cfg: TransformerConfig) -> None:
+    """Raise unless transformers' MarianMTModel can represent the model."""
+    wrong = [
+        name
+        for name, ok in (
+            ("normalize_before (Marian is post-norm)", not cfg.normalize_before),
+            ("position_embedding (Marian has split sinusoids)", cfg.position_embedding == "sinusoidal"),
+            ("interleave_sinusoids (Marian puts the cosines second)", not cfg.interleave_sinusoids),
+            ("d_k / d_v (Marian has d_model / h)", not cfg.d_k and not cfg.d_v),
+            ("final_logits_bias (Marian has one)", cfg.final_logits_bias),
+            ("layer_norm_eps (Marian's is 1e-5)", cfg.layer_norm_eps == 1e-5),
+        )
+        if not ok
+    ]
+    if wrong:
+        raise CheckpointError("this Transformer cannot be saved as MarianMT: " + "; ".join(wrong))
+
+
+def _single(value: Any, name: str, source: str) -> int:
+    if isinstance(value, list):
+        if len(value) != 1:
+            raise CheckpointError(f"{source}: {name} {value}: expected one id")
+        return int(value[0])
+    return int(value)
+
+
+def _layer_keys(cfg: TransformerConfig):
+    """(our prefix, Marian prefix, sub-key map) for every layer."""
+    for i in range(cfg.encoder_layers):
+        yield f"encoder.{i}.", f"model.encoder.layers.{i}.", ENCODER_LAYER
+    for i in range(cfg.decoder_layers):
+        yield f"decoder.{i}.", f"model.decoder.layers.{i}.", DECODER_LAYER
+
+
+def _embedding_keys(cfg: TransformerConfig) -> dict[str, tuple[str, ...]]:
+    """Our embedding / output keys → the Marian keys that hold the same matrix (any one will do on load)."""
+    src = ("model.encoder.embed_tokens.weight",) + (("model.shared.weight",) if cfg.share_embeddings else ())
+    tgt = ("model.decoder.embed_tokens.weight",) + (("model.shared.weight",) if cfg.share_embeddings else ())
+    keys = {"src_embed.tokens.weight": src, "tgt_embed.tokens.weight": tgt}
+    if not cfg.tie_word_embeddings:
+        keys["output.weight"] = ("lm_head.weight",)
+    return keys
+
+
+def from_marian_state_dict(hf: dict[str, torch.Tensor], cfg: TransformerConfig, source: str = "") -> dict:
+    """Our state dict from a MarianMTModel state dict; every Marian key must be used (or be a copy of a
+    used matrix: tied embeddings, the fixed sinusoids), else CheckpointError names the leftovers."""
+    left = set(hf)
+    out: dict[str, torch.Tensor] = {}
+
+    def take(key: str) -> torch.Tensor:
+        if key not in hf:
+            raise CheckpointError(f"{source}: no {key} in the checkpoint")
+        left.discard(key)
+        return hf[key]
+
+    for ours, theirs, table in _layer_keys(cfg):
+        for sub, parts in table.items():
+            for leaf in ("weight", "bias"):
+                out[f"{ours}{sub}.{leaf}"] = torch.cat([take(f"{theirs}{p}.{leaf}") for p in parts])
+    for ours, candidates in _embedding_keys(cfg).items():
+        found = [k for k in candidates if k in hf]
+        if not found:
+            raise CheckpointError(f"{source}: none of {', '.join(candidates)} in the checkpoint")
+        out[ours] = take(found[0])
+        left.difference_update(found)
+    if cfg.tie_word_embeddings:
+        left.discard("lm_head.weight")  # the same matrix as the target embedding
+    out["output.bias"] = take("final_logits_bias").reshape(-1)
+    for stack in ("encoder", "decoder"):  # the fixed sinusoids: checked, not loaded
+        key = f"model.{stack}.embed_positions.weight"
+        if key in hf:
+            table = sinusoidal_table(hf[key].size(0), cfg.d_model, interleaved=False)
+            if not torch.allclose(hf[key].float(), table, atol=1e-4):
+                raise CheckpointError(f"{source}: {key} is not Marian's sinusoidal table")
+            left.discard(key)
+    if left:
+        raise CheckpointError(f"{source}: keys not used by the conversion: {', '.join(sorted(left))}")
+    return out
+
+
+def to_marian_state_dict(ours: dict[str, torch.Tensor], cfg: TransformerConfig) -> dict[str, torch.Tensor]:
+    """The MarianMTModel state dict of our weights (contiguous tensors, each stored once where tied)."""
+    check_marian_compatible(cfg)
+    out: dict[str, torch.Tensor] = {}
+    for prefix, theirs, table in _layer_keys(cfg):
+        for sub, parts in table.items():
+            for leaf in ("weight", "bias"):
+                for part, block in zip(parts, ours[f"{prefix}{sub}.{leaf}"].chunk(len(parts)), strict=True):
+                    out[f"{theirs}{part}.{leaf}"] = block.contiguous()
+    if cfg.share_embeddings:
+        out["model.shared.weight"] = ours["src_embed.tokens.weight"]
+    out["model.encoder.embed_tokens.weight"] = ours["src_embed.tokens.weight"]
+    out["model.decoder.embed_tokens.weight"] = ours["tgt_embed.tokens.weight"]
+    out["lm_head.weight"] = ours["output.weight"]
+    out["final_logits_bias"] = ours["output.bias"].reshape(1, -1)
+    for stack in ("encoder", "decoder"):
+        out[f"model.{stack}.embed_positions.weight"] = sinusoidal_table(
+            cfg.max_position_embeddings, cfg.d_model, interleaved=False
+        )
+    return out

@@ -1,0 +1,248 @@
+"""Attention Is All You Need (Vaswani et al., 2017): the Transformer encoder-decoder.
+
+Figure 1, read bottom to top (section numbers of arXiv:1706.03762v7):
+
+    encoder:  x = Dropout(√d_model · E x + PE)                    Sect. 3.4, 3.5, 5.4 (dropout on the sums)
+              N × [ self-attention (Sect. 3.2.2), feed-forward (Eq. 2) ], each in a residual + LayerNorm
+    decoder:  y = Dropout(√d_model · E y + PE)
+              N × [ masked self-attention (Sect. 3.2.3), attention over the encoder output, feed-forward ]
+    output:   p(y_t | y_<t, x) = softmax(y W_Eᵀ)                   Sect. 3.4: the embedding matrix is the
+                                                                   pre-softmax projection (tie_word_embeddings)
+
+The blocks are the generic ones of seq2bert/nn (multihead.py, layers.py, embeddings.py, feed_forward.py,
+masks.py); this file only assembles them. Decoding is incremental: ``encode`` runs the encoder once;
+``decode_step`` feeds one token per row and keeps every layer's self-attention keys/values in a cache, and
+the cross-attention keys/values of the source are computed on the first step only (decoding/beam.py and
+greedy.py drive it).
+
+Departures from the paper, and choices it leaves open, marked where they happen: ``normalize_before``
+(pre-norm) adds a final LayerNorm after each stack; weights start from Xavier-uniform matrices and
+N(0, d_model^−½) embeddings (the paper does not say; fairseq's choice, which keeps √d_model · E x at unit
+scale); ``final_logits_bias`` and split sinusoids exist for Marian checkpoints.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from seq2bert.models.outputs import Seq2SeqLMOutput
+from seq2bert.models.transformer.config import TransformerConfig
+from seq2bert.nn.embeddings import ScaledEmbedding, SinusoidalPositionalEncoding
+from seq2bert.nn.feed_forward import PositionwiseFeedForward
+from seq2bert.nn.layers import DecoderLayer, DecoderLayerCache, EncoderLayer
+from seq2bert.nn.masks import causal_mask, padding_mask
+from seq2bert.nn.multihead import MultiHeadAttention
+from seq2bert.objectives.cross_entropy import sequence_cross_entropy
+
+
+@dataclass
+class TransformerState:
+    """What decoding carries from step to step: the encoder output (B, S, d_model), its mask (B, S), one
+    cache per decoder layer and the number of target positions already decoded."""
+
+    memory: torch.Tensor
+    mask: torch.Tensor
+    caches: list[DecoderLayerCache]
+    t: int = 0
+
+
+class Embedder(nn.Module):
+    """Dropout(scale · E x + P): token embeddings plus positions (Sect. 3.4, 3.5, 5.4). ``tokens`` may be
+    shared with another Embedder (shared source/target vocabulary)."""
+
+    def __init__(self, tokens: ScaledEmbedding, positions: nn.Module, dropout: float):
+        super().__init__()
+        self.tokens, self.positions = tokens, positions
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, input_ids: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        """input_ids (B, T) at positions offset … offset + T − 1 → (B, T, d_model)."""
+        positions = torch.arange(offset, offset + input_ids.size(1), device=input_ids.device)  # (T,)
+        return self.dropout(self.tokens(input_ids) + self.positions(positions))
+
+
+class Transformer(nn.Module):
+    """The encoder-decoder of Figure 1; ``forward`` trains with teacher forcing, ``encode`` / ``decode_step``
+    / ``reorder_state`` decode incrementally."""
+
+    def __init__(self, config: TransformerConfig):
+        super().__init__()
+        config.validate()
+        config.check_vocab()
+        self.config = c = config
+        d = c.d_model
+        scale = d**0.5 if c.scale_embedding else 1.0  # Sect. 3.4: "we multiply those weights by √d_model"
+        src_tokens = ScaledEmbedding(c.src_vocab_size, d, padding_idx=c.pad_token_id, scale=scale)
+        tgt_tokens = (
+            src_tokens
+            if c.share_embeddings
+            else ScaledEmbedding(c.tgt_vocab_size, d, padding_idx=c.pad_token_id, scale=scale)
+        )
+        self.src_embed = Embedder(src_tokens, self.make_positions(), c.dropout)
+        self.tgt_embed = Embedder(tgt_tokens, self.make_positions(), c.dropout)
+        self.encoder = nn.ModuleList([self.make_encoder_layer() for _ in range(c.encoder_layers)])
+        self.decoder = nn.ModuleList([self.make_decoder_layer() for _ in range(c.decoder_layers)])
+        # departure: a pre-norm stack ends with a LayerNorm (its last residual sum is never normalised)
+        self.encoder_norm = nn.LayerNorm(d, eps=c.layer_norm_eps) if c.normalize_before else nn.Identity()
+        self.decoder_norm = nn.LayerNorm(d, eps=c.layer_norm_eps) if c.normalize_before else nn.Identity()
+        self.output = nn.Linear(d, c.tgt_vocab_size, bias=c.final_logits_bias)  # the pre-softmax projection
+        self.reset_parameters()
+        if c.tie_word_embeddings:  # Sect. 3.4: the same matrix as the target embedding
+            self.output.weight = tgt_tokens.weight
+
+    def make_positions(self) -> nn.Module:
+        c = self.config
+        if c.position_embedding == "learned":  # Table 3, row E
+            return nn.Embedding(c.max_position_embeddings, c.d_model)
+        return SinusoidalPositionalEncoding(
+            c.d_model, c.max_position_embeddings, interleaved=c.interleave_sinusoids
+        )
+
+    def attention(self, heads: int, *, cross: bool = False) -> MultiHeadAttention:
+        c = self.config
+        return MultiHeadAttention(
+            c.d_model, heads, d_k=c.d_k or None, d_v=c.d_v or None, dropout=c.attention_dropout, cross=cross
+        )
+
+    def feed_forward(self, d_ff: int) -> PositionwiseFeedForward:
+        c = self.config
+        return PositionwiseFeedForward(
+            c.d_model, d_ff, activation=c.activation_function, activation_dropout=c.activation_dropout
+        )
+
+    def make_encoder_layer(self) -> EncoderLayer:
+        c = self.config
+        return EncoderLayer(
+            c.d_model,
+            self.attention(c.encoder_attention_heads),
+            self.feed_forward(c.encoder_ffn_dim),
+            dropout=c.dropout,
+            norm_first=c.normalize_before,
+            eps=c.layer_norm_eps,
+        )
+
+    def make_decoder_layer(self) -> DecoderLayer:
+        c = self.config
+        return DecoderLayer(
+            c.d_model,
+            self.attention(c.decoder_attention_heads),
+            self.attention(c.decoder_attention_heads, cross=True),
+            self.feed_forward(c.decoder_ffn_dim),
+            dropout=c.dropout,
+            norm_first=c.normalize_before,
+            eps=c.layer_norm_eps,
+        )
+
+    def reset_parameters(self) -> None:
+        """Xavier-uniform matrices, zero biases, N(0, d_model^−½) embeddings with a zero padding row."""
+        for name, p in self.named_parameters():
+            if p.dim() > 1 and "embed" not in name:
+                nn.init.xavier_uniform_(p)
+            elif "norm" not in name and p.dim() == 1:
+                nn.init.zeros_(p)
+        for embedder in (self.src_embed, self.tgt_embed):
+            nn.init.normal_(embedder.tokens.weight, 0.0, self.config.d_model**-0.5)
+            with torch.no_grad():
+                embedder.tokens.weight[self.config.pad_token_id].zero_()
+
+    # --- the encoder: x → memory
+    def encode(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        *,
+        attentions: list | None = None,
+    ) -> TransformerState:
+        """input_ids, attention_mask (B, S) → the encoder output and an empty decoder cache.
+        ``attentions``: a list that receives each layer's self-attention weights (B, h, S, S)."""
+        if attention_mask is None:
+            attention_mask = input_ids.ne(self.config.pad_token_id)
+        mask = attention_mask.bool()
+        key_mask = padding_mask(mask)  # (B, 1, 1, S): no query attends to padding
+        x = self.src_embed(input_ids)  # (B, S, d_model)
+        for layer in self.encoder:
+            x, w = layer(x, key_mask, need_weights=attentions is not None)
+            if attentions is not None:
+                attentions.append(w)
+        caches = [DecoderLayerCache() for _ in self.decoder]
+        return TransformerState(self.encoder_norm(x), mask, caches)
+
+    # --- the decoder: y_<t, memory → logits
+    def decode(
+        self,
+        decoder_input_ids: torch.Tensor,
+        state: TransformerState,
+        *,
+        self_attentions: list | None = None,
+        cross_attentions: list | None = None,
+    ) -> tuple[torch.Tensor, TransformerState]:
+        """decoder_input_ids (B, T) at positions t … t + T − 1 → logits (B, T, V) and the state after them.
+
+        The new steps' keys and values join each layer's cache, so decoding all at once (teacher forcing,
+        state.t = 0) or one step at a time gives the same logits (tests/models/test_transformer.py)."""
+        T, past = decoder_input_ids.size(1), state.t
+        self_mask = causal_mask(T, past, device=decoder_input_ids.device)  # (T, past + T), Sect. 3.2.3
+        memory_mask = padding_mask(state.mask)  # (B, 1, 1, S)
+        need = self_attentions is not None or cross_attentions is not None
+        y = self.tgt_embed(decoder_input_ids, offset=past)  # (B, T, d_model)
+        for layer, cache in zip(self.decoder, state.caches, strict=True):
+            y, sw, cw = layer(y, state.memory, self_mask, memory_mask, cache=cache, need_weights=need)
+            if self_attentions is not None:
+                self_attentions.append(sw)
+            if cross_attentions is not None:
+                cross_attentions.append(cw)
+        logits = self.output(self.decoder_norm(y))  # (B, T, V)
+        return logits, TransformerState(state.memory, state.mask, state.caches, past + T)
+
+    def decode_step(
+        self, tokens: torch.Tensor, state: TransformerState
+    ) -> tuple[torch.Tensor, TransformerState]:
+        """tokens (B,) → next-token logits (B, V) and the state with one more cached step."""
+        logits, state = self.decode(tokens[:, None], state)
+        return logits[:, -1], state
+
+    @staticmethod
+    def reorder_state(state: TransformerState, index: torch.Tensor) -> TransformerState:
+        """Rows ``index`` (N,) of the batch, caches included (beam search)."""
+        return TransformerState(
+            state.memory.index_select(0, index),
+            state.mask.index_select(0, index),
+            [cache.reorder(index) for cache in state.caches],
+            state.t,
+        )
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        decoder_input_ids: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        label_smoothing: float = 0.0,
+        output_attentions: bool = False,
+    ) -> Seq2SeqLMOutput:
+        """Teacher forcing: logits (B, T, V); ``loss`` with labels (label smoothing ε_ls, Sect. 5.4);
+        ``output_attentions``: every layer's weights, and ``attentions`` (B, T, S) = the last decoder layer's
+        attention over the source, averaged over heads (what the alignment plots draw)."""
+        if decoder_input_ids is None:
+            raise ValueError("Transformer.forward needs decoder_input_ids ([BOS] y_1 … y_{T-1})")
+        enc, dec, cross = ([], [], []) if output_attentions else (None, None, None)
+        state = self.encode(input_ids, attention_mask, attentions=enc)
+        logits, _ = self.decode(decoder_input_ids, state, self_attentions=dec, cross_attentions=cross)
+        loss = (
+            None
+            if labels is None
+            else sequence_cross_entropy(logits, labels, label_smoothing=label_smoothing)
+        )
+        if not output_attentions:
+            return Seq2SeqLMOutput(logits=logits, loss=loss)
+        return Seq2SeqLMOutput(
+            logits=logits,
+            loss=loss,
+            attentions=cross[-1].mean(dim=1),
+            encoder_attentions=tuple(enc),
+            decoder_attentions=tuple(dec),
+            cross_attentions=tuple(cross),
+        )

@@ -1,0 +1,126 @@
+"""Marian checkpoints: random-weight MarianMTModels of odd shapes, created with transformers, convert to our
+Transformer with every key consumed, round-trip, and give equal logits."""
+
+import pytest
+import torch
+
+from seq2bert.errors import CheckpointError
+from seq2bert.models.transformer.convert import (
+    config_from_marian,
+    config_to_marian,
+    from_marian_state_dict,
+    to_marian_state_dict,
+)
+from seq2bert.models.transformer.model import Transformer
+
+transformers = pytest.importorskip("transformers")
+
+SHAPES = {
+    "3+3 d64 h4 swish": dict(
+        d_model=64,
+        encoder_layers=3,
+        decoder_layers=3,
+        encoder_attention_heads=4,
+        decoder_attention_heads=4,
+        encoder_ffn_dim=96,
+        decoder_ffn_dim=96,
+    ),
+    "1+2 d24 h3/h2 relu": dict(
+        d_model=24,
+        encoder_layers=1,
+        decoder_layers=2,
+        encoder_attention_heads=3,
+        decoder_attention_heads=2,
+        encoder_ffn_dim=40,
+        decoder_ffn_dim=8,
+        activation_function="relu",
+    ),
+    "2+1 d30 h5 gelu unshared": dict(
+        d_model=30,
+        encoder_layers=2,
+        decoder_layers=1,
+        encoder_attention_heads=5,
+        decoder_attention_heads=6,
+        encoder_ffn_dim=16,
+        decoder_ffn_dim=50,
+        activation_function="gelu",
+        share_encoder_decoder_embeddings=False,
+        decoder_vocab_size=61,
+    ),
+}
+
+
+def marian(shape: str, vocab: int = 53):
+    kw = dict(
+        vocab_size=vocab,
+        max_position_embeddings=64,
+        pad_token_id=vocab - 1,
+        decoder_start_token_id=vocab - 1,
+        eos_token_id=0,
+        forced_eos_token_id=0,
+        activation_function="swish",
+        scale_embedding=True,
+        dropout=0.0,
+    )
+    torch.manual_seed(0)
+    hf = transformers.MarianMTModel(transformers.MarianConfig(**{**kw, **SHAPES[shape]})).eval()
+    with torch.no_grad():
+        hf.final_logits_bias.normal_()  # zero in a fresh model: make it count
+    return hf
+
+
+def ours_from(hf) -> Transformer:
+    cfg = config_from_marian(hf.config.to_dict())
+    model = Transformer(cfg).eval()
+    missing, unexpected = model.load_state_dict(from_marian_state_dict(hf.state_dict(), cfg), strict=False)
+    assert not unexpected and not [k for k in missing if k != "output.weight"]  # tied to the target embedding
+    return model
+
+
+def inputs(hf, batch=3, src_len=9, tgt_len=7):
+    g = torch.Generator().manual_seed(2)
+    pad = hf.config.pad_token_id
+    src = torch.randint(1, hf.config.vocab_size - 1, (batch, src_len), generator=g)
+    src[1, 6:] = pad
+    src[2, 3:] = pad
+    tgt = torch.randint(1, hf.config.decoder_vocab_size - 1, (batch, tgt_len), generator=g)
+    tgt[:, 0] = hf.config.decoder_start_token_id
+    return src, src.ne(pad).long(), tgt
+
+
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_logits_equal_transformers(shape):
+    hf = marian(shape)
+    ours = ours_from(hf)
+    src, mask, tgt = inputs(hf)
+    with torch.no_grad():
+        expected = hf(input_ids=src, attention_mask=mask, decoder_input_ids=tgt).logits
+        got = ours(src, mask, tgt).logits
+    torch.testing.assert_close(got, expected, rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_state_dict_round_trip(shape):
+    hf = marian(shape)
+    ours = ours_from(hf)
+    back = to_marian_state_dict(ours.state_dict(), ours.config)
+    reference = hf.state_dict()
+    assert set(back) == set(reference)
+    for key, value in reference.items():
+        torch.testing.assert_close(back[key], value, rtol=0, atol=1e-6, msg=key)
+    assert config_from_marian(config_to_marian(ours.config)) == ours.config
+
+
+def test_leftover_or_missing_keys_are_named():
+    hf = marian("1+2 d24 h3/h2 relu")
+    cfg = config_from_marian(hf.config.to_dict())
+    sd = dict(hf.state_dict())
+    sd["model.encoder.extra.weight"] = torch.zeros(1)
+    with pytest.raises(CheckpointError, match="model.encoder.extra.weight"):
+        from_marian_state_dict(sd, cfg)
+    del sd["model.encoder.extra.weight"]
+    del sd["model.decoder.layers.1.fc2.bias"]
+    with pytest.raises(CheckpointError, match="model.decoder.layers.1.fc2.bias"):
+        from_marian_state_dict(sd, cfg)
+    with pytest.raises(CheckpointError, match="marian"):
+        config_from_marian({"model_type": "bart"})
