@@ -67,6 +67,8 @@ from dataclasses import dataclass
 
 import torch
 
+from seq2bert.decoding.greedy import force_token
+
 LENGTH_PENALTY_FORMS = ("wu", "power")
 
 
@@ -171,8 +173,12 @@ def beam_search(
     no_repeat_ngram_size: int = 0,
     num_return_sequences: int = 1,
     early_stopping: bool = False,
+    force_eos: bool = False,
 ) -> BeamSearchOutput:
     """Decode a batch with beam search (see the module docstring for the algorithm and its semantics).
+
+    ``force_eos``: the last token a hypothesis may take at its maximum length is [EOS] (transformers'
+    ``forced_eos_token_id``, set in Marian and BART configs), so no hypothesis is cut without one.
 
     input_ids, attention_mask: (B, S) with right padding → the ``num_return_sequences`` best hypotheses of
     each input, best first.
@@ -237,6 +243,12 @@ def beam_search(
         V = log_probs.size(-1)
         if t < min_length:
             log_probs[:, eos_token_id] = -math.inf
+        if force_eos:
+            last = torch.tensor([m == t + 1 for m in max_lengths], device=device).repeat_interleave(
+                K
+            )  # (B·K,)
+            if bool(last.any()):
+                log_probs[last] = force_token(log_probs[last], eos_token_id)
         if no_repeat_ngram_size and t >= no_repeat_ngram_size:
             log_probs = log_probs.masked_fill(
                 _repeated_ngram_mask(history, no_repeat_ngram_size, V), -math.inf

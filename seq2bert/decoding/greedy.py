@@ -22,11 +22,13 @@ def greedy_decode(
     eos_token_id: int,
     pad_token_id: int = 0,
     max_len: int = 100,
+    force_eos: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Decode a batch greedily.
 
     input_ids, attention_mask: (B, S) → (tokens (B, T) without [BOS], padded with pad_token_id after [EOS]
-    (which is kept), and the sum of log-probabilities of each hypothesis (B,)).
+    (which is kept), and the sum of log-probabilities of each hypothesis (B,)). ``force_eos``: a hypothesis
+    still open at ``max_len`` takes [EOS] as its last token (transformers' forced_eos_token_id).
     """
     B = input_ids.size(0)
     state = model.encode(input_ids, attention_mask)
@@ -34,9 +36,11 @@ def greedy_decode(
     finished = torch.zeros(B, dtype=torch.bool, device=input_ids.device)  # (B,)
     scores = torch.zeros(B, device=input_ids.device)  # (B,)
     out = []
-    for _ in range(max_len):
+    for t in range(max_len):
         logits, state = model.decode_step(tokens, state)  # (B, V)
         log_probs = logits.float().log_softmax(dim=-1)  # (B, V)
+        if force_eos and t == max_len - 1:
+            log_probs = force_token(log_probs, eos_token_id)
         best, tokens = log_probs.max(dim=-1)  # (B,), (B,)
         scores = scores + torch.where(finished, torch.zeros_like(best), best)
         tokens = tokens.masked_fill(finished, pad_token_id)
@@ -45,6 +49,13 @@ def greedy_decode(
         if bool(finished.all()):
             break
     return torch.stack(out, dim=1), scores  # (B, T), (B,)
+
+
+def force_token(log_probs: torch.Tensor, token: int) -> torch.Tensor:
+    """Every row may only continue with ``token``: the other log-probabilities become −∞. (N, V) → (N, V)."""
+    forced = torch.full_like(log_probs, float("-inf"))
+    forced[:, token] = log_probs[:, token]
+    return forced
 
 
 def strip_special(ids: list[int], *, eos_token_id: int, pad_token_id: int) -> list[int]:

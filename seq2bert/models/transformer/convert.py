@@ -166,8 +166,9 @@ def from_marian_state_dict(hf: dict[str, torch.Tensor], cfg: TransformerConfig, 
             raise CheckpointError(f"{source}: none of {', '.join(candidates)} in the checkpoint")
         out[ours] = take(found[0])
         left.difference_update(found)
-    if cfg.tie_word_embeddings:
-        left.discard("lm_head.weight")  # the same matrix as the target embedding
+    if cfg.tie_word_embeddings:  # the same matrix as the target embedding
+        left.discard("lm_head.weight")
+        out["output.weight"] = out["tgt_embed.tokens.weight"]
     out["output.bias"] = take("final_logits_bias").reshape(-1)
     for stack in ("encoder", "decoder"):  # the fixed sinusoids: checked, not loaded
         key = f"model.{stack}.embed_positions.weight"

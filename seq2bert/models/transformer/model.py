@@ -214,6 +214,36 @@ class Transformer(nn.Module):
             state.t,
         )
 
+    def generate(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        *,
+        num_beams: int = 1,
+        max_new_tokens: int = 64,
+        length_penalty: float = 1.0,
+        early_stopping: bool = False,
+        num_return_sequences: int = 1,
+    ) -> torch.Tensor:
+        """Token ids (B · R, 1 + L) as transformers' ``generate`` returns them; the search itself lives in
+        seq2bert/decoding (greedy.py, beam.py), this only fills in the model's special ids."""
+        from seq2bert.decoding.search import generate_sequences
+
+        c = self.config
+        return generate_sequences(
+            self,
+            input_ids,
+            attention_mask,
+            decoder_start_token_id=c.bos_token_id,
+            eos_token_id=c.eos_token_id,
+            pad_token_id=c.pad_token_id,
+            num_beams=num_beams,
+            max_new_tokens=max_new_tokens,
+            length_penalty=length_penalty,
+            early_stopping=early_stopping,
+            num_return_sequences=num_return_sequences,
+        )
+
     def forward(
         self,
         input_ids: torch.Tensor,
