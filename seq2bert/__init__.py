@@ -8,7 +8,8 @@ __version__ = "0.1.0"
 
 
 def from_pretrained(path: str | Path, device: str = "cpu"):
-    """Load a seq2bert checkpoint (or a run directory's best checkpoint) as a model in eval mode."""
+    """Load a seq2bert checkpoint (or a run directory's best checkpoint), or a Hugging Face MarianMT
+    directory (as our Transformer), as a model in eval mode."""
     from seq2bert.recipes.translation import load
 
     model, _, _ = load(path, device=device)

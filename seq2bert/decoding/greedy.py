@@ -52,9 +52,10 @@ def greedy_decode(
 
 
 def force_token(log_probs: torch.Tensor, token: int) -> torch.Tensor:
-    """Every row may only continue with ``token``: the other log-probabilities become −∞. (N, V) → (N, V)."""
+    """Every row must continue with ``token``: its log-probability becomes 0 (certain), the others −∞, as
+    transformers' ForcedEOSTokenLogitsProcessor does. (N, V) → (N, V)."""
     forced = torch.full_like(log_probs, float("-inf"))
-    forced[:, token] = log_probs[:, token]
+    forced[:, token] = 0.0
     return forced
 
 

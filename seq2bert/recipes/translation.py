@@ -400,7 +400,13 @@ def rescore_run(run_dir: str | Path) -> dict:
 
 # --- 4. using a checkpoint
 def load(checkpoint: str | Path, device: str = "cpu"):
-    """(model in eval mode, tokenizer, run config or None) from a checkpoint or run directory."""
+    """(model in eval mode, tokenizer, run config or None) from a checkpoint or run directory, or from a
+    Hugging Face MarianMT directory (our Transformer with its SentencePiece tokenizer; no run config)."""
+    from seq2bert.models.transformer.marian import is_marian_dir, load_marian
+
+    if is_marian_dir(checkpoint):
+        model, tok = load_marian(checkpoint, device)
+        return model, tok, None
     path = ckpt.resolve_checkpoint(checkpoint)
     model_cfg = model_config_from_dict(ckpt.read_json(path / "config.json"), source=path / "config.json")
     model = build_model(model_cfg)
@@ -450,6 +456,8 @@ def _loaded(checkpoint_or_model, tokenizer: Tokenizer | None):
 
 
 def _source_ids(tokenizer: Tokenizer, texts: list[str]) -> list[list[int]]:
+    if hasattr(tokenizer, "source_ids"):  # a checkpoint's own source convention (Marian: pieces + </s>)
+        return tokenizer.source_ids(texts)
     encodings = tokenizer.encode_batch(texts, add_special_tokens=False).encodings
     return [e.ids or [tokenizer.unk_token_id] for e in encodings]
 

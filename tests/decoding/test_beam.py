@@ -395,3 +395,31 @@ def test_invalid_arguments():
         search(model, num_beams=2, num_return_sequences=3)
     with pytest.raises(ValueError, match="length_penalty_form"):
         search(model, length_penalty_form="gnmt")
+
+
+def test_forced_eos_at_the_maximum_length_is_certain():
+    """force_eos (transformers' forced_eos_token_id): the last allowed token is [EOS] with log-probability
+    0, so a hypothesis that reached the limit ranks by its other tokens; without it the beam is cut bare."""
+    table = {(): dist(a=0.6, b=0.4), (A,): dist(a=0.9, eos=0.1), (B_,): dist(eos=0.5, c=0.5)}
+    model = table_model(table, default=dist(c=1.0))
+    cut = search(model, num_beams=2, max_len_b=2, length_penalty=0.0, num_return_sequences=2)
+    assert [h.tokens for h in cut.hypotheses[0]] == [[A, A], [B_, EOS]]
+    forced = search(
+        model, num_beams=2, max_len_b=2, length_penalty=0.0, num_return_sequences=2, force_eos=True
+    )
+    (h1, h2) = forced.hypotheses[0]
+    assert [h1.tokens, h2.tokens] == [
+        [A, EOS],
+        [B_, EOS],
+    ]  # a a is not allowed: the second token must be [EOS]
+    assert h1.log_prob == pytest.approx(math.log(0.6))  # the forced [EOS] costs nothing
+    assert h2.log_prob == pytest.approx(math.log(0.4))
+    forced3 = search(
+        model, num_beams=2, max_len_b=3, length_penalty=0.0, num_return_sequences=2, force_eos=True
+    )
+    assert forced3.hypotheses[0][0].tokens == [A, A, EOS]
+    assert forced3.hypotheses[0][0].log_prob == pytest.approx(math.log(0.6) + math.log(0.9))  # forced: + 0
+    tokens, scores = greedy_decode(
+        model, torch.tensor([[7]]), None, bos_token_id=BOS, eos_token_id=EOS, max_len=3, force_eos=True
+    )
+    assert tokens.tolist() == [[A, A, EOS]] and scores.item() == pytest.approx(math.log(0.6) + math.log(0.9))
