@@ -122,6 +122,16 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_variations(args: argparse.Namespace) -> int:
+    from seq2bert.recipes.variations import format_variations, run_variations
+
+    args.overrides = ["model.model_type=transformer", *args.overrides]
+    args.resume = False
+    cfg = load_run_config(args)
+    print(format_variations(run_variations(cfg, args.rows, args.out)))
+    return 0
+
+
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from seq2bert.data.parallel import read_parallel
     from seq2bert.recipes.translation import evaluate, load, load_pairs
@@ -323,6 +333,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="run directory")
     p.add_argument("--resume", action="store_true", help="continue from the last checkpoint in --out")
     p.set_defaults(func=cmd_train)
+
+    p = sub.add_parser(
+        "variations",
+        help="Transformer variations (Vaswani et al. Table 3, rows A and B): train each, print dev PPL / BLEU",
+        description="Train the base Transformer of the configuration and its variations — (A) heads 1/4/8/16 "
+        "at constant compute, (B) smaller d_k — with the same data and budget (train.max_minutes or "
+        "train.max_steps), and print a table shaped like Table 3. One run directory per row in --out; "
+        "run again to resume.",
+        epilog="example:\n  seq2bert variations --data ../shared/data/multi30k --rows A B --out runs/var "
+        "--set train.max_minutes=8",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_config_args(p)
+    p.add_argument("--rows", nargs="+", default=["A", "B"], help="rows of Table 3 to train (A, B)")
+    p.add_argument("--out", required=True, help="folder of the rows' run directories")
+    p.set_defaults(func=cmd_variations)
 
     p = sub.add_parser(
         "evaluate",

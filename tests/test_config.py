@@ -162,8 +162,8 @@ def test_switching_model_type_drops_the_previous_models_keys():
 
 
 def test_unknown_model_type_names_the_key_and_the_valid_types():
-    with pytest.raises(ConfigError, match=r"model\.model_type: expected one of .*got 'transformer'") as e:
-        C.build(TranslationConfig, overrides=["model.model_type=transformer"])
+    with pytest.raises(ConfigError, match=r"model\.model_type: expected one of .*got 'convs2s'") as e:
+        C.build(TranslationConfig, overrides=["model.model_type=convs2s"])
     for name in MODELS:
         assert repr(name) in str(e.value)
     with pytest.raises(ConfigError, match=r"model\.model_type"):
@@ -183,11 +183,12 @@ def test_a_key_of_another_model_is_an_error_for_this_one():
 
 def test_every_model_type_round_trips_through_to_dict_and_files(tmp_path):
     for model_type, (cfg_cls, _) in MODELS.items():
-        cfg = C.build(TranslationConfig, overrides=[f"model.model_type={model_type}", "model.hidden_size=48"])
+        size = "d_model" if model_type == "transformer" else "hidden_size"
+        cfg = C.build(TranslationConfig, overrides=[f"model.model_type={model_type}", f"model.{size}=48"])
         data = C.to_dict(cfg)
         assert data["model"]["model_type"] == model_type
         again = C.from_dict(TranslationConfig, data)
-        assert again == cfg and type(again.model) is cfg_cls and again.model.hidden_size == 48
+        assert again == cfg and type(again.model) is cfg_cls and getattr(again.model, size) == 48
         for name in ("run.yaml", "run.json"):
             C.save(cfg, tmp_path / name)
             assert C.load(TranslationConfig, tmp_path / name) == cfg

@@ -33,8 +33,6 @@ TINY = [
     "data.max_len=5",
     "data.num_symbols=8",
     "data.max_tokens=200",
-    "model.embedding_dim=16",
-    "model.hidden_size=24",
     "model.dropout=0.0",
     "train.lr=3e-3",
     "train.max_steps=12",
@@ -43,8 +41,16 @@ TINY = [
 ]
 
 
+SIZES = {
+    "transformer": ["model.d_model=16", "model.encoder_ffn_dim=24", "model.decoder_ffn_dim=24",
+                    "model.encoder_layers=1", "model.decoder_layers=1"],
+}  # fmt: skip
+RECURRENT_SIZE = ["model.embedding_dim=16", "model.hidden_size=24"]
+
+
 def tiny_config(model_type: str, *extra: str) -> TranslationConfig:
-    return C.build(TranslationConfig, overrides=[f"model.model_type={model_type}", *TINY, *extra])
+    size = SIZES.get(model_type, RECURRENT_SIZE)
+    return C.build(TranslationConfig, overrides=[f"model.model_type={model_type}", *TINY, *size, *extra])
 
 
 @pytest.mark.parametrize("model_type", list(MODELS))
