@@ -8,9 +8,14 @@ __version__ = "0.1.0"
 
 
 def from_pretrained(path: str | Path, device: str = "cpu"):
-    """Load a seq2bert checkpoint (or a run directory's best checkpoint), or a Hugging Face MarianMT
-    directory (as our Transformer), as a model in eval mode."""
+    """Load a seq2bert checkpoint (or a run directory's best checkpoint), or a Hugging Face directory — a
+    MarianMT model (as our Transformer) or a BERT (BertModel, BertForPreTraining or BertForMaskedLM, as its
+    config.json names) — as a model in eval mode."""
+    from seq2bert.models.bert.pretrained import is_bert_dir, load_bert
     from seq2bert.recipes.translation import load
+
+    if is_bert_dir(path):
+        return load_bert(path, device=device)[0]
 
     model, _, _ = load(path, device=device)
     return model
@@ -33,3 +38,19 @@ def translate(
 
     decoding = Decoding(num_beams, length_penalty, max_len_a, max_len_b)
     return _translate(model, list(texts), decoding=decoding, batch_size=batch_size)
+
+
+def embed(
+    texts: list[str], model, *, normalize: bool = False, batch_size: int = 32, max_length: int | None = None
+):
+    """Mean-pooled sentence embeddings (n, hidden) of a BERT directory (see seq2bert/pipelines.py)."""
+    from seq2bert.pipelines import embed as _embed
+
+    return _embed(texts, model, normalize=normalize, batch_size=batch_size, max_length=max_length)
+
+
+def fill_mask(text: str, model, *, top_k: int = 5):
+    """The top-k tokens (with scores) for the [MASK] of ``text`` by a BERT directory with an MLM head."""
+    from seq2bert.pipelines import fill_mask as _fill_mask
+
+    return _fill_mask(text, model, top_k=top_k)

@@ -16,10 +16,11 @@ from typing import Any
 import torch
 
 from seq2bert.errors import CheckpointError
+from seq2bert.models.keymap import KeyMap, Loader, linear, save
 from seq2bert.models.transformer.config import TransformerConfig
 from seq2bert.nn.embeddings import sinusoidal_table
 
-# our sub-key within a layer → the Marian sub-keys it is made of (several: concatenated along rows)
+# our sub-module within a layer → the Marian sub-modules it is made of (several: concatenated, keymap.py)
 ENCODER_LAYER = {
     "self_attn.qkv": ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"),
     "self_attn.out": ("self_attn.out_proj",),
@@ -126,71 +127,48 @@ def _single(value: Any, name: str, source: str) -> int:
     return int(value)
 
 
-def _layer_keys(cfg: TransformerConfig):
-    """(our prefix, Marian prefix, sub-key map) for every layer."""
-    for i in range(cfg.encoder_layers):
-        yield f"encoder.{i}.", f"model.encoder.layers.{i}.", ENCODER_LAYER
-    for i in range(cfg.decoder_layers):
-        yield f"decoder.{i}.", f"model.decoder.layers.{i}.", DECODER_LAYER
-
-
-def _embedding_keys(cfg: TransformerConfig) -> dict[str, tuple[str, ...]]:
-    """Our embedding / output keys → the Marian keys that hold the same matrix (any one will do on load)."""
-    src = ("model.encoder.embed_tokens.weight",) + (("model.shared.weight",) if cfg.share_embeddings else ())
-    tgt = ("model.decoder.embed_tokens.weight",) + (("model.shared.weight",) if cfg.share_embeddings else ())
-    keys = {"src_embed.tokens.weight": src, "tgt_embed.tokens.weight": tgt}
-    if not cfg.tie_word_embeddings:
-        keys["output.weight"] = ("lm_head.weight",)
-    return keys
+def layer_keymap(cfg: TransformerConfig) -> KeyMap:
+    """The key map of every encoder and decoder layer."""
+    out: KeyMap = []
+    for stack, n, table in (
+        ("encoder", cfg.encoder_layers, ENCODER_LAYER),
+        ("decoder", cfg.decoder_layers, DECODER_LAYER),
+    ):
+        for i in range(n):
+            for sub, parts in table.items():
+                out += linear(f"{stack}.{i}.{sub}", *(f"model.{stack}.layers.{i}.{p}" for p in parts))
+    return out
 
 
 def from_marian_state_dict(hf: dict[str, torch.Tensor], cfg: TransformerConfig, source: str = "") -> dict:
     """Our state dict from a MarianMTModel state dict; every Marian key must be used (or be a copy of a
     used matrix: tied embeddings, the fixed sinusoids), else CheckpointError names the leftovers."""
-    left = set(hf)
-    out: dict[str, torch.Tensor] = {}
-
-    def take(key: str) -> torch.Tensor:
-        if key not in hf:
-            raise CheckpointError(f"{source}: no {key} in the checkpoint")
-        left.discard(key)
-        return hf[key]
-
-    for ours, theirs, table in _layer_keys(cfg):
-        for sub, parts in table.items():
-            for leaf in ("weight", "bias"):
-                out[f"{ours}{sub}.{leaf}"] = torch.cat([take(f"{theirs}{p}.{leaf}") for p in parts])
-    for ours, candidates in _embedding_keys(cfg).items():
-        found = [k for k in candidates if k in hf]
-        if not found:
-            raise CheckpointError(f"{source}: none of {', '.join(candidates)} in the checkpoint")
-        out[ours] = take(found[0])
-        left.difference_update(found)
+    taken = Loader(hf, source or "checkpoint")
+    out = taken.load(layer_keymap(cfg))
+    shared = ("model.shared.weight",) if cfg.share_embeddings else ()
+    out["src_embed.tokens.weight"] = taken.first("model.encoder.embed_tokens.weight", *shared)
+    out["tgt_embed.tokens.weight"] = taken.first("model.decoder.embed_tokens.weight", *shared)
     if cfg.tie_word_embeddings:  # the same matrix as the target embedding
-        left.discard("lm_head.weight")
+        taken.ignore("lm_head.weight")
         out["output.weight"] = out["tgt_embed.tokens.weight"]
-    out["output.bias"] = take("final_logits_bias").reshape(-1)
+    else:
+        out["output.weight"] = taken.take("lm_head.weight")
+    out["output.bias"] = taken.take("final_logits_bias").reshape(-1)
     for stack in ("encoder", "decoder"):  # the fixed sinusoids: checked, not loaded
         key = f"model.{stack}.embed_positions.weight"
         if key in hf:
             table = sinusoidal_table(hf[key].size(0), cfg.d_model, interleaved=False)
             if not torch.allclose(hf[key].float(), table, atol=1e-4):
                 raise CheckpointError(f"{source}: {key} is not Marian's sinusoidal table")
-            left.discard(key)
-    if left:
-        raise CheckpointError(f"{source}: keys not used by the conversion: {', '.join(sorted(left))}")
+            taken.ignore(key)
+    taken.check_all_used()
     return out
 
 
 def to_marian_state_dict(ours: dict[str, torch.Tensor], cfg: TransformerConfig) -> dict[str, torch.Tensor]:
-    """The MarianMTModel state dict of our weights (contiguous tensors, each stored once where tied)."""
+    """The MarianMTModel state dict of our weights (tied matrices under each of their names)."""
     check_marian_compatible(cfg)
-    out: dict[str, torch.Tensor] = {}
-    for prefix, theirs, table in _layer_keys(cfg):
-        for sub, parts in table.items():
-            for leaf in ("weight", "bias"):
-                for part, block in zip(parts, ours[f"{prefix}{sub}.{leaf}"].chunk(len(parts)), strict=True):
-                    out[f"{theirs}{part}.{leaf}"] = block.contiguous()
+    out = save(ours, layer_keymap(cfg))
     if cfg.share_embeddings:
         out["model.shared.weight"] = ours["src_embed.tokens.weight"]
     out["model.encoder.embed_tokens.weight"] = ours["src_embed.tokens.weight"]

