@@ -132,6 +132,31 @@ def cmd_variations(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_pretrain(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from seq2bert import config as config_io
+    from seq2bert.recipes.pretrain import PretrainConfig, pretrain
+    from seq2bert.report import format_table
+    from seq2bert.training.checkpoint import latest_checkpoint, read_json
+
+    base = None
+    if (
+        args.resume
+        and (last := latest_checkpoint(Path(args.out))) is not None
+        and (last / "run.json").is_file()
+    ):
+        base = config_io.from_dict(PretrainConfig, read_json(last / "run.json"))
+    cfg = config_io.build(PretrainConfig, base=base, file=args.config, overrides=args.overrides)
+    if args.files:
+        cfg = replace(cfg, data=replace(cfg.data, files=[str(Path(f).resolve()) for f in args.files]))
+    if not cfg.data.files:
+        raise UserError("pretrain: give text files or folders (or data.files in --config)")
+    row = pretrain(cfg, args.out, resume=args.resume)
+    print(format_table([row]))
+    return 0
+
+
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from seq2bert.data.parallel import read_parallel
     from seq2bert.recipes.translation import evaluate, load, load_pairs
@@ -333,6 +358,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="run directory")
     p.add_argument("--resume", action="store_true", help="continue from the last checkpoint in --out")
     p.set_defaults(func=cmd_train)
+
+    p = sub.add_parser(
+        "pretrain",
+        help="pretrain BERT (masked LM + next sentence) on raw text files",
+        description="Pretrain BertForPreTraining from raw text (Devlin et al. 2018): the text is tokenized once "
+        "into memory-mapped shards in --out/corpus, instances and masks follow the original recipe "
+        "(data.* keys), checkpoints are Hugging Face BERT directories, --resume continues a killed run.",
+        epilog="examples:\n  seq2bert pretrain ../shared/data/corpus --out runs/bert-mini --set train.max_minutes=55\n"
+        "  seq2bert pretrain books/ --out runs/b --set model.num_hidden_layers=2 --set data.masking=dynamic",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("files", nargs="*", help="text files, or folders of *.txt files")
+    p.add_argument("--config", metavar="FILE", help="a YAML or JSON pretraining configuration")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override one config key, e.g. --set model.num_hidden_layers=4 (repeatable)")  # fmt: skip
+    p.add_argument("--out", required=True, help="run directory")
+    p.add_argument("--resume", action="store_true", help="continue from the last checkpoint in --out")
+    p.set_defaults(func=cmd_pretrain)
 
     p = sub.add_parser(
         "variations",

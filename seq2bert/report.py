@@ -16,6 +16,9 @@ COLUMNS = [
     ("test_bleu_lowercase", "test BLEU (lc)"),
     ("test_bleu_beam5", "test BLEU beam 5"),
     ("test_bleu_lowercase_beam5", "test BLEU (lc) beam 5"),
+    ("valid_mlm_loss", "valid MLM loss"),
+    ("valid_mlm_accuracy", "valid MLM acc %"),
+    ("valid_nsp_accuracy", "valid NSP acc %"),
 ]
 
 

@@ -43,9 +43,10 @@ def write_dir_atomically(target: Path, write: Callable[[Path], None]) -> None:
     tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.tmp-"))
     try:
         write(tmp)
-        for f in tmp.iterdir():  # make the files durable before the rename makes them visible
-            with open(f, "rb") as fh:
-                os.fsync(fh.fileno())
+        for f in tmp.rglob("*"):  # make the files durable before the rename makes them visible
+            if f.is_file():
+                with open(f, "rb") as fh:
+                    os.fsync(fh.fileno())
         old = None
         if target.exists():
             old = target.parent / f".{target.name}.old-{os.getpid()}"

@@ -130,7 +130,9 @@ class Trainer:
     """Runs the loop above for ``model`` on ``plan`` batches built by ``collate``.
 
     evaluate(model) -> dict of metrics (on the unwrapped model, in eval mode, rank 0 only).
-    write_extra(dir) writes the model config, tokenizer and run config into each checkpoint directory.
+    write_extra(dir) writes the model config, tokenizer and run config into each checkpoint directory;
+    save_model / load_model write and read the weights (default: our model.safetensors; BERT writes the
+    Hugging Face layout).
     """
 
     def __init__(
@@ -148,8 +150,11 @@ class Trainer:
         device: torch.device | None = None,
         dist: DistInfo | None = None,
         progress_bar: bool = True,
+        save_model: Callable[[nn.Module, Path], None] = ckpt.save_weights,
+        load_model: Callable[[nn.Module, Path], None] = ckpt.load_weights,
     ):
         self.cfg = cfg
+        self.save_model, self.load_model = save_model, load_model  # the checkpoint's weight format
         self.dist = dist or DistInfo()
         self.device = device or torch.device("cpu")
         self.model = model.to(self.device)
@@ -181,7 +186,7 @@ class Trainer:
             state = vars(self.progress).copy()
 
             def write(tmp: Path) -> None:
-                ckpt.save_weights(self.model, tmp)
+                self.save_model(self.model, tmp)
                 ckpt.save_trainer_state(
                     tmp, progress=state, optimizer=self.optimizer, scheduler=self.scheduler, rngs=rngs
                 )
@@ -197,7 +202,7 @@ class Trainer:
         if self.dist.is_main:
 
             def write(tmp: Path) -> None:
-                ckpt.save_weights(self.model, tmp)
+                self.save_model(self.model, tmp)
                 ckpt.write_progress(tmp, vars(self.progress))
                 if self.write_extra is not None:
                     self.write_extra(tmp)
@@ -205,7 +210,7 @@ class Trainer:
             ckpt.write_dir_atomically(self.out_dir / "best", write)
 
     def restore(self, path: Path) -> None:
-        ckpt.load_weights(self.model, path)
+        self.load_model(self.model, path)
         state = ckpt.load_trainer_state(path)
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])

@@ -1,0 +1,446 @@
+"""BERT pretraining data, faithful to the original recipe (google-research/bert create_pretraining_data.py),
+at any corpus size.
+
+1. ``prepare_corpus``: raw text files → documents (a file each, or separated by blank lines) → sentences
+   → WordPiece ids, written once, with a progress bar, into shards of memory-mapped arrays:
+
+       shard-00000/tokens.bin      uint16 (or uint32) token ids of every sentence, back to back
+       shard-00000/sentences.bin   int64 offsets into tokens: sentence s is tokens[sentences[s]:sentences[s+1]]
+       shard-00000/documents.bin   int64 offsets into sentences: document d is sentences[documents[d]:…[d+1]]
+       corpus.json                 counts, dtype, shards, what was skipped
+
+   Files are streamed line by line and the offsets written as they come, so memory stays flat whatever
+   the corpus size. Binary files, undecodable lines and empty documents are errors that name the file and
+   line, or, with ``skip_bad``, counted skips.
+
+2. ``instance_table``: the NSP instances of one pass over the corpus, as rows of sentence indices (Devlin
+   et al. Sect. 3.1, Task #2, and the released code's create_instances_from_document): sentences are
+   gathered up to a target length (max_seq_length − 3; with probability short_seq_prob a random shorter
+   one), cut at a random sentence boundary into A and B; half the time B is replaced by a span of a random
+   other document (IsNext = 0, NotNext = 1) and the unused sentences go back to the pool.
+
+3. ``PretrainingData.collate``: [CLS] A [SEP] B [SEP], the pair truncated at random ends to fit, then the
+   masked-LM positions (Task #1): 15 % of the tokens (at most max_predictions_per_seq), of which 80 %
+   become [MASK], 10 % a random token and 10 % stay; whole words with ``whole_word_masking``. Masks are
+   drawn from a generator seeded by (seed, pass, instance), so a run resumes exactly. ``masking="static"``
+   repeats dupe_factor different maskings of the corpus (the original's dupe_factor, without storing the
+   copies); ``"dynamic"`` draws a new one every epoch (Liu et al. 2019, RoBERTa).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from seq2bert.config import atomic_write_text
+from seq2bert.errors import DataError
+from seq2bert.objectives.cross_entropy import IGNORE_INDEX
+from seq2bert.training import checkpoint as ckpt
+
+log = logging.getLogger(__name__)
+
+# a sentence ends at . ! ? (and closing quotes / brackets) followed by space and a capital, digit or quote
+SENTENCE_END = re.compile(r"(?:(?<=[.!?])|(?<=[.!?][\"'”’)\]]))\s+(?=[\"'“‘(\[]?[A-Z0-9])")
+MAX_PARAGRAPH_CHARS = 1_000_000  # a paragraph without blank lines is cut into pieces of this size
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of a paragraph (a rule-based splitter for English: good enough to cut NSP segments)."""
+    return [s.strip() for s in SENTENCE_END.split(" ".join(text.split())) if s.strip()]
+
+
+@dataclass
+class Skipped:
+    binary_files: int = 0
+    bad_lines: int = 0
+    empty_documents: int = 0
+
+
+def iter_paragraphs(path: Path, documents: str, skip_bad: bool, skipped: Skipped) -> Iterator[str | None]:
+    """The paragraphs of one file in order, None at each document boundary: every blank line
+    (``documents="blank_line"``) or only the end of the file (``"file"``). Streams line by line."""
+    with open(path, "rb") as f:
+        if b"\x00" in f.read(8192):
+            if not skip_bad:
+                raise DataError(f"{path}: a binary file (NUL bytes), not text")
+            skipped.binary_files += 1
+            return
+        f.seek(0)
+        para: list[str] = []
+        size, in_document = 0, False
+        for number, raw in enumerate(f, 1):
+            try:
+                line = raw.decode("utf-8").strip()
+            except UnicodeDecodeError as e:
+                if not skip_bad:
+                    raise DataError(
+                        f"{path}:{number}: not valid UTF-8 ({e.reason} at byte {e.start})"
+                    ) from None
+                skipped.bad_lines += 1
+                continue
+            if line:
+                para.append(line)
+                size += len(line)
+                if size < MAX_PARAGRAPH_CHARS:
+                    continue
+            if para:
+                yield " ".join(para)
+                para, size, in_document = [], 0, True
+            if not line and documents == "blank_line" and in_document:  # several blank lines: one boundary
+                yield None
+                in_document = False
+        if para:
+            yield " ".join(para)
+            in_document = True
+        if in_document:
+            yield None
+
+
+class ShardWriter:
+    """Appends sentences to the current document of the current shard; a new shard starts at the first
+    document boundary after ``shard_tokens`` tokens (a document never straddles two shards)."""
+
+    def __init__(self, root: Path, dtype: np.dtype, shard_tokens: int):
+        self.root, self.dtype, self.shard_tokens = root, dtype, shard_tokens
+        self.shards: list[dict] = []
+        self.files: dict = {}
+        self.open_sentences = 0  # sentences of the document being written
+        self._open()
+
+    def _open(self) -> None:
+        directory = self.root / f"shard-{len(self.shards):05d}"
+        directory.mkdir(parents=True)
+        self.files = {
+            name: open(directory / f"{name}.bin", "wb") for name in ("tokens", "sentences", "documents")
+        }
+        self.files["sentences"].write(np.zeros(1, np.int64).tobytes())
+        self.files["documents"].write(np.zeros(1, np.int64).tobytes())
+        self.shards.append({"name": directory.name, "tokens": 0, "sentences": 0, "documents": 0})
+
+    def add_sentences(self, sentences: list[list[int]]) -> None:
+        if not sentences:
+            return
+        shard = self.shards[-1]
+        ends = shard["tokens"] + np.cumsum(np.fromiter((len(x) for x in sentences), np.int64, len(sentences)))
+        self.files["tokens"].write(np.fromiter((t for x in sentences for t in x), self.dtype).tobytes())
+        self.files["sentences"].write(ends.tobytes())
+        shard["tokens"] = int(ends[-1])
+        shard["sentences"] += len(sentences)
+        self.open_sentences += len(sentences)
+
+    def end_document(self) -> bool:
+        """Close the current document; False (nothing written) when it had no sentence."""
+        if not self.open_sentences:
+            return False
+        shard = self.shards[-1]
+        shard["documents"] += 1
+        self.files["documents"].write(np.array([shard["sentences"]], np.int64).tobytes())
+        self.open_sentences = 0
+        if shard["tokens"] >= self.shard_tokens:
+            self._close()
+            self._open()
+        return True
+
+    def _close(self) -> None:
+        for f in self.files.values():
+            f.close()
+
+    def close(self) -> list[dict]:
+        self._close()
+        return self.shards
+
+
+def prepare_corpus(
+    files: list[str | Path],
+    tokenizer,
+    out_dir: str | Path,
+    *,
+    documents: str = "blank_line",
+    shard_tokens: int = 50_000_000,
+    skip_bad: bool = False,
+    progress: bool = True,
+) -> dict:
+    """Tokenize ``files`` once into ``out_dir`` (see the module docstring); returns corpus.json's content.
+    Written into a temporary folder renamed at the end: an interrupted preparation leaves nothing half-made."""
+    if documents not in ("blank_line", "file"):
+        raise DataError(f"documents: expected blank_line or file, got {documents!r}")
+    paths = [Path(f) for f in files]
+    for p in paths:
+        if not p.is_file():
+            raise DataError(f"{p}: no such file")
+    dtype = np.dtype(np.uint16 if tokenizer.vocab_size <= 65536 else np.uint32)
+    skipped = Skipped()
+    out_dir = Path(out_dir)
+
+    def write(tmp: Path) -> None:
+        writer = ShardWriter(tmp, dtype, shard_tokens)
+        bar = tqdm(total=sum(p.stat().st_size for p in paths), unit="B", unit_scale=True, desc="tokenizing",
+                   disable=not progress, mininterval=1.0)  # fmt: skip
+        pending: list[str | None] = []  # sentences and document boundaries, tokenized in batches
+
+        def flush() -> None:
+            texts = [x for x in pending if x is not None]
+            ids = iter(e.ids for e in tokenizer.encode_batch(texts, add_special_tokens=False).encodings)
+            for item in pending:
+                if item is None:
+                    if not writer.end_document():
+                        skipped.empty_documents += 1
+                else:
+                    writer.add_sentences([t] if (t := next(ids)) else [])
+            pending.clear()
+
+        for path in paths:
+            for para in iter_paragraphs(path, documents, skip_bad, skipped):
+                pending.extend([None] if para is None else split_sentences(para))
+                if len(pending) >= 2048:
+                    flush()
+            flush()
+            bar.update(path.stat().st_size)
+        bar.close()
+        shards = [s for s in writer.close() if s["documents"]]
+        if not shards:
+            raise DataError(f"{', '.join(map(str, paths))}: no text to pretrain on")
+        info = {
+            "dtype": dtype.name,
+            "vocab_size": tokenizer.vocab_size,
+            "documents_mode": documents,
+            "shards": shards,
+            "tokens": sum(s["tokens"] for s in shards),
+            "sentences": sum(s["sentences"] for s in shards),
+            "documents": sum(s["documents"] for s in shards),
+            "skipped": vars(skipped),
+            "files": [str(p) for p in paths],
+        }
+        atomic_write_text(tmp / "corpus.json", json.dumps(info, indent=2) + "\n")
+
+    ckpt.write_dir_atomically(out_dir, write)
+    info = json.loads((out_dir / "corpus.json").read_text())
+    if any(info["skipped"].values()):
+        log.warning("skipped while preparing %s: %s", out_dir, info["skipped"])
+    return info
+
+
+class Corpus:
+    """A prepared corpus, memory-mapped: documents of sentences of token ids, across shards."""
+
+    def __init__(self, directory: str | Path):
+        self.directory = Path(directory)
+        path = self.directory / "corpus.json"
+        if not path.is_file():
+            raise DataError(f"{self.directory}: not a prepared corpus (no corpus.json)")
+        self.info = json.loads(path.read_text())
+        dtype = np.dtype(self.info["dtype"])
+        self.tokens, self.sentences, doc_starts = [], [], []
+        for shard in self.info["shards"]:
+            d = self.directory / shard["name"]
+            self.tokens.append(np.memmap(d / "tokens.bin", dtype=dtype, mode="r"))
+            self.sentences.append(np.memmap(d / "sentences.bin", dtype=np.int64, mode="r"))
+            doc_starts.append(np.fromfile(d / "documents.bin", dtype=np.int64))
+        # global sentence numbering: shard k's sentences follow shard k−1's
+        self.sentence_base = np.cumsum([0] + [s["sentences"] for s in self.info["shards"]])
+        self.doc_sentences = np.concatenate(
+            [starts[:-1] + base for starts, base in zip(doc_starts, self.sentence_base[:-1], strict=True)]
+        )
+        self.doc_sentences = np.append(
+            self.doc_sentences, self.sentence_base[-1]
+        )  # (D + 1,) first sentence of each
+        self.lengths = np.concatenate(
+            [np.diff(np.asarray(s)).astype(np.int32) for s in self.sentences]
+        )  # (S,)
+
+    @property
+    def num_documents(self) -> int:
+        return len(self.doc_sentences) - 1
+
+    def sentence(self, s: int) -> np.ndarray:
+        shard = int(np.searchsorted(self.sentence_base, s, side="right") - 1)
+        local = s - self.sentence_base[shard]
+        offsets = self.sentences[shard]
+        return np.asarray(self.tokens[shard][offsets[local] : offsets[local + 1]], dtype=np.int64)
+
+    def span(self, start: int, end: int) -> list[int]:
+        """The tokens of sentences start … end − 1 (global numbers), concatenated."""
+        return [t for s in range(start, end) for t in self.sentence(s).tolist()]
+
+
+def instance_table(
+    corpus: Corpus, documents: np.ndarray, *, max_seq_length: int, short_seq_prob: float, seed: int
+) -> np.ndarray:
+    """NSP instances over ``documents`` (ids), one row each: [a_start, a_end, b_start, b_end, not_next] in
+    global sentence numbers (ends exclusive). Random B segments come from other documents of the same set."""
+    rng = np.random.default_rng(seed)
+    max_tokens = max_seq_length - 3  # [CLS], [SEP], [SEP]
+    rows = []
+    starts, lengths = corpus.doc_sentences, corpus.lengths
+    for d in documents:
+        first, last = int(starts[d]), int(starts[d + 1])
+        target = max_tokens
+        if rng.random() < short_seq_prob:  # "to minimize the mismatch between pre-training and fine-tuning"
+            target = int(rng.integers(2, max_tokens + 1))
+        chunk_start, length, i = first, 0, first
+        while i < last:
+            length += int(lengths[i])
+            if i == last - 1 or length >= target:
+                n = i + 1 - chunk_start  # sentences in the chunk
+                a_end = chunk_start + (int(rng.integers(1, n)) if n >= 2 else 1)
+                if (n == 1 or rng.random() < 0.5) and len(documents) > 1:  # B from another document
+                    other = d
+                    for _ in range(10):
+                        other = int(documents[rng.integers(len(documents))])
+                        if other != d:
+                            break
+                    o_first, o_last = int(starts[other]), int(starts[other + 1])
+                    b_start = int(rng.integers(o_first, o_last))
+                    need = target - int(lengths[chunk_start:a_end].sum())
+                    b_end, got = b_start + 1, int(lengths[b_start])  # at least one sentence, as the original
+                    while b_end < o_last and got < need:
+                        got += int(lengths[b_end])
+                        b_end += 1
+                    rows.append((chunk_start, a_end, b_start, b_end, 1))
+                    i = a_end - 1  # the unused sentences of the chunk go back to the pool
+                elif n >= 2:
+                    rows.append((chunk_start, a_end, a_end, i + 1, 0))
+                chunk_start, length = i + 1, 0
+            i += 1
+    return np.array(rows, dtype=np.int64).reshape(-1, 5)
+
+
+@dataclass
+class MaskingConfig:
+    max_seq_length: int = 128
+    masked_lm_prob: float = 0.15
+    max_predictions_per_seq: int = 20
+    whole_word_masking: bool = False
+    cls_token_id: int = 101
+    sep_token_id: int = 102
+    mask_token_id: int = 103
+    pad_token_id: int = 0
+    vocab_size: int = 30522
+    continuation: tuple[int, ...] = ()  # ids of "##" WordPieces (whole-word masking)
+
+
+def truncate_pair(a: list[int], b: list[int], max_tokens: int, rng: np.random.Generator) -> None:
+    """The released code's truncate_seq_pair: drop tokens from the longer side, at a random end, in place."""
+    while len(a) + len(b) > max_tokens:
+        longer = a if len(a) > len(b) else b
+        if rng.random() < 0.5:
+            del longer[0]
+        else:
+            longer.pop()
+
+
+def mask_tokens(tokens: list[int], special: np.ndarray, cfg: MaskingConfig, rng: np.random.Generator,
+                is_continuation=None) -> tuple[list[int], list[int]]:  # fmt: skip
+    """Task #1: choose 15 % of the non-special positions (rounded, at least 1, at most
+    max_predictions_per_seq); 80 % [MASK], 10 % random token, 10 % unchanged. Returns (inputs, labels)
+    with labels = the original token at chosen positions, IGNORE_INDEX elsewhere."""
+    candidates: list[list[int]] = []  # groups of positions masked together (whole words with WWM)
+    after_special = True
+    for i, special_i in enumerate(special):
+        if special_i:
+            after_special = True  # a word never continues across [SEP] (truncation may cut its head off)
+            continue
+        if cfg.whole_word_masking and not after_special and is_continuation and is_continuation(tokens[i]):
+            candidates[-1].append(i)
+        else:
+            candidates.append([i])
+        after_special = False
+    rng.shuffle(candidates)
+    n_predict = min(
+        cfg.max_predictions_per_seq, max(1, round(sum(len(c) for c in candidates) * cfg.masked_lm_prob))
+    )
+    inputs, labels = list(tokens), [IGNORE_INDEX] * len(tokens)
+    chosen = 0
+    for group in candidates:
+        if chosen >= n_predict:
+            break
+        if chosen + len(group) > n_predict:  # a whole word that would overshoot is skipped, as the original
+            continue
+        for i in group:
+            r = rng.random()
+            if r < 0.8:
+                inputs[i] = cfg.mask_token_id
+            elif r < 0.9:
+                inputs[i] = int(rng.integers(cfg.vocab_size))
+            labels[i] = tokens[i]
+        chosen += len(group)
+    return inputs, labels
+
+
+class PretrainingData:
+    """Batches of pretraining instances for the engine: ``batches(epoch)`` (index lists, deterministic per
+    epoch) and ``collate(indices)`` (tensors for BertForPreTraining)."""
+
+    def __init__(self, corpus: Corpus, documents: np.ndarray, cfg: MaskingConfig, *, batch_size: int,
+                 short_seq_prob: float = 0.1, masking: str = "static", dupe_factor: int = 10, seed: int = 0,
+                 shuffle: bool = True, rank: int = 0, world: int = 1):  # fmt: skip
+        if masking not in ("static", "dynamic"):
+            raise DataError(f"masking: expected static or dynamic, got {masking!r}")
+        self.corpus, self.documents, self.cfg = corpus, np.asarray(documents), cfg
+        self.batch_size, self.short_seq_prob = batch_size, short_seq_prob
+        self.masking, self.dupe_factor, self.seed = masking, dupe_factor, seed
+        self.shuffle, self.rank, self.world = shuffle, rank, world
+        self._tables: dict[int, np.ndarray] = {}
+        self.pass_of_batch: dict[int, int] = {}
+        is_cont = set(cfg.continuation)
+        self.is_continuation = is_cont.__contains__
+
+    def pass_index(self, epoch: int) -> int:
+        """Which masking of the corpus an epoch sees: one of dupe_factor (static) or a new one (dynamic)."""
+        return epoch % self.dupe_factor if self.masking == "static" else epoch
+
+    def table(self, epoch: int) -> np.ndarray:
+        key = self.pass_index(epoch)
+        if key not in self._tables:
+            self._tables = {key: instance_table(self.corpus, self.documents, max_seq_length=self.cfg.max_seq_length,
+                                                short_seq_prob=self.short_seq_prob, seed=self.seed * 1000 + key)}  # fmt: skip
+        return self._tables[key]
+
+    def batches(self, epoch: int) -> list[list[int]]:
+        """Instance indices of the epoch, shuffled, in batches; index = pass · 2⁴⁰ + row (collate decodes)."""
+        n = len(self.table(epoch))
+        order = np.random.default_rng((self.seed, epoch)).permutation(n) if self.shuffle else np.arange(n)
+        key = self.pass_index(epoch) << 40
+        out = [[key + int(i) for i in order[b : b + self.batch_size]] for b in range(0, n, self.batch_size)]
+        return out[self.rank :: self.world]
+
+    def instance(self, index: int) -> tuple[list[int], list[int], list[int], int]:
+        """(input ids, token type ids, labels, next_sentence_label) of one instance."""
+        key, row = index >> 40, index & ((1 << 40) - 1)
+        table = self.table(key)  # pass_index(key) == key: it came from batches()
+        a_start, a_end, b_start, b_end, not_next = (int(x) for x in table[row])
+        rng = np.random.default_rng((self.seed, key, row))
+        a, b = self.corpus.span(a_start, a_end), self.corpus.span(b_start, b_end)
+        truncate_pair(a, b, self.cfg.max_seq_length - 3, rng)
+        c = self.cfg
+        tokens = [c.cls_token_id, *a, c.sep_token_id, *b, c.sep_token_id]
+        types = [0] * (len(a) + 2) + [1] * (len(b) + 1)
+        special = np.zeros(len(tokens), bool)
+        special[[0, len(a) + 1, len(tokens) - 1]] = True
+        inputs, labels = mask_tokens(tokens, special, c, rng, self.is_continuation)
+        return inputs, types, labels, not_next
+
+    def collate(self, indices: list[int]) -> dict[str, torch.Tensor]:
+        rows = [self.instance(i) for i in indices]
+        T = max(len(r[0]) for r in rows)
+        pad = self.cfg.pad_token_id
+
+        def padded(k: int, value: int) -> torch.Tensor:
+            return torch.tensor([r[k] + [value] * (T - len(r[k])) for r in rows], dtype=torch.long)
+
+        ids = padded(0, pad)
+        return {
+            "input_ids": ids,  # (B, T)
+            "token_type_ids": padded(1, 0),
+            "attention_mask": torch.tensor([[1] * len(r[0]) + [0] * (T - len(r[0])) for r in rows]),
+            "labels": padded(2, IGNORE_INDEX),
+            "next_sentence_label": torch.tensor([r[3] for r in rows]),  # (B,)
+        }

@@ -1,0 +1,267 @@
+"""Recipe: pretrain BERT from raw text with masked LM + next-sentence prediction (Devlin et al. 2018).
+
+Read top to bottom:
+1. the tokenizer: a given vocab.txt / tokenizer.json, or an uncased WordPiece vocabulary trained on the text;
+2. the corpus: tokenized once into memory-mapped shards (seq2bert/data/pretraining.py), reused on resume;
+3. documents split into training and held-out ones; NSP instances and masks drawn per epoch;
+4. the engine trains BertForPreTraining on loss = MLM + NSP (the MLM head only at masked positions), and
+   evaluates MLM loss / accuracy and NSP accuracy on the held-out instances;
+5. every checkpoint is a Hugging Face BERT directory (config.json, model.safetensors, tokenizer.json) plus
+   the trainer state, so ``transformers.BertForPreTraining.from_pretrained(run/best)`` reads it and
+   ``seq2bert pretrain … --resume`` continues a killed run exactly.
+
+    seq2bert pretrain ../shared/data/corpus --out runs/bert-mini --set train.max_minutes=55
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import torch
+from safetensors.torch import save_file
+
+from seq2bert import config as config_io
+from seq2bert.data.pretraining import Corpus, MaskingConfig, PretrainingData, prepare_corpus
+from seq2bert.data.tokenization import Tokenizer
+from seq2bert.errors import ConfigError, DataError
+from seq2bert.models.bert.config import BertConfig, bert_mini
+from seq2bert.models.bert.convert import config_to_hf, from_hf_state_dict, to_hf_state_dict
+from seq2bert.models.bert.model import BertForPreTraining
+from seq2bert.models.hf import read_weights
+from seq2bert.objectives.cross_entropy import IGNORE_INDEX
+from seq2bert.recipes.translation import count_parameters, seed_everything
+from seq2bert.training import checkpoint as ckpt
+from seq2bert.training.config import TrainConfig
+from seq2bert.training.distributed import cleanup, setup
+from seq2bert.training.trainer import Trainer
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class PretrainDataConfig:
+    """Where the text comes from and how instances are made (defaults: the original recipe at 128)."""
+
+    files: list[str] = field(default_factory=list)  # text files or folders of them (*.txt, recursively)
+    tokenizer: str = ""  # a vocab.txt, tokenizer.json or folder; empty: train a WordPiece vocabulary
+    vocab_size: int = 30522
+    lowercase: bool = True
+    documents: Literal["blank_line", "file"] = "blank_line"
+    skip_bad: bool = False
+    shard_tokens: int = 50_000_000
+    max_seq_length: int = 128
+    short_seq_prob: float = 0.1
+    masked_lm_prob: float = 0.15
+    max_predictions_per_seq: int = 20
+    whole_word_masking: bool = False
+    masking: Literal["static", "dynamic"] = "static"
+    dupe_factor: int = 10
+    batch_size: int = 32
+    valid_fraction: float = 0.02  # documents held out for evaluation
+    max_valid_instances: int = 1024
+
+    def validate(self) -> None:
+        if not 0.0 < self.masked_lm_prob < 1.0:
+            raise ConfigError(f"masked_lm_prob: must be in (0, 1), got {self.masked_lm_prob}")
+        if not 0.0 <= self.short_seq_prob <= 1.0 or not 0.0 <= self.valid_fraction < 1.0:
+            raise ConfigError("short_seq_prob must be in [0, 1] and valid_fraction in [0, 1)")
+        for name in ("max_seq_length", "max_predictions_per_seq", "dupe_factor", "batch_size", "vocab_size",
+                     "shard_tokens", "max_valid_instances"):  # fmt: skip
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name}: must be at least 1, got {getattr(self, name)}")
+        if self.max_seq_length < 8:
+            raise ConfigError(f"max_seq_length: must be at least 8, got {self.max_seq_length}")
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def text_files(self) -> list[Path]:
+        out = []
+        for f in self.files:
+            p = Path(f)
+            if p.is_dir():
+                out += sorted(q for q in p.rglob("*.txt") if q.is_file())
+            elif p.is_file():
+                out.append(p)
+            else:
+                raise DataError(f"{p}: no such file or folder")
+        if not out:
+            raise DataError("data.files: no text files to pretrain on")
+        return out
+
+
+@dataclass
+class PretrainConfig:
+    model: BertConfig = field(default_factory=bert_mini)
+    data: PretrainDataConfig = field(default_factory=PretrainDataConfig)
+    train: TrainConfig = field(
+        default_factory=lambda: TrainConfig(
+            lr=1e-4,
+            weight_decay=0.01,
+            schedule="linear",
+            warmup_steps=1000,
+            max_epochs=1,
+            metric="mlm_accuracy",
+        )
+    )
+
+
+def build_tokenizer(data: PretrainDataConfig, files: list[Path]) -> Tokenizer:
+    if data.tokenizer:
+        return Tokenizer.from_file(data.tokenizer)
+    log.info("training an uncased WordPiece vocabulary of %d on %d files", data.vocab_size, len(files))
+    return Tokenizer.train(files, kind="wordpiece", vocab_size=data.vocab_size, lowercase=data.lowercase)
+
+
+def masking_config(data: PretrainDataConfig, tok: Tokenizer) -> MaskingConfig:
+    vocab = tok.backend.get_vocab()
+    return MaskingConfig(
+        max_seq_length=data.max_seq_length,
+        masked_lm_prob=data.masked_lm_prob,
+        max_predictions_per_seq=data.max_predictions_per_seq,
+        whole_word_masking=data.whole_word_masking,
+        cls_token_id=tok.cls_token_id,
+        sep_token_id=tok.sep_token_id,
+        mask_token_id=tok.mask_token_id,
+        pad_token_id=tok.pad_token_id,
+        vocab_size=tok.vocab_size,
+        continuation=tuple(sorted(i for t, i in vocab.items() if t.startswith("##"))),
+    )
+
+
+def save_hf_weights(model: BertForPreTraining, directory: Path) -> None:
+    """A checkpoint's weights in transformers' layout (tied matrices under each name) and its config.json."""
+    weights = to_hf_state_dict(model.state_dict(), model.config, "BertForPreTraining")
+    save_file(
+        {k: v.detach().cpu().contiguous().clone() for k, v in weights.items()},
+        str(directory / "model.safetensors"),
+    )
+    config = {**config_to_hf(model.config, "BertForPreTraining"), "torch_dtype": "float32"}
+    (directory / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+
+
+def load_hf_weights(model: BertForPreTraining, directory: Path) -> None:
+    model.load_state_dict(
+        from_hf_state_dict(read_weights(directory), model.config, "BertForPreTraining", str(directory))
+    )
+
+
+@torch.no_grad()
+def evaluate_pretraining(
+    model: BertForPreTraining, data: PretrainingData, indices: list[int], device
+) -> dict:
+    """MLM loss and accuracy over the held-out masked tokens, NSP accuracy over the held-out pairs."""
+    mlm_loss = correct = total = nsp_correct = pairs = 0.0
+    for start in range(0, len(indices), data.batch_size):
+        batch = {k: v.to(device) for k, v in data.collate(indices[start : start + data.batch_size]).items()}
+        out = model(**batch, sparse_prediction=True)
+        targets = batch["labels"][batch["labels"].ne(IGNORE_INDEX)]
+        n = targets.numel()
+        mlm_loss += float(out.mlm_loss) * n
+        correct += float((out.prediction_logits.argmax(-1) == targets).sum())
+        total += n
+        nsp_correct += float((out.seq_relationship_logits.argmax(-1) == batch["next_sentence_label"]).sum())
+        pairs += batch["next_sentence_label"].numel()
+    return {
+        "mlm_loss": mlm_loss / max(total, 1),
+        "mlm_accuracy": 100.0 * correct / max(total, 1),
+        "nsp_accuracy": 100.0 * nsp_correct / max(pairs, 1),
+        "loss": mlm_loss / max(total, 1),
+    }
+
+
+def pretrain(
+    cfg: PretrainConfig, out_dir: str | Path, *, resume: bool = False, progress_bar: bool = True
+) -> dict:
+    """Pretrain; returns a results row (parameters, steps, tokens/s, held-out MLM / NSP accuracy)."""
+    out_dir = Path(out_dir)
+    if not resume:
+        ckpt.check_fresh_run_dir(out_dir)
+    files = cfg.data.text_files()
+    dist, device = setup(cfg.train.device)
+    seed_everything(cfg.train.seed)
+    # 1. the tokenizer (kept with the run: a resumed run must see the same ids)
+    tok_dir = out_dir / "tokenizer"
+    tok = (
+        Tokenizer.load(tok_dir)
+        if (tok_dir / "tokenizer.json").is_file()
+        else build_tokenizer(cfg.data, files)
+    )
+    if dist.is_main:
+        tok.save(tok_dir)
+    # 2. the corpus, tokenized once
+    corpus_dir = out_dir / "corpus"
+    if not (corpus_dir / "corpus.json").is_file():
+        if dist.is_main:
+            prepare_corpus(files, tok, corpus_dir, documents=cfg.data.documents, shard_tokens=cfg.data.shard_tokens,
+                           skip_bad=cfg.data.skip_bad, progress=progress_bar)  # fmt: skip
+        from seq2bert.training.distributed import barrier
+
+        barrier(dist)
+    corpus = Corpus(corpus_dir)
+    # 3. held-out documents
+    order = np.random.default_rng(cfg.train.seed).permutation(corpus.num_documents)
+    n_valid = int(round(cfg.data.valid_fraction * corpus.num_documents))
+    if corpus.num_documents - n_valid < 2:
+        raise DataError(
+            f"{', '.join(cfg.data.files)}: {corpus.num_documents} documents; pretraining needs at least 2"
+        )
+    valid_docs, train_docs = np.sort(order[:n_valid]), np.sort(order[n_valid:])
+    masking = masking_config(cfg.data, tok)
+    common = dict(
+        short_seq_prob=cfg.data.short_seq_prob, masking=cfg.data.masking, dupe_factor=cfg.data.dupe_factor
+    )
+    train_data = PretrainingData(corpus, train_docs, masking, batch_size=cfg.data.batch_size, seed=cfg.train.seed,
+                                 rank=dist.rank, world=dist.world_size, **common)  # fmt: skip
+    valid_data = PretrainingData(corpus, valid_docs if n_valid >= 2 else train_docs[:50], masking,
+                                 batch_size=cfg.data.batch_size, seed=cfg.train.seed + 1, shuffle=False, **common)  # fmt: skip
+    valid_indices = [i for b in valid_data.batches(0) for i in b][: cfg.data.max_valid_instances]
+    # 4. the model and the engine
+    model_cfg = replace(cfg.model, vocab_size=tok.vocab_size, pad_token_id=tok.pad_token_id)
+    seed_everything(cfg.train.seed)
+    model = BertForPreTraining(model_cfg)
+    torch.manual_seed(cfg.train.seed + dist.rank)
+
+    def write_extra(directory: Path) -> None:
+        tok.save(directory)
+        config_io.atomic_write_text(
+            directory / "run.json", json.dumps(config_io.to_dict(cfg), indent=2) + "\n"
+        )
+
+    trainer = Trainer(
+        model,
+        cfg.train,
+        plan=train_data,
+        collate=train_data.collate,
+        out_dir=out_dir,
+        evaluate=lambda m: evaluate_pretraining(m, valid_data, valid_indices, device),
+        write_extra=write_extra,
+        loss_fn=lambda m, batch: m(**batch, sparse_prediction=True).loss,
+        count_tokens=lambda batch: int(batch["attention_mask"].sum()),
+        device=device,
+        dist=dist,
+        progress_bar=progress_bar,
+        save_model=save_hf_weights,
+        load_model=load_hf_weights,
+    )
+    log.info("BERT: %s parameters; %s tokens in %d documents", f"{count_parameters(model):,}",
+             f"{corpus.info['tokens']:,}", corpus.num_documents)  # fmt: skip
+    result = trainer.fit(resume=resume)
+    row = {
+        "model": f"bert ({model_cfg.num_hidden_layers}/{model_cfg.hidden_size})",
+        "params": count_parameters(model),
+        "steps": result.progress.step,
+        "train_seconds": result.progress.train_seconds,
+        "tokens_per_s": result.tokens_per_second,
+        **{f"valid_{k}": v for k, v in result.progress.last_eval.items()},
+        "run_dir": str(out_dir),
+    }
+    if dist.is_main:
+        config_io.atomic_write_text(out_dir / "results.json", json.dumps(row, indent=2) + "\n")
+    cleanup()
+    return row
