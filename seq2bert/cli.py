@@ -157,6 +157,51 @@ def cmd_pretrain(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_fill_mask(args: argparse.Namespace) -> int:
+    from seq2bert.pipelines import fill_mask
+
+    results = fill_mask(args.text, model=args.model, top_k=args.top_k)
+    for i, rows in enumerate(results if isinstance(results[0], list) else [results]):
+        if i:
+            print()
+        for r in rows:
+            print(f"{r['score']:.4f}  {r['token']:<15} {r['sequence']}")
+    return 0
+
+
+def cmd_embed(args: argparse.Namespace) -> int:
+    from seq2bert.pipelines import embed
+
+    texts = args.text or [line.rstrip("\n") for line in sys.stdin if line.strip()]
+    if args.word:
+        from seq2bert.pipelines import word_vectors
+
+        vectors = word_vectors(texts, args.word, model=args.model)
+        vectors = torch_normalize(vectors) if args.normalize else vectors
+    else:
+        vectors = embed(texts, model=args.model, normalize=args.normalize)
+    if args.out:
+        import numpy as np
+
+        np.save(args.out, vectors.numpy())
+        print(f"{args.out}: {tuple(vectors.shape)}")
+    if len(texts) > 1:  # the cosine similarities of the texts, pair by pair
+        unit = torch_normalize(vectors)
+        sims = unit @ unit.T
+        width = max(len(t[:40]) for t in texts)
+        for i, t in enumerate(texts):
+            print(f"{t[:40]:<{width}}  " + " ".join(f"{float(x):6.3f}" for x in sims[i]))
+    elif not args.out:
+        print(" ".join(f"{float(x):.5f}" for x in vectors[0]))
+    return 0
+
+
+def torch_normalize(v):
+    import torch.nn.functional as F
+
+    return F.normalize(v, dim=-1)
+
+
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from seq2bert.data.parallel import read_parallel
     from seq2bert.recipes.translation import evaluate, load, load_pairs
@@ -376,6 +421,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="run directory")
     p.add_argument("--resume", action="store_true", help="continue from the last checkpoint in --out")
     p.set_defaults(func=cmd_pretrain)
+
+    p = sub.add_parser(
+        "fill-mask", help="the most probable tokens for [MASK] (a BERT directory with an MLM head)"
+    )
+    p.add_argument(
+        "model", help="a Hugging Face-format BERT directory (BertForMaskedLM / BertForPreTraining)"
+    )
+    p.add_argument("text", help='a text with [MASK], e.g. "Paris is the [MASK] of France."')
+    p.add_argument("--top-k", type=int, default=5)
+    p.set_defaults(func=cmd_fill_mask)
+
+    p = sub.add_parser(
+        "embed", help="mean-pooled sentence embeddings of texts; prints their cosine similarities"
+    )
+    p.add_argument("model", help="a Hugging Face-format BERT directory")
+    p.add_argument("text", nargs="*", help="texts (default: one per line on stdin)")
+    p.add_argument("--normalize", action="store_true", help="L2-normalise the vectors")
+    p.add_argument("--word", help="the contextual vector of this word in each text instead of the sentence's")
+    p.add_argument("--out", help="save the (n, hidden) vectors as a .npy file")
+    p.set_defaults(func=cmd_embed)
 
     p = sub.add_parser(
         "variations",

@@ -84,6 +84,28 @@ def embed(
 
 
 @torch.no_grad()
+def word_vectors(texts: list[str], word: str, model) -> torch.Tensor:
+    """The contextual vector (final layer, averaged over its WordPieces) of the first occurrence of ``word``
+    in each text: (n, hidden). The same word in different contexts gets different vectors — the point of
+    contextual embeddings ("bank" of a river and of money)."""
+    net, tok, _ = _load(model, "BertModel")
+    bert = getattr(net, "bert", net)
+    pieces = tok.encode(word, add_special_tokens=False).ids
+    if not pieces:
+        raise UserError(f"word_vectors: {word!r} has no tokens")
+    out = []
+    for text in texts:
+        enc = tok.encode_batch([text], return_tensors="pt")
+        ids = enc["input_ids"][0].tolist()
+        at = next((i for i in range(len(ids)) if ids[i : i + len(pieces)] == pieces), None)
+        if at is None:
+            raise UserError(f"word_vectors: {word!r} is not in {text!r}")
+        hidden = bert(enc["input_ids"], enc["attention_mask"], enc["token_type_ids"]).last_hidden_state
+        out.append(hidden[0, at : at + len(pieces)].float().mean(0))
+    return torch.stack(out)
+
+
+@torch.no_grad()
 def fill_mask(text: str, model, *, top_k: int = 5) -> list[dict] | list[list[dict]]:
     """The ``top_k`` most probable tokens for the [MASK] in ``text``: [{"token", "token_id", "score",
     "sequence"}, …] best first (one such list per [MASK] when there are several)."""

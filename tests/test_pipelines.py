@@ -38,7 +38,7 @@ def test_minilm_embeddings_equal_sentence_transformers(minilm):
         seq2bert.embed("one text", model=minilm)
 
 
-def test_fill_mask_equals_transformers(tmp_path, minilm):
+def test_fill_mask_equals_transformers(tmp_path, minilm, capsys):
     transformers = pytest.importorskip("transformers")
     cfg = transformers.BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                                   intermediate_size=64, initializer_range=0.5)  # fmt: skip
@@ -58,3 +58,28 @@ def test_fill_mask_equals_transformers(tmp_path, minilm):
     assert len(two) == 2 and all(len(r) == 2 for r in two)
     with pytest.raises(UserError, match="MASK"):
         seq2bert.fill_mask("no mask here", model=tmp_path)
+    from seq2bert.cli import main
+
+    assert main(["fill-mask", str(tmp_path), text, "--top-k", "3"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 3 and lines[0].split()[1] == expected[0]["token_str"]
+    assert main(["fill-mask", str(tmp_path), "no mask"]) == 2
+
+
+def test_word_vectors_tell_the_senses_of_bank_apart(minilm, capsys):
+    from seq2bert.cli import main
+    from seq2bert.pipelines import word_vectors
+
+    texts = [
+        "I deposited cash at the bank.",
+        "The bank approved my loan.",
+        "We had a picnic on the river bank.",
+    ]
+    v = torch.nn.functional.normalize(word_vectors(texts, "bank", model=minilm), dim=-1)
+    sims = v @ v.T
+    assert sims[0, 1] > sims[0, 2] and sims[0, 1] > sims[1, 2]  # money, money > money, river
+    assert main(["embed", minilm, *texts, "--word", "bank"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 3 and f"{float(sims[0, 1]):6.3f}" in out[0]
+    with pytest.raises(UserError, match="not in"):
+        word_vectors(["no such word"], "bank", model=minilm)
