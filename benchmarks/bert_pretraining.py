@@ -124,12 +124,16 @@ def main() -> int:
         f"{args.batch} × {args.seq} tokens, {predicted} masked positions; loss {a:.4f} (ours) = {b:.4f} "
         f"(transformers); median of {args.repeats} steps"
     )
-    print(f"{'precision':<10}{'seq2bert tok/s':>16}{'transformers tok/s':>20}{'ratio':>8}{'GFLOP/s':>10}{'peak':>8}{'of peak':>9}")
+    print(
+        f"{'precision':<10}{'seq2bert tok/s':>16}{'transformers tok/s':>20}{'ratio':>8}{'GFLOP/s':>10}{'peak':>8}{'of peak':>9}"
+    )
     precisions = {"fp32": [False], "bf16": [True], "both": [False, True]}[args.precision]
     for bf16 in precisions:
         name = "bf16" if bf16 else "fp32"
         if bf16 and not bf16_ok:
-            print(f"{name:<10}skipped: this CPU has no native bf16 (it would be emulated, far slower than fp32)")
+            print(
+                f"{name:<10}skipped: this CPU has no native bf16 (it would be emulated, far slower than fp32)"
+            )
             continue
         t_ours = timed_steps(ours, our_loss, bf16, args.repeats)
         t_hf = timed_steps(theirs, their_loss, bf16, args.repeats)
