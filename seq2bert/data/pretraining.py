@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -278,7 +279,7 @@ def instance_table(
     global sentence numbers (ends exclusive). Random B segments come from other documents of the same set."""
     rng = np.random.default_rng(seed)
     max_tokens = max_seq_length - 3  # [CLS], [SEP], [SEP]
-    rows = []
+    rows = array("q")  # 8 bytes a number: millions of instances stay small (a list of tuples would not)
     starts, lengths = corpus.doc_sentences, corpus.lengths
     for d in documents:
         first, last = int(starts[d]), int(starts[d + 1])
@@ -304,13 +305,13 @@ def instance_table(
                     while b_end < o_last and got < need:
                         got += int(lengths[b_end])
                         b_end += 1
-                    rows.append((chunk_start, a_end, b_start, b_end, 1))
+                    rows.extend((chunk_start, a_end, b_start, b_end, 1))
                     i = a_end - 1  # the unused sentences of the chunk go back to the pool
                 elif n >= 2:
-                    rows.append((chunk_start, a_end, a_end, i + 1, 0))
+                    rows.extend((chunk_start, a_end, a_end, i + 1, 0))
                 chunk_start, length = i + 1, 0
             i += 1
-    return np.array(rows, dtype=np.int64).reshape(-1, 5)
+    return np.frombuffer(rows, dtype=np.int64).reshape(-1, 5).copy()
 
 
 @dataclass
