@@ -212,6 +212,8 @@ def pretrain(
             f"{', '.join(cfg.data.files)}: {corpus.num_documents} documents; pretraining needs at least 2"
         )
     valid_docs, train_docs = np.sort(order[:n_valid]), np.sort(order[n_valid:])
+    if n_valid < 2:
+        log.warning("fewer than 2 held-out documents (data.valid_fraction): evaluating on training documents")
     masking = masking_config(cfg.data, tok)
     common = dict(
         short_seq_prob=cfg.data.short_seq_prob, masking=cfg.data.masking, dupe_factor=cfg.data.dupe_factor
