@@ -107,8 +107,9 @@ def main() -> int:
     def their_loss():
         return theirs(**batch).loss
 
+    ours.eval()
+    theirs.eval()
     with torch.no_grad():
-        ours.eval(), theirs.eval()
         a, b = float(our_loss()), float(their_loss())
     if abs(a - b) > 1e-4 * max(1.0, abs(b)):
         print(f"the losses differ: ours {a:.6f}, transformers {b:.6f}", file=sys.stderr)
