@@ -54,3 +54,24 @@ def fill_mask(text: str, model, *, top_k: int = 5):
     from seq2bert.pipelines import fill_mask as _fill_mask
 
     return _fill_mask(text, model, top_k=top_k)
+
+
+def classify(texts, model, *, top_k: int | None = 1):
+    """Labels (with probabilities) of texts or (text, pair) tuples by a fine-tuned sequence classifier."""
+    from seq2bert.pipelines import classify as _classify
+
+    return _classify(texts, model, top_k=top_k)
+
+
+def tag(text, model, *, aggregate: bool = True):
+    """Entities of ``text`` (grouped, with character spans) by a fine-tuned token classifier."""
+    from seq2bert.pipelines import tag as _tag
+
+    return _tag(text, model, aggregate=aggregate)
+
+
+def answer(question: str, context: str, model, **options):
+    """The answer to ``question`` as a span of ``context`` (text, score, start, end) by a QA model."""
+    from seq2bert.pipelines import answer as _answer
+
+    return _answer(question, context, model, **options)

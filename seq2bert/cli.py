@@ -157,6 +157,106 @@ def cmd_pretrain(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_finetune(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from seq2bert import config as config_io
+    from seq2bert.recipes.finetune import FinetuneConfig, finetune
+    from seq2bert.report import format_table, task_columns
+    from seq2bert.training.checkpoint import latest_checkpoint, read_json
+
+    base = None
+    if (
+        args.resume
+        and (last := latest_checkpoint(Path(args.out))) is not None
+        and (last / "run.json").is_file()
+    ):
+        base = config_io.from_dict(FinetuneConfig, read_json(last / "run.json"))
+    cfg = config_io.build(FinetuneConfig, base=base, file=args.config, overrides=args.overrides)
+    data = cfg.data
+    if args.task:
+        data = replace(data, task=args.task)
+    if args.data:
+        data = replace(data, path=str(Path(args.data).resolve()))
+    cfg = replace(cfg, data=data, init=str(Path(args.init).resolve()) if args.init else cfg.init,
+                  random_init=cfg.random_init or args.random_init)  # fmt: skip
+    row = finetune(cfg, args.out, resume=args.resume)
+    print(format_table([row], task_columns([row])))
+    return 0
+
+
+def is_finetuned(checkpoint: str) -> bool:
+    """A fine-tuning run, its best/ or a BERT task directory (rather than a translation checkpoint)."""
+    from seq2bert.models.hf import model_type_of
+
+    path = Path(checkpoint)
+    return model_type_of(path) == "bert" or model_type_of(path / "best") == "bert"
+
+
+def cmd_evaluate_finetuned(args: argparse.Namespace) -> int:
+    from seq2bert.recipes.finetune import FinetuneDataConfig, evaluate_checkpoint
+    from seq2bert.report import format_table, task_columns
+
+    data = None
+    if args.task or args.data:
+        if not (args.task and args.data):
+            raise UserError("evaluate: give both --task and --data (or neither: the run's own)")
+        data = FinetuneDataConfig(task=args.task, path=args.data)
+    row = evaluate_checkpoint(args.checkpoint, data, out=args.out)
+    print(format_table([row], task_columns([row])))
+    return 0
+
+
+def _load_bert_task(path: str, architecture: str):
+    from seq2bert.models.bert.pretrained import load_bert
+
+    model, tok = load_bert(path)
+    if type(model).__name__ != architecture:
+        raise UserError(f"{path}: a {type(model).__name__}; this command needs a {architecture}")
+    if tok is None:
+        raise UserError(f"{path}: no tokenizer.json or vocab.txt")
+    return model, tok
+
+
+def cmd_classify(args: argparse.Namespace) -> int:
+    from seq2bert.pipelines import classify
+
+    model = _load_bert_task(args.model, "BertForSequenceClassification")
+    texts = args.text or [line.rstrip("\n") for line in sys.stdin if line.strip()]
+    items = [tuple(t.split("\t", 1)) if "\t" in t else t for t in texts]  # "A<TAB>B": a pair
+    for text, result in zip(texts, classify(items, model, top_k=1), strict=True):
+        print(f"{result['label']}\t{result['score']:.4f}\t{text}")
+    return 0
+
+
+def cmd_tag(args: argparse.Namespace) -> int:
+    from seq2bert.pipelines import tag
+
+    model = _load_bert_task(args.model, "BertForTokenClassification")
+    for i, text in enumerate(args.text or [line.rstrip("\n") for line in sys.stdin if line.strip()]):
+        if i:
+            print()
+        for e in tag(text, model, aggregate=not args.words):
+            print(
+                f"{e.get('entity_group', e.get('entity'))}\t{e['start']}-{e['end']}\t{e['score']:.4f}\t{e['word']}"
+            )
+    return 0
+
+
+def cmd_qa(args: argparse.Namespace) -> int:
+    from seq2bert.pipelines import answer
+
+    model = _load_bert_task(args.model, "BertForQuestionAnswering")
+    context = args.context
+    if args.context_file:
+        context = Path(args.context_file).read_text(encoding="utf-8")
+    if not context:
+        raise UserError("qa: give --context TEXT or --context-file FILE")
+    result = answer(args.question, context, model, handle_impossible_answer=args.allow_no_answer)
+    print(f"{result['answer'] or '(no answer)'}\t{result['score']:.4f}\t{result['start']}-{result['end']}")
+    return 0
+
+
 def cmd_fill_mask(args: argparse.Namespace) -> int:
     from seq2bert.pipelines import fill_mask
 
@@ -203,6 +303,10 @@ def torch_normalize(v):
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
+    if is_finetuned(args.checkpoint):
+        return cmd_evaluate_finetuned(args)
+    if args.task or args.data or args.out:
+        raise UserError("--task, --data and --out are for fine-tuned BERT checkpoints")
     from seq2bert.data.parallel import read_parallel
     from seq2bert.recipes.translation import evaluate, load, load_pairs
     from seq2bert.report import format_metrics, format_table
@@ -423,6 +527,52 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_pretrain)
 
     p = sub.add_parser(
+        "finetune",
+        help="fine-tune a BERT checkpoint on a GLUE task, CoNLL-2003, SQuAD or SWAG",
+        description="Fine-tune the encoder of a Hugging Face-format BERT directory with a new task head; "
+        "the best checkpoint on dev is kept in OUT/best (a transformers directory) and its dev predictions "
+        "in OUT/predictions.jsonl.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n  seq2bert finetune --task sst2 --init MODEL_DIR --data ../shared/data/sst2 --out runs/sst2\n"
+        "  seq2bert finetune --task conll2003 --init MODEL_DIR --data ../shared/data/conll2003 --out runs/ner\n"
+        "  seq2bert finetune --task squad --init MODEL_DIR --data ../shared/data/squad --out runs/squad "
+        "--set data.max_train_examples=20000 --set train.max_minutes=55\n"
+        "  seq2bert finetune --task mrpc --init runs/bert-mini/best --random-init --data ../shared/data/mrpc --out runs/mrpc-random\n\n"
+        "tasks: sst2 cola mrpc stsb qqp mnli qnli rte wnli conll2003 squad squad_v2 swag",
+    )
+    p.add_argument("--task", help="the task (sets data.task)")
+    p.add_argument("--init", help="the BERT directory to start from (sets init)")
+    p.add_argument("--data", metavar="DIR", help="the task's data folder (sets data.path)")
+    p.add_argument("--random-init", action="store_true", help="the checkpoint's architecture, fresh weights")
+    p.add_argument("--out", required=True, help="run directory")
+    p.add_argument("--resume", action="store_true", help="continue a killed run from its last checkpoint")
+    p.add_argument("--config", metavar="FILE", help="a YAML or JSON fine-tuning configuration")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override one config key, e.g. --set train.lr=3e-5 --set data.batch_size=16")  # fmt: skip
+    p.set_defaults(func=cmd_finetune)
+
+    p = sub.add_parser("classify", help="label texts with a fine-tuned sequence classifier")
+    p.add_argument("model", help="a BertForSequenceClassification directory (e.g. runs/sst2/best)")
+    p.add_argument("text", nargs="*", help="texts; TEXT<TAB>PAIR for pairs (default: lines of stdin)")
+    p.set_defaults(func=cmd_classify)
+
+    p = sub.add_parser("tag", help="named entities (character spans) with a fine-tuned token classifier")
+    p.add_argument("model", help="a BertForTokenClassification directory (e.g. runs/ner/best)")
+    p.add_argument("text", nargs="*", help="texts (default: lines of stdin)")
+    p.add_argument(
+        "--words", action="store_true", help="one line per tagged word instead of grouped entities"
+    )
+    p.set_defaults(func=cmd_tag)
+
+    p = sub.add_parser("qa", help="answer a question with a span of a context (extractive QA)")
+    p.add_argument("model", help="a BertForQuestionAnswering directory (e.g. runs/squad/best)")
+    p.add_argument("--question", required=True)
+    p.add_argument("--context", help="the passage to answer from")
+    p.add_argument("--context-file", help="read the passage from a file")
+    p.add_argument("--allow-no-answer", action="store_true", help="SQuAD v2: answer nothing when unsure")
+    p.set_defaults(func=cmd_qa)
+
+    p = sub.add_parser(
         "fill-mask", help="the most probable tokens for [MASK] (a BERT directory with an MLM head)"
     )
     p.add_argument(
@@ -460,9 +610,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "evaluate",
-        help="score a checkpoint: perplexity, token accuracy, exact match, BLEU",
+        help="score a checkpoint: BLEU and perplexity (translation), or a fine-tuned BERT's dev metrics",
         description="Evaluate a checkpoint (or a run directory's best) on its run's split or on "
-        "given parallel files. BLEU is sacrebleu's, cased and lowercased.",
+        "given parallel files; BLEU is sacrebleu's, cased and lowercased. A fine-tuned BERT run (or "
+        "its best/) is scored on its task's dev set with the task's metrics.",
     )
     p.add_argument("checkpoint", help="checkpoint or run directory")
     p.add_argument(
@@ -476,6 +627,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="score a run directory's best checkpoint again (greedy, beam 5, by length), update its results.json",
     )
+    p.add_argument("--task", help="fine-tuned BERT: the task to score on (default: the run's)")
+    p.add_argument(
+        "--data", metavar="DIR", help="fine-tuned BERT: the task's data folder (default: the run's)"
+    )
+    p.add_argument("--out", help="fine-tuned BERT: write the dev predictions to this JSONL file")
     _add_decoding_args(p)
     p.set_defaults(func=cmd_evaluate)
 

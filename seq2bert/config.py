@@ -128,7 +128,13 @@ def _convert(value: Any, tp: Any, key: str) -> Any:
     if origin is dict:
         if not isinstance(value, dict):
             raise ConfigError(f"{key}: expected a mapping, got {value!r}")
-        return dict(value)
+        k_tp, v_tp = get_args(tp) or (Any, Any)
+        if k_tp is int:  # JSON and YAML keys may come as strings: "0" → 0
+            try:
+                value = {int(k) if isinstance(k, str) else k: v for k, v in value.items()}
+            except ValueError:
+                raise ConfigError(f"{key}: expected integer keys, got {list(value)!r}") from None
+        return {_convert(k, k_tp, key): _convert(v, v_tp, f"{key}.{k}") for k, v in value.items()}
     if tp is bool:
         if isinstance(value, bool):
             return value

@@ -1,7 +1,12 @@
-"""Pipelines over a BERT directory: sentence embeddings (mean-pooled contextual vectors) and fill-mask.
+"""Pipelines over a BERT directory: sentence embeddings (mean-pooled contextual vectors), fill-mask, and the
+fine-tuned task shapes — text classification, token classification (entities with character spans) and
+extractive question answering.
 
     seq2bert.embed(["A man is eating."], model="all-MiniLM-L6-v2/", normalize=True)   # (n, hidden)
     seq2bert.fill_mask("Paris is the [MASK] of France.", model="my-bert/", top_k=5)
+    seq2bert.classify(["a gripping film"], model="runs/sst2/best")        # [{"label", "score"}]
+    seq2bert.tag("EU rejects German call", model="runs/ner/best")         # [{"entity_group", "word", …}]
+    seq2bert.answer("What does NUS mean?", context, model="runs/squad/best")  # {"answer", "score", …}
 
 ``model`` is a Hugging Face-format BERT directory (or a ``(model, tokenizer)`` pair already loaded).
 """
@@ -138,3 +143,111 @@ def fill_mask(text: str, model, *, top_k: int = 5) -> list[dict] | list[list[dic
             )
         results.append(rows)
     return results[0] if len(results) == 1 else results
+
+
+def _device(net) -> torch.device:
+    return next(net.parameters()).device
+
+
+@torch.no_grad()
+def classify(texts, model, *, top_k: int | None = 1, batch_size: int = 32, max_length: int = 512) -> list:
+    """Labels of texts or ``(text, pair)`` tuples with a BertForSequenceClassification directory.
+
+    Each text gets [{"label", "score"}, …]: the ``top_k`` most probable labels (softmax), best first —
+    just the best one as a dict when ``top_k`` is 1; a regression model (one output, e.g. STS-B) gives
+    {"label": its label name, "score": the predicted value}."""
+    if isinstance(texts, str) or (isinstance(texts, tuple) and len(texts) == 2):
+        return classify([texts], model, top_k=top_k, batch_size=batch_size, max_length=max_length)[0]
+    net, tok, _ = _load(model, "BertForSequenceClassification")
+    labels = net.config.id2label
+    out = []
+    for start in range(0, len(texts), batch_size):
+        batch = tok.encode_batch(list(texts[start : start + batch_size]), max_length=max_length,
+                                 truncation="longest_first", padding="longest", return_tensors="pt")  # fmt: skip
+        logits = net(**{k: v.to(_device(net)) for k, v in batch.items()}).logits.float()  # (B, K)
+        for row in logits:
+            if row.numel() == 1:  # regression
+                out.append({"label": labels[0], "score": float(row[0])})
+                continue
+            probs = row.softmax(-1)
+            k = min(top_k or probs.numel(), probs.numel())
+            best = [{"label": labels[int(i)], "score": float(p)} for p, i in zip(*probs.topk(k), strict=True)]
+            out.append(best[0] if top_k == 1 else best)
+    return out
+
+
+@torch.no_grad()
+def tag(text: str, model, *, aggregate: bool = True, max_length: int = 512) -> list[dict]:
+    """Named entities (or any tags) of ``text`` with a BertForTokenClassification directory.
+
+    Each word — as the tokenizer's pre-tokenizer splits it — is labelled by its first sub-token (the
+    fine-tuning convention). ``aggregate``: consecutive B-X, I-X, … words become one entity
+    {"entity_group": "X", "score": mean word probability, "word": the text span, "start", "end"}, character
+    offsets into ``text``; otherwise one {"entity", "score", "word", "start", "end"} per word not tagged O."""
+    if not isinstance(text, str):
+        return [tag(t, model, aggregate=aggregate, max_length=max_length) for t in text]
+    net, tok, _ = _load(model, "BertForTokenClassification")
+    enc = tok.encode(text, max_length=max_length, truncation="longest_first")
+    ids = torch.tensor([enc.ids], device=_device(net))
+    probs = (
+        net(ids, torch.ones_like(ids), torch.tensor([enc.type_ids], device=ids.device))
+        .logits[0]
+        .float()
+        .softmax(-1)
+    )
+    words: dict[int, dict] = {}  # word index → its label, score and character span
+    for i, w in enumerate(enc.word_ids):
+        if w is None:
+            continue
+        start, end = enc.offsets[i]
+        if w not in words:
+            p, k = probs[i].max(-1)
+            words[w] = {"entity": net.config.id2label[int(k)], "score": float(p), "start": start, "end": end}
+        words[w]["end"] = end
+    tagged = [w for w in words.values() if w["entity"] != "O"]
+    for w in tagged:
+        w["word"] = text[w["start"] : w["end"]]
+    if not aggregate:
+        return [{"entity": w["entity"], "score": w["score"], "word": w["word"], "start": w["start"], "end": w["end"]}
+                for w in tagged]  # fmt: skip
+    groups: list[dict] = []
+    previous_end = None
+    for w in words.values():
+        prefix, _, kind = w["entity"].rpartition("-") if "-" in w["entity"] else ("", "", w["entity"])
+        if w["entity"] == "O":
+            previous_end = None
+            continue
+        current = groups[-1] if groups and previous_end is not None else None
+        if current is not None and prefix == "I" and current["entity_group"] == kind:
+            current["end"], current["scores"] = w["end"], current["scores"] + [w["score"]]
+        else:
+            groups.append(
+                {"entity_group": kind, "scores": [w["score"]], "start": w["start"], "end": w["end"]}
+            )
+        previous_end = w["end"]
+    return [{"entity_group": g["entity_group"], "score": sum(g["scores"]) / len(g["scores"]),
+             "word": text[g["start"] : g["end"]], "start": g["start"], "end": g["end"]} for g in groups]  # fmt: skip
+
+
+@torch.no_grad()
+def answer(question: str, context: str, model, *, max_seq_length: int = 384, doc_stride: int = 128,
+           max_answer_length: int = 30, handle_impossible_answer: bool = False) -> dict:  # fmt: skip
+    """The answer to ``question`` as a span of ``context`` with a BertForQuestionAnswering directory:
+    {"answer", "score" (probability of the span among the n best), "start", "end"} (character offsets).
+    Long contexts are read in overlapping windows (data/qa.py). ``handle_impossible_answer``: "" when the
+    model prefers [CLS] (SQuAD v2)."""
+    from seq2bert.data.qa import make_features, postprocess
+    from seq2bert.data.squad import QAExample
+
+    net, tok, _ = _load(model, "BertForQuestionAnswering")
+    example = QAExample(id="q", title="", context=context, question=question, answers=[])
+    features = make_features([example], tok, max_seq_length=max_seq_length, doc_stride=doc_stride)
+    starts, ends = [], []
+    for f in features:
+        ids = torch.tensor([f.input_ids], device=_device(net))
+        o = net(ids, torch.ones_like(ids), torch.tensor([f.token_type_ids], device=ids.device))
+        starts.append(o.start_logits[0].float().cpu())
+        ends.append(o.end_logits[0].float().cpu())
+    found = postprocess([example], features, starts, ends, max_answer_length=max_answer_length,
+                        version_2=handle_impossible_answer)["q"]  # fmt: skip
+    return {"answer": found.text, "score": found.probability, "start": found.start, "end": found.end}

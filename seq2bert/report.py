@@ -47,6 +47,14 @@ def format_table(rows: Sequence[dict], columns: Sequence[tuple[str, str]] = COLU
     return "\n".join(lines)
 
 
+def task_columns(rows: Sequence[dict]) -> list[tuple[str, str]]:
+    """Columns of fine-tuning results: the run, then every dev metric the rows have (dev_f1 → "dev f1")."""
+    metrics = [k for k in dict.fromkeys(k for r in rows for k in r) if k.startswith("dev_")]
+    head = [("task", "task"), ("params", "params"), ("train_seconds", "train time"), ("tokens_per_s", "tokens/s"),
+            ("best_step", "best step"), ("examples", "examples")]  # fmt: skip
+    return head + [(k, "dev " + k[4:].replace("_", " ")) for k in metrics]
+
+
 def format_metrics(metrics: dict[str, float], title: str = "") -> str:
     width = max(len(k) for k in metrics) if metrics else 0
     body = "\n".join(f"  {k.ljust(width)}  {_fmt(k, v)}" for k, v in metrics.items())

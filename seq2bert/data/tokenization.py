@@ -294,6 +294,21 @@ class Tokenizer:
             data = {k: torch.tensor(v, dtype=torch.long) for k, v in data.items()}  # (B, T)
         return BatchEncoding(data, encodings)
 
+    def encode_words(
+        self, sentences: Sequence[Sequence[str]], *, max_length: int | None = None
+    ) -> list[Encoding]:
+        """Encode sentences already split into words (CoNLL): each word is split into sub-words on its own,
+        so ``word_ids`` index the given words. ``max_length``: truncate (special tokens kept)."""
+        truncation = "longest_first" if max_length is not None else None
+        backend = self._configured(max_length, truncation, None, (), [False], True)
+        words = [list(s) for s in sentences]
+        try:
+            encs = backend.encode_batch(words, is_pretokenized=True) if words else []
+        except Exception as err:  # the engine raises a bare Exception
+            _raise_if_truncation_error(err, max_length, truncation)
+            raise
+        return [Encoding.from_backend(e) for e in encs]
+
     def decode(self, ids: Sequence[int] | Any, skip_special_tokens: bool = True) -> str:
         """Turn ids (a list, or a 1-D tensor/array) back into text."""
         return self._backend.decode(_int_list(ids), skip_special_tokens=skip_special_tokens)

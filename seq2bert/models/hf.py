@@ -46,16 +46,21 @@ def read_weights(path: str | Path) -> dict[str, torch.Tensor]:
     raise CheckpointError(f"{path}: no model.safetensors (or pytorch_model.bin)")
 
 
+def write_model_files(directory: Path, config: dict[str, Any], weights: dict[str, torch.Tensor]) -> None:
+    """config.json + model.safetensors into an existing folder. Tied matrices are written under each of
+    their names (transformers reads either)."""
+    weights = {k: v.detach().cpu().contiguous().clone() for k, v in weights.items()}
+    (Path(directory) / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    save_file(weights, str(Path(directory) / "model.safetensors"), metadata={"format": "pt"})
+
+
 def write_model_dir(
     path: str | Path, config: dict[str, Any], weights: dict[str, torch.Tensor], extra: Callable[[Path], None]
 ) -> None:
-    """config.json + model.safetensors (+ whatever ``extra`` writes), atomically: a temporary folder renamed.
-    Tied matrices are written under each of their names (transformers reads either)."""
-    weights = {k: v.detach().cpu().contiguous().clone() for k, v in weights.items()}
+    """``write_model_files`` (+ whatever ``extra`` writes), atomically: a temporary folder renamed."""
 
     def write(tmp: Path) -> None:
-        (tmp / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
-        save_file(weights, str(tmp / "model.safetensors"), metadata={"format": "pt"})
+        write_model_files(tmp, config, weights)
         extra(tmp)
 
     ckpt.write_dir_atomically(Path(path), write)

@@ -36,9 +36,11 @@ def scaled_dot_product_attention(
     ``need_weights``, the weights (B, h, T_q, T_k) (after dropout, as they were used).
 
     Without ``need_weights`` this is torch's fused kernel (flash / memory-efficient where available); with
-    it, the explicit computation below, which gives the same values (tests/nn/test_multihead.py).
+    it, the explicit computation below, which gives the same values (tests/nn/test_multihead.py). A single
+    query per row (incremental decoding) also takes the explicit path: two small batched matmuls beat the
+    fused kernel's set-up there (about 2× on CPU).
     ``dropout`` is the probability P_drop on the weights; pass 0 in evaluation."""
-    if not need_weights:
+    if not need_weights and q.size(-2) > 1:
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout), None
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # QKᵀ/√d_k: (B, h, T_q, T_k)
     if mask is not None:
@@ -132,20 +134,27 @@ class MultiHeadAttention(nn.Module):
 
         Self-attention: with a ``cache``, x holds only the new steps, whose keys and values are appended to
         it (the mask must then cover the cached keys too: see masks.causal_mask's ``past``).
-        Cross-attention: ``memory`` (B, S, d_model) is projected, or its projection taken from ``cache``
-        (filled on the first call)."""
+        Cross-attention: ``memory`` (B_s, S, d_model) is projected, or its projection taken from ``cache``
+        (filled on the first call). x may hold g rows per memory row (B = g · B_s; beam search keeps the g
+        beams of an input next to each other): rows b·g … b·g + g − 1 all attend to memory row b, so they
+        are folded into g·T queries of that row rather than copying the memory g times."""
         hk = self.h * self.d_k
+        B, T, _ = x.shape
         if self.cross:
-            q = self.split_heads(self.q(x), self.d_k)  # (B, h, T, d_k)
             if cache is not None and cache.key is not None:
                 k, v = cache.key, cache.value  # computed once per source
             else:
                 if memory is None:
                     raise ValueError("cross-attention needs the memory (or a filled cache)")
-                k, v = self.project_memory(memory)  # (B, h, S, d_k), (B, h, S, d_v)
+                k, v = self.project_memory(memory)  # (B_s, h, S, d_k), (B_s, h, S, d_v)
                 if cache is not None:
                     cache.append(k, v)
+            g = B // k.size(0)  # decoder rows per memory row
+            if g * k.size(0) != B:
+                raise ValueError(f"{B} query rows do not divide into the memory's {k.size(0)} rows")
+            q = self.split_heads(self.q(x.reshape(k.size(0), g * T, -1)), self.d_k)  # (B_s, h, g·T, d_k)
         else:
+            g = 1
             q, k, v = self.qkv(x).split([hk, hk, self.h * self.d_v], dim=-1)
             q, k, v = (
                 self.split_heads(q, self.d_k),
@@ -156,8 +165,8 @@ class MultiHeadAttention(nn.Module):
                 k, v = cache.append(k, v)  # (B, h, past + T, d)
         p = self.dropout if self.training else 0.0
         heads, weights = scaled_dot_product_attention(q, k, v, mask, dropout=p, need_weights=need_weights)
-        B, _, T, _ = heads.shape
-        concat = heads.transpose(1, 2).reshape(
-            B, T, self.h * self.d_v
-        )  # Concat(head_1 … head_h): (B, T, h·d_v)
+        # Concat(head_1 … head_h): (B, T, h·d_v); with g > 1 the g·T queries go back to their g rows
+        concat = heads.transpose(1, 2).reshape(B, T, self.h * self.d_v)
+        if weights is not None and g > 1:  # (B_s, h, g·T, S) → (B, h, T, S)
+            weights = weights.unflatten(2, (g, T)).transpose(1, 2).reshape(B, self.h, T, -1)
         return self.out(concat), weights  # W^O

@@ -23,16 +23,14 @@ from typing import Literal
 
 import numpy as np
 import torch
-from safetensors.torch import save_file
 
 from seq2bert import config as config_io
 from seq2bert.data.pretraining import Corpus, MaskingConfig, PretrainingData, prepare_corpus
 from seq2bert.data.tokenization import Tokenizer
 from seq2bert.errors import ConfigError, DataError
 from seq2bert.models.bert.config import BertConfig, bert_mini
-from seq2bert.models.bert.convert import config_to_hf, from_hf_state_dict, to_hf_state_dict
 from seq2bert.models.bert.model import BertForPreTraining
-from seq2bert.models.hf import read_weights
+from seq2bert.models.bert.pretrained import load_bert_weights, write_bert_files
 from seq2bert.objectives.cross_entropy import IGNORE_INDEX
 from seq2bert.recipes.translation import count_parameters, seed_everything
 from seq2bert.training import checkpoint as ckpt
@@ -134,23 +132,6 @@ def masking_config(data: PretrainDataConfig, tok: Tokenizer) -> MaskingConfig:
     )
 
 
-def save_hf_weights(model: BertForPreTraining, directory: Path) -> None:
-    """A checkpoint's weights in transformers' layout (tied matrices under each name) and its config.json."""
-    weights = to_hf_state_dict(model.state_dict(), model.config, "BertForPreTraining")
-    save_file(
-        {k: v.detach().cpu().contiguous().clone() for k, v in weights.items()},
-        str(directory / "model.safetensors"),
-    )
-    config = {**config_to_hf(model.config, "BertForPreTraining"), "torch_dtype": "float32"}
-    (directory / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
-
-
-def load_hf_weights(model: BertForPreTraining, directory: Path) -> None:
-    model.load_state_dict(
-        from_hf_state_dict(read_weights(directory), model.config, "BertForPreTraining", str(directory))
-    )
-
-
 @torch.no_grad()
 def evaluate_pretraining(
     model: BertForPreTraining, data: PretrainingData, indices: list[int], device
@@ -248,8 +229,8 @@ def pretrain(
         device=device,
         dist=dist,
         progress_bar=progress_bar,
-        save_model=save_hf_weights,
-        load_model=load_hf_weights,
+        save_model=write_bert_files,
+        load_model=load_bert_weights,
     )
     log.info("BERT: %s parameters; %s tokens in %d documents", f"{count_parameters(model):,}",
              f"{corpus.info['tokens']:,}", corpus.num_documents)  # fmt: skip

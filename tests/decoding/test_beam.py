@@ -5,7 +5,7 @@ import random
 import pytest
 import torch
 
-from seq2bert.decoding.beam import BeamSearchOutput, Hypothesis, _topk, beam_search
+from seq2bert.decoding.beam import BeamSearchOutput, Hypothesis, _topk, _topk_exact, beam_search
 from seq2bert.decoding.greedy import greedy_decode
 from seq2bert.models.seq2seq.config import Seq2SeqConfig
 from seq2bert.models.seq2seq.model import Seq2Seq
@@ -131,6 +131,22 @@ def test_topk_breaks_ties_by_index():
     x = torch.tensor([[-math.inf, 5.0, -math.inf, -math.inf]])
     values, indices = _topk(x, 3)
     assert indices.tolist() == [[1, 0, 2]]
+
+
+def test_topk_fast_path_equals_the_counting_rule():
+    """Small integer scores tie everywhere: inside the top k, across its boundary and at −inf; the fast path
+    (one topk, exact recount only for rows tied at the boundary) must give what the counting rule gives."""
+    g = torch.Generator().manual_seed(0)
+    for k in (1, 2, 5, 9, 10):
+        x = torch.randint(0, 6, (64, 10), generator=g).float()
+        x[x.eq(0)] = -math.inf
+        values, indices = _topk(x, k)
+        expected_values, expected_indices = _topk_exact(x, k)
+        assert indices.tolist() == expected_indices.tolist()
+        assert values.tolist() == expected_values.tolist()
+    x = torch.randn(8, 1000, generator=g)  # no ties: the set and order of torch.topk
+    values, indices = _topk(x, 10)
+    assert indices.tolist() == x.topk(10, dim=1).indices.tolist()
 
 
 # [EOS] at step 1 has P = 0.5 (|Y| = 1); a b [EOS] has P = 0.5 · 1 · 0.8 = 0.4 (|Y| = 3).

@@ -127,6 +127,25 @@ def test_cross_attention_projects_the_memory_once_and_reorders():
         mha(x, None)
 
 
+@pytest.mark.parametrize("need_weights", [False, True])
+def test_rows_sharing_a_memory_row_equal_a_repeated_memory(need_weights):
+    """Beam search keeps g rows per source: rows b·g … b·g + g − 1 attending to memory row b must equal
+    attending to g copies of it, weights included."""
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(16, 2, cross=True).eval()
+    g, memory, x = 3, torch.randn(2, 5, 16), torch.randn(6, 2, 16)
+    mask = padding_mask(torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]]))
+    shared, w_shared = mha(x, memory, mask, need_weights=need_weights)
+    index = torch.arange(2).repeat_interleave(g)
+    copied, w_copied = mha(x, memory[index], mask[index], need_weights=need_weights)
+    torch.testing.assert_close(shared, copied, rtol=0, atol=1e-6)
+    if need_weights:
+        torch.testing.assert_close(w_shared, w_copied, rtol=0, atol=1e-6)
+        assert w_shared[:3, :, :, 3:].abs().max() == 0  # row 0's padding gets no weight
+    with pytest.raises(ValueError, match="do not divide"):
+        mha(torch.randn(5, 1, 16), memory)
+
+
 def test_attention_dropout_only_in_training():
     torch.manual_seed(0)
     mha = MultiHeadAttention(16, 2, dropout=0.5)

@@ -25,7 +25,14 @@ LAYER = {
     "feed_forward.w_2": ("output.dense",),
     "ffn_sublayer.norm": ("output.LayerNorm",),
 }
-ARCHITECTURES = ("BertModel", "BertForPreTraining", "BertForMaskedLM")
+# the task heads (tasks.py): the module each adds on top of the encoder, and whether it reads the pooler
+TASK_HEADS = {
+    "BertForSequenceClassification": ("classifier", True),
+    "BertForTokenClassification": ("classifier", False),
+    "BertForQuestionAnswering": ("qa_outputs", False),
+    "BertForMultipleChoice": ("classifier", True),
+}
+ARCHITECTURES = ("BertModel", "BertForPreTraining", "BertForMaskedLM", *TASK_HEADS)
 
 
 def config_from_hf(hf: dict[str, Any], source: str = "config.json") -> BertConfig:
@@ -34,19 +41,27 @@ def config_from_hf(hf: dict[str, Any], source: str = "config.json") -> BertConfi
         raise CheckpointError(f"{source}: model_type {hf.get('model_type')!r}, expected 'bert'")
     if hf.get("position_embedding_type", "absolute") != "absolute" or hf.get("is_decoder"):
         raise CheckpointError(f"{source}: only encoder BERTs with absolute positions are supported")
+    fields = {k: hf[k] for k in CONFIG_FIELDS if k in hf}
     try:
-        return BertConfig(**{k: hf[k] for k in CONFIG_FIELDS if k in hf})
-    except (ConfigError, TypeError) as e:
+        if "id2label" in fields:  # JSON keys are strings
+            fields["id2label"] = {int(i): str(label) for i, label in fields["id2label"].items()}
+        elif "num_labels" in hf:
+            fields["id2label"] = {i: f"LABEL_{i}" for i in range(int(hf["num_labels"]))}
+        return BertConfig(**fields)
+    except (ConfigError, TypeError, ValueError, AttributeError) as e:
         raise CheckpointError(f"{source}: {e}") from None
 
 
 def config_to_hf(cfg: BertConfig, architecture: str) -> dict[str, Any]:
-    return {
+    out = {
         "architectures": [architecture],
         "model_type": "bert",
         **{k: getattr(cfg, k) for k in CONFIG_FIELDS},
         "position_embedding_type": "absolute",
     }
+    out["id2label"] = {str(i): label for i, label in cfg.id2label.items()}
+    out["label2id"] = {label: i for i, label in cfg.id2label.items()}
+    return out
 
 
 def encoder_keymap(cfg: BertConfig, ours: str, theirs: str, pooler: bool) -> KeyMap:
@@ -82,28 +97,41 @@ def _renamed(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
 
 
 def from_hf_state_dict(
-    hf: dict[str, torch.Tensor], cfg: BertConfig, architecture: str, source: str = ""
+    hf: dict[str, torch.Tensor],
+    cfg: BertConfig,
+    architecture: str,
+    source: str = "",
+    *,
+    new_heads: bool = False,
 ) -> dict:
-    """Our state dict for ``architecture`` (BertModel / BertForPreTraining / BertForMaskedLM) from a
-    transformers state dict of any of them. Heads missing from the checkpoint are an error; heads present
-    but not needed, and keys nobody knows, are named in the error too — except the heads of a bare encoder
-    load (BertModel from a pretraining checkpoint drops them, as transformers does)."""
+    """Our state dict for ``architecture`` (any of ARCHITECTURES) from a transformers state dict of any of
+    them. Heads missing from the checkpoint are an error; heads present but not needed, and keys nobody
+    knows, are named in the error too — except the heads of a bare encoder load (BertModel from a
+    pretraining checkpoint drops them, as transformers does).
+
+    ``new_heads`` (starting a fine-tuning run): the task head and pooler may be missing — the result then
+    lacks them and the caller initialises them — and every head of the checkpoint is dropped."""
     hf = _renamed(hf)
     theirs = "bert." if any(k.startswith("bert.") for k in hf) else ""
     ours = "" if architecture == "BertModel" else "bert."
     taken = Loader(hf, source or "checkpoint")
-    pooler = architecture != "BertForMaskedLM"
-    if architecture == "BertModel":
-        pooler = f"{theirs}pooler.dense.weight" in hf  # sentence encoders often ship without a pooler
+    head, pooler = TASK_HEADS.get(architecture, (None, architecture != "BertForMaskedLM"))
+    has_pooler = f"{theirs}pooler.dense.weight" in hf
+    if architecture == "BertModel" or (new_heads and pooler):
+        pooler = pooler and has_pooler  # sentence encoders often ship without a pooler
     out = taken.load(encoder_keymap(cfg, ours, theirs, pooler))
-    if architecture != "BertModel":
+    if architecture in ("BertForPreTraining", "BertForMaskedLM"):
         out.update(taken.load(heads_keymap(nsp=architecture == "BertForPreTraining")))
         out["mlm.decoder.weight"] = out["bert.embeddings.word_embeddings.weight"]  # tied
+    elif head is not None and not (new_heads and f"{head}.weight" not in hf):
+        out.update(taken.load(linear(head, head)))
     taken.ignore(
         "cls.predictions.decoder.weight", "cls.predictions.decoder.bias", f"{theirs}embeddings.position_ids"
     )
     if architecture != "BertForPreTraining":  # heads a smaller model does not have
         taken.ignore(*[k for k in hf if k.startswith("cls.") or (not pooler and ".pooler." in f".{k}")])
+    if new_heads:
+        taken.ignore(*[k for k in hf if k.split(".")[0] in ("classifier", "qa_outputs")])
     taken.check_all_used()
     return out
 
@@ -115,7 +143,10 @@ def to_hf_state_dict(
     prefix = "" if architecture == "BertModel" else "bert."
     pooler = f"{prefix}pooler.weight" in ours
     out = save(ours, encoder_keymap(cfg, prefix, prefix, pooler))
-    if architecture != "BertModel":
+    if architecture in TASK_HEADS:
+        head = TASK_HEADS[architecture][0]
+        out.update(save(ours, linear(head, head)))
+    elif architecture != "BertModel":
         out.update(save(ours, heads_keymap(nsp=architecture == "BertForPreTraining")))
         out["cls.predictions.decoder.weight"] = ours["mlm.decoder.weight"]
         out["cls.predictions.decoder.bias"] = ours["mlm.decoder.bias"]

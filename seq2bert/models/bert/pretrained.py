@@ -1,10 +1,13 @@
 """Hugging Face BERT directories in and out: config.json, model.safetensors (or pytorch_model.bin read with
 weights_only=True) and the tokenizer (tokenizer.json or vocab.txt). The class comes from config.json's
-``architectures`` (BertModel, BertForPreTraining or BertForMaskedLM); ``save_bert`` writes a directory that
-transformers' ``from_pretrained`` reads with equal outputs."""
+``architectures`` (BertModel, BertForPreTraining, BertForMaskedLM or a task head of tasks.py); ``save_bert``
+writes a directory that transformers' ``from_pretrained`` reads with equal outputs; ``init_task_model`` starts
+a fine-tuning run from any BERT directory."""
 
 from __future__ import annotations
 
+import logging
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -21,12 +24,17 @@ from seq2bert.models.bert.convert import (
     to_hf_state_dict,
 )
 from seq2bert.models.bert.model import BertForMaskedLM, BertForPreTraining, BertModel
-from seq2bert.models.hf import model_type_of, read_config, read_weights, write_model_dir
+from seq2bert.models.bert.tasks import TASK_CLASSES
+from seq2bert.models.hf import model_type_of, read_config, read_weights, write_model_files
+from seq2bert.training import checkpoint as ckpt
+
+log = logging.getLogger(__name__)
 
 CLASSES: dict[str, type[nn.Module]] = {
     "BertModel": BertModel,
     "BertForPreTraining": BertForPreTraining,
     "BertForMaskedLM": BertForMaskedLM,
+    **TASK_CLASSES,
 }
 
 
@@ -69,13 +77,71 @@ def load_bert(
     return model.to(device).eval(), tokenizer
 
 
-def save_bert(model: nn.Module, path: str | Path, tokenizer: Tokenizer | None = None) -> None:
-    """Write ``model`` (and ``tokenizer``) as a transformers BERT directory, atomically."""
+def init_task_model(
+    path: str | Path,
+    architecture: str,
+    *,
+    id2label: dict[int, str] | None = None,
+    problem_type: str | None = None,
+    random_init: bool = False,
+    device: str | torch.device = "cpu",
+) -> tuple[nn.Module, Tokenizer | None, list[str]]:
+    """A task model (``architecture``, e.g. BertForSequenceClassification) whose encoder comes from the BERT
+    directory ``path``; the head — and the pooler when the checkpoint has none — start from the usual
+    N(0, initializer_range). A head in the checkpoint with the right shape is kept (continuing a
+    fine-tuning run), one of another shape is dropped. ``random_init``: the architecture and tokenizer of
+    ``path`` with fresh weights (the baseline that shows what pretraining buys).
+
+    Returns the model (train mode), the tokenizer and the names of the parameters initialised new."""
+    path = Path(path)
+    if architecture not in TASK_CLASSES:
+        raise CheckpointError(f"architecture {architecture!r}: expected one of {', '.join(TASK_CLASSES)}")
+    hf_config = read_config(path)
+    cfg = config_from_hf(hf_config, source=str(path / "config.json"))
+    cfg = replace(cfg, id2label=id2label or cfg.id2label, problem_type=problem_type or cfg.problem_type)
+    cfg.validate()
+    model = build_bert(cfg, architecture)
+    tokenizer = (
+        Tokenizer.from_file(path)
+        if (path / "tokenizer.json").is_file() or (path / "vocab.txt").is_file()
+        else None
+    )
+    if random_init:
+        return model.to(device).train(), tokenizer, sorted(model.state_dict())
+    state = from_hf_state_dict(read_weights(path), cfg, architecture, source=str(path), new_heads=True)
+    expected = model.state_dict()
+    for key in [k for k, v in state.items() if k in expected and v.shape != expected[k].shape]:
+        log.info("%s: %s has shape %s, the task needs %s: initialised new", path, key,
+                 tuple(state[key].shape), tuple(expected[key].shape))  # fmt: skip
+        del state[key]
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    if unexpected:  # from_hf_state_dict only returns keys of our layout
+        raise CheckpointError(f"{path}: unexpected keys {', '.join(unexpected)}")
+    if missing:
+        log.info("%s: initialised new (not in the checkpoint): %s", path, ", ".join(missing))
+    return model.to(device).train(), tokenizer, list(missing)
+
+
+def write_bert_files(model: nn.Module, directory: Path) -> None:
+    """config.json and model.safetensors of ``model`` in transformers' layout, into an existing folder (a
+    checkpoint being written: the trainer renames the folder into place)."""
     architecture = architecture_of(model)
     config = {**config_to_hf(model.config, architecture), "torch_dtype": "float32"}
+    write_model_files(directory, config, to_hf_state_dict(model.state_dict(), model.config, architecture))
 
-    def extra(tmp: Path) -> None:
+
+def load_bert_weights(model: nn.Module, directory: Path) -> None:
+    """Read back what ``write_bert_files`` wrote (resuming a run, or taking its best checkpoint)."""
+    state = from_hf_state_dict(read_weights(directory), model.config, architecture_of(model), str(directory))
+    model.load_state_dict(state)
+
+
+def save_bert(model: nn.Module, path: str | Path, tokenizer: Tokenizer | None = None) -> None:
+    """Write ``model`` (and ``tokenizer``) as a transformers BERT directory, atomically."""
+
+    def write(tmp: Path) -> None:
+        write_bert_files(model, tmp)
         if tokenizer is not None:
             tokenizer.save(tmp)
 
-    write_model_dir(path, config, to_hf_state_dict(model.state_dict(), model.config, architecture), extra)
+    ckpt.write_dir_atomically(Path(path), write)

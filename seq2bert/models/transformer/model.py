@@ -40,13 +40,18 @@ from seq2bert.objectives.cross_entropy import sequence_cross_entropy
 
 @dataclass
 class TransformerState:
-    """What decoding carries from step to step: the encoder output (B, S, d_model), its mask (B, S), one
-    cache per decoder layer and the number of target positions already decoded."""
+    """What decoding carries from step to step: the encoder output (B_s, S, d_model), its mask (B_s, S), one
+    cache per decoder layer and the number of target positions already decoded.
+
+    The decoder may run ``group`` rows per source row (beam search: the K beams of an input, rows b·K …
+    b·K + K − 1): the source side (memory, mask, cross-attention keys/values) is then kept once per input
+    and the self-attention caches once per decoder row."""
 
     memory: torch.Tensor
     mask: torch.Tensor
     caches: list[DecoderLayerCache]
     t: int = 0
+    group: int = 1
 
 
 class Embedder(nn.Module):
@@ -184,7 +189,8 @@ class Transformer(nn.Module):
         The new steps' keys and values join each layer's cache, so decoding all at once (teacher forcing,
         state.t = 0) or one step at a time gives the same logits (tests/models/test_transformer.py)."""
         T, past = decoder_input_ids.size(1), state.t
-        self_mask = causal_mask(T, past, device=decoder_input_ids.device)  # (T, past + T), Sect. 3.2.3
+        # (T, past + T), Sect. 3.2.3; a single new step may see every key, so it needs no mask
+        self_mask = causal_mask(T, past, device=decoder_input_ids.device) if T > 1 else None
         memory_mask = padding_mask(state.mask)  # (B, 1, 1, S)
         need = self_attentions is not None or cross_attentions is not None
         y = self.tgt_embed(decoder_input_ids, offset=past)  # (B, T, d_model)
@@ -195,7 +201,7 @@ class Transformer(nn.Module):
             if cross_attentions is not None:
                 cross_attentions.append(cw)
         logits = self.output(self.decoder_norm(y))  # (B, T, V)
-        return logits, TransformerState(state.memory, state.mask, state.caches, past + T)
+        return logits, TransformerState(state.memory, state.mask, state.caches, past + T, state.group)
 
     def decode_step(
         self, tokens: torch.Tensor, state: TransformerState
@@ -206,13 +212,28 @@ class Transformer(nn.Module):
 
     @staticmethod
     def reorder_state(state: TransformerState, index: torch.Tensor) -> TransformerState:
-        """Rows ``index`` (N,) of the batch, caches included (beam search)."""
+        """Rows ``index`` (N,) of the batch, caches included (beam search).
+
+        After ``repeat_state`` only the self-attention caches move: each row must stay within its group
+        (an input's beams), so the source side, kept once per input, is unchanged."""
+        if state.group > 1:
+            caches = [DecoderLayerCache(c.self_attn.reorder(index), c.cross_attn) for c in state.caches]
+            return TransformerState(state.memory, state.mask, caches, state.t, state.group)
         return TransformerState(
             state.memory.index_select(0, index),
             state.mask.index_select(0, index),
             [cache.reorder(index) for cache in state.caches],
             state.t,
         )
+
+    @staticmethod
+    def repeat_state(state: TransformerState, k: int) -> TransformerState:
+        """Each decoder row becomes k consecutive rows that share one copy of its source (beam search)."""
+        if state.group != 1:
+            raise ValueError("repeat_state: the state is already repeated")
+        index = torch.arange(state.memory.size(0), device=state.memory.device).repeat_interleave(k)
+        caches = [DecoderLayerCache(c.self_attn.reorder(index), c.cross_attn) for c in state.caches]
+        return TransformerState(state.memory, state.mask, caches, state.t, k)
 
     def generate(
         self,

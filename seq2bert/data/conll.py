@@ -1,0 +1,101 @@
+"""Reading CoNLL-2003 named-entity data (Tjong Kim Sang & De Meulder 2003), the tagging task of BERT Sect. 5.3.
+
+The format is one token per line, its columns separated by spaces (or tabs)::
+
+    -DOCSTART- -X- -X- O
+
+    EU NNP B-NP B-ORG
+    rejects VBZ B-VP O
+    ...
+
+In the English release the columns are ``word  POS  chunk  NER``; only the first (the word) and the last
+(the NER tag, IOB2 in the ``train.txt``/``valid.txt``/``test.txt`` release) are kept, so any file with the
+word first and the tag last reads. A blank line ends a sentence; ``-DOCSTART-`` lines separate documents
+and are skipped. Files are UTF-8, plain or gzip. Every problem raises a one-line
+:class:`~seq2bert.errors.DataError` naming the file and line.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from seq2bert.data.parallel import read_lines
+from seq2bert.errors import DataError
+
+logger = logging.getLogger(__name__)
+
+PathLike = str | os.PathLike[str]
+
+DOCSTART = "-DOCSTART-"
+
+
+@dataclass
+class TaggedSentence:
+    """One sentence and its NER tags.
+
+    Attributes:
+        id: ``"{file name}:{line of the first token}"``, e.g. ``"train.txt:3"``.
+        words: the tokens.
+        tags: one NER tag per token (the last column), e.g. ``["B-ORG", "O", "B-MISC", …]``.
+    """
+
+    id: str
+    words: list[str] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+
+def read_conll(path: PathLike) -> list[TaggedSentence]:
+    """Read the sentences of a CoNLL-2003 file, in file order.
+
+    Raises:
+        DataError: a missing file, invalid UTF-8, or a token line with fewer than 2 columns (file:line).
+    """
+    path = Path(path)
+    sentences: list[TaggedSentence] = []
+    current: TaggedSentence | None = None
+    for lineno, line in enumerate(read_lines(path), start=1):
+        columns = line.split()
+        if not columns or columns[0] == DOCSTART:
+            current = None
+            continue
+        if len(columns) < 2:
+            raise DataError(
+                f"{path}:{lineno}: expected at least 2 space-separated columns (word … NER tag), "
+                f"got 1: {line.strip()!r}"
+            )
+        if current is None:
+            current = TaggedSentence(id=f"{path.name}:{lineno}")
+            sentences.append(current)
+        current.words.append(columns[0])
+        current.tags.append(columns[-1])
+    logger.info("read %d sentences (%d tokens) from %s", len(sentences), sum(len(s) for s in sentences), path)
+    return sentences
+
+
+_PREFIX_ORDER = {"B": 0, "I": 1, "E": 2, "S": 3, "L": 4, "U": 5}
+
+
+def label_list(sentences: Iterable[TaggedSentence]) -> list[str]:
+    """The tags that occur, "O" first, then the others grouped by entity type (types sorted), B- before I-.
+
+    For CoNLL-2003: ``["O", "B-LOC", "I-LOC", "B-MISC", "I-MISC", "B-ORG", "I-ORG", "B-PER", "I-PER"]``.
+    The order depends only on the set of tags, so train and dev give the same ids when they share tags.
+    Other schemes sort the same way (IOBES: B, I, E, S; a tag without a prefix sorts before its B-).
+    """
+    tags = {tag for sentence in sentences for tag in sentence.tags}
+    others = sorted(tags - {"O"}, key=_tag_sort_key)
+    return (["O"] if "O" in tags else []) + others
+
+
+def _tag_sort_key(tag: str) -> tuple[str, int, str]:
+    prefix, dash, entity = tag.partition("-")
+    if not dash or len(prefix) != 1:  # no scheme prefix: "PER", or "X-Y" with a longer head
+        return tag, -1, ""
+    return entity, _PREFIX_ORDER.get(prefix, len(_PREFIX_ORDER)), prefix

@@ -1,0 +1,135 @@
+"""Fine-tuning inputs for the four task shapes of BERT (Devlin et al. 2018, Figure 4) and multiple choice.
+
+Every example becomes one *feature* (a dict of int lists) — several for a long SQuAD context — and a batch
+pads its features to its own longest one (dynamic padding); the length-bucketed sampler of batching.py keeps
+that padding small.
+
+    sequence   [CLS] A [SEP] (B [SEP])          label: class id, or a float (regression)
+    tokens     [CLS] w_1 … w_n [SEP]            labels: the tag id on each word's first sub-token, −100
+                                                on the others and on [CLS] / [SEP] ("we use the
+                                                representation of the first sub-token", Sect. 5.3)
+    qa         [CLS] question [SEP] window [SEP]  start / end token (data/qa.py makes the windows)
+    choice     C × ([CLS] context [SEP] start + ending_c [SEP])   label: the right choice
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from tqdm.auto import tqdm
+
+from seq2bert.data.batching import pad_sequences
+from seq2bert.data.conll import TaggedSentence
+from seq2bert.data.glue import TextExample
+from seq2bert.data.swag import ChoiceExample
+from seq2bert.data.tokenization import Tokenizer
+from seq2bert.objectives.cross_entropy import IGNORE_INDEX
+
+Feature = dict[str, Any]
+ENCODE_CHUNK = 2048  # examples per encode_batch call (one progress-bar tick)
+
+
+def _chunks(items: Sequence, progress: bool, desc: str):
+    with tqdm(total=len(items), desc=desc, unit="ex", disable=not progress, mininterval=1.0) as bar:
+        for start in range(0, len(items), ENCODE_CHUNK):
+            chunk = items[start : start + ENCODE_CHUNK]
+            yield chunk
+            bar.update(len(chunk))
+
+
+def encode_sequences(
+    examples: Sequence[TextExample], tok: Tokenizer, max_length: int, *, progress: bool = False
+) -> list[Feature]:
+    """Single sentences or pairs, the longer text of a pair trimmed first when over ``max_length``."""
+    out: list[Feature] = []
+    for chunk in _chunks(examples, progress, "encoding"):
+        texts = [e.text_a if e.text_b is None else (e.text_a, e.text_b) for e in chunk]
+        batch = tok.encode_batch(texts, max_length=max_length, truncation="longest_first")
+        for e, enc in zip(chunk, batch.encodings, strict=True):
+            feature: Feature = {"input_ids": enc.ids, "token_type_ids": enc.type_ids}
+            if e.label is not None:
+                feature["labels"] = e.label
+            out.append(feature)
+    return out
+
+
+def encode_tagged(
+    sentences: Sequence[TaggedSentence],
+    tok: Tokenizer,
+    label2id: dict[str, int],
+    max_length: int,
+    *,
+    progress: bool = False,
+) -> list[Feature]:
+    """Sentences of words with a tag each. ``word_ids`` (per token: the word it starts, else −1) lets the
+    predictions go back to words; words cut by ``max_length`` are not predicted (``num_words`` tells)."""
+    out: list[Feature] = []
+    for chunk in _chunks(sentences, progress, "encoding"):
+        for s, enc in zip(
+            chunk, tok.encode_words([s.words for s in chunk], max_length=max_length), strict=True
+        ):
+            labels, starts, previous = [], [], None
+            for w in enc.word_ids:
+                first = w is not None and w != previous  # the first sub-token of word w
+                labels.append(label2id[s.tags[w]] if first else IGNORE_INDEX)
+                starts.append(w if first else -1)
+                previous = w
+            out.append({"input_ids": enc.ids, "token_type_ids": enc.type_ids, "labels": labels,
+                        "word_ids": starts, "num_words": len(s.words)})  # fmt: skip
+    return out
+
+
+def encode_choices(
+    examples: Sequence[ChoiceExample], tok: Tokenizer, max_length: int, *, progress: bool = False
+) -> list[Feature]:
+    """SWAG: each ending completes ``start``; the pair is (context, start + ending)."""
+    out: list[Feature] = []
+    for chunk in _chunks(examples, progress, "encoding"):
+        pairs = [(e.context, f"{e.start} {ending}".strip()) for e in chunk for ending in e.endings]
+        encs = tok.encode_batch(pairs, max_length=max_length, truncation="longest_first").encodings
+        i = 0
+        for e in chunk:
+            choices = encs[i : i + len(e.endings)]
+            i += len(e.endings)
+            feature: Feature = {
+                "input_ids": [c.ids for c in choices],
+                "token_type_ids": [c.type_ids for c in choices],
+            }
+            if e.label is not None:
+                feature["labels"] = e.label
+            out.append(feature)
+    return out
+
+
+def feature_length(feature: Feature) -> int:
+    ids = feature["input_ids"]
+    return max(len(c) for c in ids) if ids and isinstance(ids[0], list) else len(ids)
+
+
+def collate(features: Sequence[Feature], pad_token_id: int) -> dict[str, torch.Tensor]:
+    """Pad a batch to its longest feature: input_ids, token_type_ids, attention_mask (B, T) — (B, C, T)
+    for choices — and the targets the model takes (labels, or start_positions / end_positions)."""
+    first = features[0]
+    if isinstance(first["input_ids"][0], list):  # multiple choice: pad every choice to the batch's longest
+        C = len(first["input_ids"])
+        flat = [c for f in features for c in f["input_ids"]]
+        ids, mask = pad_sequences(flat, pad_token_id)  # (B·C, T)
+        types, _ = pad_sequences([c for f in features for c in f["token_type_ids"]], 0)
+        batch = {k: v.view(len(features), C, -1) for k, v in
+                 (("input_ids", ids), ("attention_mask", mask.long()), ("token_type_ids", types))}  # fmt: skip
+    else:
+        ids, mask = pad_sequences([f["input_ids"] for f in features], pad_token_id)  # (B, T)
+        types, _ = pad_sequences([f["token_type_ids"] for f in features], 0)
+        batch = {"input_ids": ids, "attention_mask": mask.long(), "token_type_ids": types}
+    if "labels" in first:
+        if isinstance(first["labels"], list):  # per token
+            batch["labels"], _ = pad_sequences([f["labels"] for f in features], IGNORE_INDEX)
+        else:
+            dtype = torch.float if isinstance(first["labels"], float) else torch.long
+            batch["labels"] = torch.tensor([f["labels"] for f in features], dtype=dtype)
+    if "start_position" in first:
+        batch["start_positions"] = torch.tensor([f["start_position"] for f in features])
+        batch["end_positions"] = torch.tensor([f["end_position"] for f in features])
+    return batch

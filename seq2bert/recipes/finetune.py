@@ -1,0 +1,375 @@
+"""Recipe: fine-tune a BERT checkpoint on one task (Devlin et al. 2018, Sect. 4; Figure 4).
+
+Read top to bottom:
+1. the task names its shape (TASKS): GLUE tasks classify sentences or pairs (STS-B regresses), CoNLL-2003
+   tags words, SQuAD extracts spans, SWAG chooses an ending;
+2. its reader reads train and dev from the task's folder (data/glue.py, conll.py, squad.py, swag.py), and
+   data/finetuning.py (data/qa.py for SQuAD's windows) turns them into features;
+3. the model is the checkpoint's encoder with a new head (models/bert/tasks.py; ``random_init``: the same
+   architecture from scratch, to measure what pretraining buys);
+4. the engine trains with AdamW, linear warm-up over ``warmup_ratio`` of the steps then linear decay
+   (Sect. A.3: batch 32, lr among 5e-5 / 3e-5 / 2e-5, 2–4 epochs), length-bucketed batches padded to their
+   own longest; every evaluation scores dev with the task's metrics and keeps the best checkpoint;
+5. the best checkpoint is a Hugging Face directory (config.json with id2label, model.safetensors,
+   tokenizer), and its dev predictions are written to predictions.jsonl beside results.json.
+
+    seq2bert finetune --task sst2 --init MODEL_DIR --data ../shared/data/sst2 --out runs/sst2
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from seq2bert import config as config_io
+from seq2bert.data.batching import BucketBatchSampler
+from seq2bert.data.conll import label_list, read_conll
+from seq2bert.data.finetuning import collate, encode_choices, encode_sequences, encode_tagged, feature_length
+from seq2bert.data.glue import GLUE_TASKS, read_glue_dir
+from seq2bert.data.qa import make_features, postprocess
+from seq2bert.data.squad import read_squad
+from seq2bert.data.swag import read_swag
+from seq2bert.errors import ConfigError, DataError
+from seq2bert.evaluation.tasks import glue_metrics, ner_metrics, squad_metrics
+from seq2bert.models.bert.pretrained import init_task_model, load_bert_weights, write_bert_files
+from seq2bert.recipes.translation import count_parameters, seed_everything
+from seq2bert.training import checkpoint as ckpt
+from seq2bert.training.config import TrainConfig
+from seq2bert.training.distributed import cleanup, setup
+from seq2bert.training.trainer import Trainer
+
+log = logging.getLogger(__name__)
+
+# task → (shape, model class, default max_seq_length, main metric); GLUE's main metrics come from data/glue.py
+TASKS: dict[str, tuple[str, str, int]] = {
+    **{name: ("sequence", "BertForSequenceClassification", 128) for name in GLUE_TASKS},
+    "conll2003": ("tokens", "BertForTokenClassification", 256),
+    "squad": ("qa", "BertForQuestionAnswering", 384),
+    "squad_v2": ("qa", "BertForQuestionAnswering", 384),
+    "swag": ("choice", "BertForMultipleChoice", 128),
+}
+MAIN_METRIC = {"tokens": "f1", "qa": "f1", "choice": "accuracy"}
+
+
+@dataclass
+class FinetuneDataConfig:
+    task: str = "sst2"
+    path: str = ""  # the task's folder (GLUE TSVs, CoNLL train.txt / valid.txt, SQuAD JSON, SWAG CSV)
+    max_seq_length: int = 0  # 0: the task's default (128; CoNLL 256; SQuAD 384)
+    doc_stride: int = 128  # SQuAD: tokens between the starts of two windows of one context
+    max_query_length: int = 64
+    batch_size: int = 32
+    max_train_examples: int = 0  # 0: all (a seeded random subset otherwise, to fit a time budget)
+    max_eval_examples: int = 0  # 0: all (the first ones otherwise)
+    n_best_size: int = 20
+    max_answer_length: int = 30
+    null_score_diff_threshold: float = 0.0
+
+    def validate(self) -> None:
+        if self.task not in TASKS:
+            raise ConfigError(f"data.task: expected one of {', '.join(TASKS)}, got {self.task!r}")
+        for name in ("batch_size", "doc_stride", "max_query_length", "n_best_size", "max_answer_length"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"data.{name}: must be at least 1, got {getattr(self, name)}")
+        for name in ("max_seq_length", "max_train_examples", "max_eval_examples"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"data.{name}: must be >= 0, got {getattr(self, name)}")
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    @property
+    def kind(self) -> str:
+        return TASKS[self.task][0]
+
+    @property
+    def seq_length(self) -> int:
+        return self.max_seq_length or TASKS[self.task][2]
+
+
+@dataclass
+class FinetuneConfig:
+    init: str = ""  # a BERT directory (Hugging Face layout): pretrained, or fine-tuned already
+    random_init: bool = False  # the checkpoint's architecture and vocabulary, but fresh weights
+    warmup_ratio: float = 0.1  # of all steps, when train.warmup_steps is 0
+    data: FinetuneDataConfig = field(default_factory=FinetuneDataConfig)
+    train: TrainConfig = field(
+        default_factory=lambda: TrainConfig(
+            lr=5e-5, weight_decay=0.01, schedule="linear", max_epochs=3, metric="main"
+        )  # fmt: skip
+    )
+
+
+def main_metric(data: FinetuneDataConfig) -> str:
+    if data.kind == "sequence":
+        return GLUE_TASKS[data.task].main_metric
+    return MAIN_METRIC[data.kind]
+
+
+# --- 2. the data
+def _find(folder: Path, patterns: tuple[str, ...], what: str) -> Path | None:
+    for pattern in patterns:
+        found = sorted(folder.glob(pattern))
+        if found:
+            return found[0]
+    return None
+
+
+def read_task(data: FinetuneDataConfig) -> dict[str, list]:
+    """{"train": examples, "dev": examples} of the task's folder."""
+    folder = Path(data.path)
+    if not folder.is_dir():
+        raise DataError(f"data.path: {folder} is not a folder (give the task's data folder with --data)")
+    if data.kind == "sequence":
+        return read_glue_dir(data.task, folder)
+    if data.kind == "tokens":
+        files = {"train": _find(folder, ("train.txt",), "train"), "dev": _find(folder, ("valid.txt", "dev.txt", "testa.txt"), "dev")}  # fmt: skip
+        reader = read_conll
+    elif data.kind == "qa":
+        version = "v2.0" if data.task == "squad_v2" else "v1.1"
+        files = {"train": _find(folder, (f"train-{version}*.json*",), "train"),
+                 "dev": _find(folder, (f"dev-{version}*.json*",), "dev")}  # fmt: skip
+        reader = read_squad
+    else:
+        files = {"train": _find(folder, ("train.csv",), "train"), "dev": _find(folder, ("val.csv", "dev.csv"), "dev")}  # fmt: skip
+        reader = read_swag
+    if files["dev"] is None:
+        raise DataError(f"{folder}: no {data.task} dev file")
+    return {split: reader(path) for split, path in files.items() if path is not None}
+
+
+def subset(examples: list, n: int, seed: int | None) -> list:
+    """The first n examples (seed None) or n drawn at random, in their original order; n = 0: all."""
+    if not n or n >= len(examples):
+        return examples
+    if seed is None:
+        return examples[:n]
+    keep = np.sort(np.random.default_rng(seed).choice(len(examples), n, replace=False))
+    return [examples[i] for i in keep]
+
+
+def labels_of(data: FinetuneDataConfig, examples: list) -> dict[int, str] | None:
+    """id2label of the task (None: the checkpoint's own)."""
+    if data.kind == "sequence":
+        labels = GLUE_TASKS[data.task].labels
+        return {0: "score"} if labels is None else dict(enumerate(labels))
+    if data.kind == "tokens":
+        return dict(enumerate(label_list(examples)))
+    return None
+
+
+def encode(data: FinetuneDataConfig, examples: list, tok, id2label, *, progress: bool = False) -> list[dict]:
+    """Features of ``examples`` (QA: several per example, each with its ``example_index``)."""
+    L = data.seq_length
+    if data.kind == "sequence":
+        return encode_sequences(examples, tok, L, progress=progress)
+    if data.kind == "tokens":
+        label2id = {label: i for i, label in id2label.items()}
+        return encode_tagged(examples, tok, label2id, L, progress=progress)
+    if data.kind == "choice":
+        return encode_choices(examples, tok, L, progress=progress)
+    features = make_features(examples, tok, max_seq_length=L, doc_stride=data.doc_stride,
+                             max_query_length=data.max_query_length, progress=progress)  # fmt: skip
+    return [{"input_ids": f.input_ids, "token_type_ids": f.token_type_ids, "start_position": f.start_position,
+             "end_position": f.end_position, "example_index": f.example_index, "qa": f} for f in features]  # fmt: skip
+
+
+# --- 4. evaluation
+@torch.no_grad()
+def predict(model, features: list[dict], pad_token_id: int, batch_size: int, device) -> list[torch.Tensor]:
+    """Raw outputs per feature, in feature order: logits (K,) / (T, K) / (C,), or (2, T) start and end."""
+    plan = BucketBatchSampler([feature_length(f) for f in features], batch_size=batch_size, shuffle=False)
+    out: list[torch.Tensor | None] = [None] * len(features)
+    for indices in plan.batches(0):
+        batch = collate([features[i] for i in indices], pad_token_id)
+        batch = {
+            k: v.to(device)
+            for k, v in batch.items()
+            if k in ("input_ids", "attention_mask", "token_type_ids")
+        }
+        o = model(**batch)
+        rows = torch.stack([o.start_logits, o.end_logits], 1) if hasattr(o, "start_logits") else o.logits
+        for i, row in zip(indices, rows.float().cpu(), strict=True):
+            n = feature_length(features[i])
+            out[i] = row[..., :n] if hasattr(o, "start_logits") else (row[:n] if row.dim() == 2 else row)
+    return out  # type: ignore[return-value]
+
+
+def score(data: FinetuneDataConfig, model, examples: list, features: list[dict], pad_token_id: int, device):
+    """(metrics, one prediction per example) on labelled ``examples``."""
+    outputs = predict(model, features, pad_token_id, data.batch_size, device)
+    id2label = model.config.id2label
+    if data.kind == "sequence":
+        if GLUE_TASKS[data.task].labels is None:
+            preds = [float(o[0]) for o in outputs]
+        else:
+            preds = [int(o.argmax()) for o in outputs]
+        metrics = glue_metrics(data.task, preds, [e.label for e in examples])
+        shown = preds if GLUE_TASKS[data.task].labels is None else [id2label[p] for p in preds]
+        return metrics, shown
+    if data.kind == "tokens":
+        preds = []
+        for f, o in zip(features, outputs, strict=True):
+            tags = ["O"] * f["num_words"]  # words cut by max_seq_length stay "O"
+            for w, k in zip(f["word_ids"], o.argmax(-1).tolist(), strict=True):
+                if w >= 0:
+                    tags[w] = id2label[k]
+            preds.append(tags)
+        return ner_metrics([e.tags for e in examples], preds), preds
+    if data.kind == "choice":
+        preds = [int(o.argmax()) for o in outputs]
+        labels = [e.label for e in examples]
+        return {
+            "accuracy": 100.0 * float(np.mean([p == y for p, y in zip(preds, labels, strict=True)]))
+        }, preds
+    found = postprocess(examples, [f["qa"] for f in features], [o[0] for o in outputs], [o[1] for o in outputs],
+                        n_best_size=data.n_best_size, max_answer_length=data.max_answer_length,
+                        version_2=data.task == "squad_v2",
+                        null_score_diff_threshold=data.null_score_diff_threshold)  # fmt: skip
+    texts = {i: p.text for i, p in found.items()}
+    return squad_metrics(texts, examples), [texts.get(e.id, "") for e in examples]
+
+
+def gold(data: FinetuneDataConfig, example, id2label):
+    if data.kind == "sequence":
+        return example.label if GLUE_TASKS[data.task].labels is None else id2label[example.label]
+    if data.kind == "tokens":
+        return example.tags
+    if data.kind == "qa":
+        return [a.text for a in example.answers]
+    return example.label
+
+
+def write_predictions(path: Path, data: FinetuneDataConfig, examples: list, preds: list, id2label) -> None:
+    lines = [json.dumps({"id": e.id, "prediction": p, "label": gold(data, e, id2label)}, ensure_ascii=False)
+             for e, p in zip(examples, preds, strict=True)]  # fmt: skip
+    config_io.atomic_write_text(path, "\n".join(lines) + "\n")
+
+
+# --- the run
+def finetune(
+    cfg: FinetuneConfig, out_dir: str | Path, *, resume: bool = False, progress_bar: bool = True
+) -> dict:
+    """Fine-tune ``cfg.init`` on ``cfg.data.task``; returns a results row (dev metrics of the best checkpoint)."""
+    out_dir = Path(out_dir)
+    data = cfg.data
+    if not cfg.init:
+        raise ConfigError("init: give the BERT checkpoint to start from (--init DIR)")
+    if not resume:
+        ckpt.check_fresh_run_dir(out_dir)
+    dist, device = setup(cfg.train.device)
+    seed_everything(cfg.train.seed)
+    # 2. the data
+    splits = read_task(data)
+    if "train" not in splits:
+        raise DataError(f"{data.path}: no {data.task} training file")
+    train_examples = subset(splits["train"], data.max_train_examples, cfg.train.seed)
+    dev_examples = subset(splits["dev"], data.max_eval_examples, None)
+    # 3. the model
+    architecture = TASKS[data.task][1]
+    seed_everything(cfg.train.seed)
+    model, tok, new = init_task_model(cfg.init, architecture, id2label=labels_of(data, train_examples),
+                                      random_init=cfg.random_init)  # fmt: skip
+    if tok is None:
+        raise DataError(f"{cfg.init}: no tokenizer (vocab.txt or tokenizer.json) in the checkpoint")
+    if not cfg.random_init and new:
+        log.info("new parameters (trained from scratch): %s", ", ".join(new))
+    pad = tok.pad_token_id if tok.pad_token_id is not None else 0
+    train_features = encode(data, train_examples, tok, model.config.id2label, progress=progress_bar)
+    dev_features = encode(data, dev_examples, tok, model.config.id2label, progress=progress_bar)
+    plan = BucketBatchSampler([feature_length(f) for f in train_features], batch_size=data.batch_size,
+                              shuffle=True, seed=cfg.train.seed, num_replicas=dist.world_size, rank=dist.rank)  # fmt: skip
+    # 4. the engine
+    train_cfg = cfg.train
+    if train_cfg.metric == "main":
+        train_cfg = replace(train_cfg, metric=main_metric(data), higher_is_better=True)
+    total = train_cfg.max_steps or train_cfg.max_epochs * math.ceil(
+        len(plan.batches(0)) / train_cfg.accumulate
+    )
+    if train_cfg.warmup_steps == 0 and cfg.warmup_ratio > 0:
+        train_cfg = replace(train_cfg, warmup_steps=max(1, round(cfg.warmup_ratio * total)))
+    torch.manual_seed(cfg.train.seed + dist.rank)
+
+    def write_extra(directory: Path) -> None:
+        tok.save(directory)
+        config_io.atomic_write_text(
+            directory / "run.json", json.dumps(config_io.to_dict(cfg), indent=2) + "\n"
+        )
+
+    def evaluate(m) -> dict:
+        metrics, _ = score(data, m, dev_examples, dev_features, pad, device)
+        return metrics
+
+    trainer = Trainer(
+        model,
+        train_cfg,
+        plan=plan,
+        collate=lambda indices: {k: v for k, v in collate([train_features[i] for i in indices], pad).items()},
+        out_dir=out_dir,
+        evaluate=evaluate,
+        write_extra=write_extra,
+        loss_fn=lambda m, batch: m(**batch).loss,
+        count_tokens=lambda batch: int(batch["attention_mask"].sum()),
+        device=device,
+        dist=dist,
+        progress_bar=progress_bar,
+        save_model=write_bert_files,
+        load_model=load_bert_weights,
+    )
+    log.info("%s on %s: %s parameters; %d training examples (%d features), %d dev", architecture, data.task,
+             f"{count_parameters(model):,}", len(train_examples), len(train_features), len(dev_examples))  # fmt: skip
+    result = trainer.fit(resume=resume)
+    row = {"task": data.task, "init": "random" if cfg.random_init else cfg.init, "params": count_parameters(model),
+           "train_examples": len(train_examples), "steps": result.progress.step,
+           "train_seconds": result.progress.train_seconds, "tokens_per_s": result.tokens_per_second}  # fmt: skip
+    if dist.is_main and (out_dir / "best").is_dir():
+        # 5. the best checkpoint's dev predictions
+        load_bert_weights(model, out_dir / "best")
+        model.eval()
+        metrics, preds = score(data, model, dev_examples, dev_features, pad, device)
+        row.update({f"dev_{k}": v for k, v in metrics.items()}, best_step=result.progress.best_step)
+        write_predictions(out_dir / "predictions.jsonl", data, dev_examples, preds, model.config.id2label)
+        row["run_dir"] = str(out_dir)
+        config_io.atomic_write_text(out_dir / "results.json", json.dumps(row, indent=2) + "\n")
+    cleanup()
+    return row
+
+
+def evaluate_checkpoint(checkpoint: str | Path, data: FinetuneDataConfig | None = None, *, out: str | Path | None = None,
+                        device: str = "cpu") -> dict:  # fmt: skip
+    """Dev metrics of a fine-tuned checkpoint directory (a run's best/, or any directory with run.json);
+    ``data`` overrides the task and folder of its run.json. Writes predictions to ``out`` when given."""
+    from seq2bert.models.bert.pretrained import load_bert
+
+    checkpoint = (
+        ckpt.resolve_checkpoint(checkpoint) if (Path(checkpoint) / "best").is_dir() else Path(checkpoint)
+    )
+    if data is None:
+        run = checkpoint / "run.json"
+        if not run.is_file():
+            raise ConfigError(f"{checkpoint}: no run.json; give --task and --data")
+        data = config_io.from_dict(FinetuneConfig, ckpt.read_json(run)).data
+    model, tok = load_bert(checkpoint, device=device)
+    if type(model).__name__ != TASKS[data.task][1]:
+        raise ConfigError(
+            f"{checkpoint}: a {type(model).__name__}, but task {data.task} needs a {TASKS[data.task][1]}"
+        )
+    if tok is None:
+        raise DataError(f"{checkpoint}: no tokenizer in the checkpoint")
+    examples = subset(read_task(data)["dev"], data.max_eval_examples, None)
+    features = encode(data, examples, tok, model.config.id2label)
+    metrics, preds = score(data, model, examples, features, tok.pad_token_id or 0, torch.device(device))
+    if out is not None:
+        write_predictions(Path(out), data, examples, preds, model.config.id2label)
+    return {
+        "task": data.task,
+        "checkpoint": str(checkpoint),
+        "examples": len(examples),
+        **{f"dev_{k}": v for k, v in metrics.items()},
+    }

@@ -1,0 +1,237 @@
+"""`seq2bert finetune` end to end with a tiny BERT on tiny tasks whose answer is plain from the words: each task
+shape learns (dev metric far above chance), keeps a transformers-readable best checkpoint, writes its dev
+predictions, and the pipelines and CLI commands use the result."""
+
+import csv
+import gzip
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from seq2bert.cli import main
+from seq2bert.data.tokenization import Tokenizer
+from seq2bert.models.bert.config import BertConfig
+from seq2bert.models.bert.model import BertForPreTraining
+from seq2bert.models.bert.pretrained import load_bert, save_bert
+from seq2bert.pipelines import answer, classify, tag
+
+FILLER = "the a of on in and to was is it this that film story movie".split()
+GOOD, BAD = "great fine lovely superb".split(), "awful dull boring poor".split()
+PLACES, PEOPLE = "paris london rome berlin".split(), "john mary anna peter".split()
+
+
+@pytest.fixture(scope="module")
+def init_dir(tmp_path_factory):
+    """A tiny, randomly initialised BERT with a WordPiece vocabulary of the tasks' words."""
+    root = tmp_path_factory.mktemp("init")
+    words = FILLER + GOOD + BAD + PLACES + PEOPLE + ["smith", "lives", "met", "what", "answer", "?", ".", ","]
+    corpus = root / "words.txt"
+    corpus.write_text("\n".join(" ".join(words[i:] + words[:i]) for i in range(len(words))) + "\n")
+    tok = Tokenizer.train([corpus], kind="wordpiece", vocab_size=120, lowercase=True)
+    torch.manual_seed(0)
+    cfg = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                     intermediate_size=64, max_position_embeddings=64)  # fmt: skip
+    save_bert(BertForPreTraining(cfg), root / "bert", tok)
+    return root / "bert"
+
+
+def sentence(rng, extra):
+    words = list(rng.choice(FILLER, size=rng.integers(3, 8))) + [extra]
+    rng.shuffle(words)
+    return " ".join(words)
+
+
+def write_sst2(folder, rng):
+    folder.mkdir()
+    for split, n in (("train", 400), ("dev", 60)):
+        rows = ["sentence\tlabel"]
+        for _ in range(n):
+            label = int(rng.integers(2))
+            rows.append(f"{sentence(rng, rng.choice(GOOD if label else BAD))} \t{label}")
+        (folder / f"{split}.tsv").write_text("\n".join(rows) + "\n")
+
+
+FAST = ["--set", "train.lr=2e-3", "--set", "data.batch_size=16", "--set", "train.log_every=5"]
+
+
+def run(task, data, init, out, *extra):
+    return main(
+        [
+            "finetune",
+            "--task",
+            task,
+            "--init",
+            str(init),
+            "--data",
+            str(data),
+            "--out",
+            str(out),
+            *FAST,
+            *extra,
+        ]
+    )
+
+
+def test_sentence_classification_learns_and_its_checkpoint_serves_transformers_and_the_pipeline(
+    init_dir, tmp_path, capsys
+):
+    transformers = pytest.importorskip("transformers")
+    write_sst2(tmp_path / "sst2", np.random.default_rng(0))
+    assert run("sst2", tmp_path / "sst2", init_dir, tmp_path / "run", "--set", "train.max_epochs=4") == 0
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert results["dev_accuracy"] >= 90, results
+    predictions = [
+        json.loads(line) for line in (tmp_path / "run" / "predictions.jsonl").read_text().splitlines()
+    ]
+    assert len(predictions) == 60 and {p["prediction"] for p in predictions} <= {"0", "1"}
+    agree = np.mean([p["prediction"] == p["label"] for p in predictions]) * 100
+    assert agree == pytest.approx(results["dev_accuracy"])
+
+    ours, tok = load_bert(tmp_path / "run" / "best")
+    theirs = transformers.BertForSequenceClassification.from_pretrained(tmp_path / "run" / "best").eval()
+    assert theirs.config.id2label == {0: "0", 1: "1"}
+    enc = tok.encode_batch(
+        ["a superb film", "the story was dull and poor"], padding="longest", return_tensors="pt"
+    )
+    with torch.no_grad():
+        expected = theirs(**dict(enc)).logits
+    torch.testing.assert_close(ours(**dict(enc)).logits, expected, rtol=0, atol=1e-5)
+    assert classify("a superb film", (ours, tok))["label"] == "1"
+    assert [r["label"] for r in classify(["it was dull", "lovely story"], (ours, tok))] == ["0", "1"]
+
+    capsys.readouterr()
+    assert main(["evaluate", str(tmp_path / "run")]) == 0
+    assert f"{results['dev_accuracy']:.2f}" in capsys.readouterr().out
+    assert main(["classify", str(tmp_path / "run" / "best"), "a lovely movie"]) == 0
+    assert capsys.readouterr().out.startswith("1\t")
+
+
+def test_regression_and_a_random_initialisation(init_dir, tmp_path):
+    rng = np.random.default_rng(1)
+    (tmp_path / "stsb").mkdir()
+    for split, n in (("train", 300), ("dev", 40)):
+        rows = ["index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore"]
+        for i in range(n):
+            k = int(rng.integers(5))
+            a = sentence(rng, GOOD[0])
+            b = " ".join([GOOD[0]] * k + list(rng.choice(FILLER, 4 - k)))
+            rows.append(f"{i}\tg\tf\t2020\t{i}\ts\ts\t{a}\t{b}\t{float(k):.1f}")
+        (tmp_path / "stsb" / f"{split}.tsv").write_text("\n".join(rows) + "\n")
+    assert run("stsb", tmp_path / "stsb", init_dir, tmp_path / "r", "--set", "train.max_epochs=6") == 0
+    results = json.loads((tmp_path / "r" / "results.json").read_text())
+    assert results["dev_pearson"] > 80, results
+    assert (
+        run(
+            "stsb",
+            tmp_path / "stsb",
+            init_dir,
+            tmp_path / "fresh",
+            "--random-init",
+            "--set",
+            "train.max_steps=3",
+        )
+        == 0
+    )
+    assert json.loads((tmp_path / "fresh" / "results.json").read_text())["init"] == "random"
+
+
+def test_tagging_learns_entities_and_the_pipeline_gives_character_spans(init_dir, tmp_path, capsys):
+    rng = np.random.default_rng(2)
+    (tmp_path / "conll").mkdir()
+    for split, n in (("train", 300), ("valid", 40)):
+        lines = ["-DOCSTART- -X- -X- O", ""]
+        for _ in range(n):
+            words = [(w, "O") for w in rng.choice(FILLER, size=rng.integers(2, 6))]
+            words.insert(int(rng.integers(len(words) + 1)), (rng.choice(PLACES), "B-LOC"))
+            at = int(rng.integers(len(words) + 1))
+            words[at:at] = [(rng.choice(PEOPLE), "B-PER"), ("smith", "I-PER")]
+            lines += [f"{w} NN O {t}" for w, t in words] + [""]
+        (tmp_path / "conll" / f"{split}.txt").write_text("\n".join(lines) + "\n")
+    assert run("conll2003", tmp_path / "conll", init_dir, tmp_path / "r", "--set", "train.max_epochs=5") == 0
+    results = json.loads((tmp_path / "r" / "results.json").read_text())
+    assert results["dev_f1"] >= 90, results
+    model = load_bert(tmp_path / "r" / "best")
+    text = "Mary Smith lives in Rome."
+    entities = tag(text, model)
+    assert [(e["entity_group"], e["word"]) for e in entities] == [("PER", "Mary Smith"), ("LOC", "Rome")]
+    assert all(text[e["start"] : e["end"]] == e["word"] for e in entities)
+    capsys.readouterr()
+    assert main(["tag", str(tmp_path / "r" / "best"), text]) == 0
+    assert "LOC\t20-24" in capsys.readouterr().out
+
+
+def test_span_question_answering_learns_and_answers_from_the_original_text(init_dir, tmp_path):
+    rng = np.random.default_rng(3)
+    (tmp_path / "squad").mkdir()
+    for split, n in (("train", 400), ("dev", 40)):
+        paragraphs = []
+        for i in range(n):
+            place = str(rng.choice(PLACES)).capitalize()
+            before = " ".join(rng.choice(FILLER, size=rng.integers(1, 6)))
+            context = f"{before} {rng.choice(PEOPLE)} lives in {place} , {' '.join(rng.choice(FILLER, 3))} ."
+            start = context.index(f"in {place}") + 3
+            qas = [
+                {
+                    "id": f"{split}{i}",
+                    "question": "what lives ?",
+                    "answers": [{"text": place, "answer_start": start}],
+                }
+            ]
+            paragraphs.append({"context": context, "qas": qas})
+        data = {"version": "1.1", "data": [{"title": "t", "paragraphs": paragraphs}]}
+        with gzip.open(tmp_path / "squad" / f"{split}-v1.1.json.gz", "wt") as f:
+            json.dump(data, f)
+    assert run("squad", tmp_path / "squad", init_dir, tmp_path / "r", "--set", "train.max_epochs=5",
+               "--set", "data.max_seq_length=48", "--set", "data.doc_stride=16") == 0  # fmt: skip
+    results = json.loads((tmp_path / "r" / "results.json").read_text())
+    assert results["dev_exact_match"] >= 90 and results["dev_f1"] >= 90, results
+    context = "the film , anna lives in Berlin , it was fine ."
+    found = answer("what lives ?", context, load_bert(tmp_path / "r" / "best"))
+    assert found["answer"] == "Berlin" and context[found["start"] : found["end"]] == "Berlin"
+
+
+def test_multiple_choice_learns(init_dir, tmp_path):
+    rng = np.random.default_rng(4)
+    (tmp_path / "swag").mkdir()
+    header = ["", "video-id", "fold-ind", "startphrase", "sent1", "sent2", "gold-source",
+              "ending0", "ending1", "ending2", "ending3", "label"]  # fmt: skip
+    for split, n in (("train", 300), ("val", 40)):
+        with open(tmp_path / "swag" / f"{split}.csv", "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(header)
+            for i in range(n):
+                label = int(rng.integers(4))
+                endings = [" ".join(rng.choice(BAD + FILLER, 3)) for _ in range(4)]
+                endings[label] = f"{rng.choice(GOOD)} {endings[label]}"
+                ctx = sentence(rng, "film")
+                w.writerow([i, "v", "f", ctx, ctx, "it was", "gold", *endings, label])
+    assert run("swag", tmp_path / "swag", init_dir, tmp_path / "r", "--set", "train.max_epochs=5") == 0
+    assert json.loads((tmp_path / "r" / "results.json").read_text())["dev_accuracy"] >= 80
+
+
+def test_bad_input_is_one_clear_line(init_dir, tmp_path, capsys):
+    assert (
+        main(
+            [
+                "finetune",
+                "--task",
+                "nope",
+                "--init",
+                str(init_dir),
+                "--data",
+                str(tmp_path),
+                "--out",
+                str(tmp_path / "r"),
+            ]
+        )
+        == 2
+    )
+    assert "data.task" in capsys.readouterr().err
+    (tmp_path / "sst2").mkdir()
+    (tmp_path / "sst2" / "train.tsv").write_text("sentence\tlabel\na good film\t7\n")
+    (tmp_path / "sst2" / "dev.tsv").write_text("sentence\tlabel\nok\t1\n")
+    assert run("sst2", tmp_path / "sst2", init_dir, tmp_path / "r2") == 2
+    err = capsys.readouterr().err
+    assert "train.tsv:2" in err and len(err.strip().splitlines()) == 1
