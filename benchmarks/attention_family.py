@@ -48,7 +48,7 @@ MODEL_NAMES = ("seq2seq", "cho", "bahdanau", "luong-global", "luong-local-p")
 
 
 def training_tokens_per_second(model, batches, *, bf16: bool) -> float:
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)  # the engine's AdamW
     model.train()
     n_tok, seconds = 0, 0.0
     for i, (src, dec, lab) in enumerate(batches):

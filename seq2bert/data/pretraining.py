@@ -65,21 +65,44 @@ class Skipped:
     empty_documents: int = 0
 
 
+GUTENBERG_START, GUTENBERG_END = b"*** START OF", b"*** END OF"
+
+
+def gutenberg_body(path: Path) -> tuple[int, int]:
+    """The lines (first, last) that hold the book in a Project Gutenberg file — between its ``*** START OF``
+    and ``*** END OF`` markers, without the header and the licence — or (1, ∞) for any other file."""
+    first, last = 1, float("inf")
+    with open(path, "rb") as f:
+        for number, raw in enumerate(f, 1):
+            if raw.startswith(GUTENBERG_START) and first == 1:
+                first = number + 1
+            elif raw.startswith(GUTENBERG_END) and first > 1:
+                last = number - 1
+                break
+    return first, last  # type: ignore[return-value]
+
+
 def iter_paragraphs(path: Path, documents: str, skip_bad: bool, skipped: Skipped) -> Iterator[str | None]:
     """The paragraphs of one file in order, None at each document boundary: every blank line
-    (``documents="blank_line"``) or only the end of the file (``"file"``). Streams line by line."""
+    (``documents="blank_line"``) or only the end of the file (``"file"``). Streams line by line; of a
+    Project Gutenberg book only the text between its START and END markers is read."""
     with open(path, "rb") as f:
         if b"\x00" in f.read(8192):
             if not skip_bad:
                 raise DataError(f"{path}: a binary file (NUL bytes), not text")
             skipped.binary_files += 1
             return
+        first, last = gutenberg_body(path)
         f.seek(0)
         para: list[str] = []
         size, in_document = 0, False
         for number, raw in enumerate(f, 1):
+            if number < first:
+                continue
+            if number > last:
+                break
             try:
-                line = raw.decode("utf-8").strip()
+                line = raw.decode("utf-8").strip().lstrip("\ufeff")  # a byte-order mark opens many files
             except UnicodeDecodeError as e:
                 if not skip_bad:
                     raise DataError(

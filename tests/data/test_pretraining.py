@@ -92,6 +92,23 @@ def test_bad_input_is_an_error_or_a_counted_skip(tmp_path, tokenizer):
         prepare_corpus([binary], tokenizer, tmp_path / "y", skip_bad=True, progress=False)
 
 
+def test_a_gutenberg_book_is_read_without_its_header_and_licence(tmp_path, tokenizer):
+    book = tmp_path / "pg1_book.txt"
+    book.write_bytes(
+        "\ufeffThe Project Gutenberg eBook of Alpha, by Beta\r\n\r\nRelease date: pi rho.\r\n\r\n"
+        "*** START OF THE PROJECT GUTENBERG EBOOK ALPHA ***\r\n\r\nAlpha beta gamma. Delta epsilon.\r\n\r\n"
+        "Zeta eta theta.\r\n\r\n*** END OF THE PROJECT GUTENBERG EBOOK ALPHA ***\r\n\r\n"
+        "Section 1. General Terms of Use and Redistributing Project Gutenberg.\r\n".encode()
+    )
+    plain = tmp_path / "plain.txt"
+    plain.write_text("\ufeffMu nu xi.\n")
+    prepare_corpus([book, plain], tokenizer, tmp_path / "c", progress=False)
+    corpus = Corpus(tmp_path / "c")
+    sentences = [tokenizer.decode(corpus.sentence(s).tolist()) for s in range(int(corpus.doc_sentences[-1]))]
+    # (the test vocabulary has no ".": decoding drops it)
+    assert sentences == ["alpha beta gamma", "delta epsilon", "zeta eta theta", "mu nu xi"]
+
+
 def test_instances_follow_the_released_code(tmp_path, corpus_files, tokenizer):
     prepare_corpus(corpus_files, tokenizer, tmp_path / "c", progress=False)
     corpus = Corpus(tmp_path / "c")

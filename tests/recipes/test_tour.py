@@ -1,0 +1,66 @@
+"""`seq2bert tour` at a tiny budget: one row per model whose numbers are those of its run, a length plot and
+one attention map per attention model that are real pictures, and a second call that reuses the runs."""
+
+import json
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from seq2bert.cli import main
+from seq2bert.recipes import tour
+
+
+@pytest.fixture(scope="module")
+def small_tour(tmp_path_factory, monkeypatch_module):
+    out = tmp_path_factory.mktemp("tour")
+    monkeypatch_module.setattr(tour, "SYNTHETIC", (*tour.SYNTHETIC[:1], "data.num_train=300", "data.num_valid=20",
+                                                   "data.num_test=40", "data.min_len=3", "data.max_len=24",
+                                                   "data.max_tokens=600"))  # fmt: skip
+    return out, tour.run_tour(out, budget=0.04, seed=0)
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    mp = pytest.MonkeyPatch()
+    yield mp
+    mp.undo()
+
+
+def picture(path):
+    image = np.asarray(Image.open(path).convert("L"), dtype=float)
+    return image.shape, image.std()
+
+
+def test_one_row_per_model_from_its_run(small_tour):
+    out, result = small_tour
+    assert [r["model"] for r in result.rows] == [m.name for m in tour.MODELS]
+    for model, row in zip(tour.MODELS, result.rows, strict=True):
+        saved = json.loads((out / model.slug / "results.json").read_text())
+        assert row["steps"] == saved["steps"] == 20  # 500 steps × budget 0.04
+        assert row["test_bleu"] == saved["test_bleu"] and row["params"] == saved["params"] > 0
+    table = tour.format_tour(result)
+    assert all(m.name in table for m in tour.MODELS)
+    assert f"{result.rows[2]['test_bleu']:.2f}" in table
+    summary = json.loads((out / "tour.json").read_text())
+    assert [r["model"] for r in summary["rows"]] == [m.name for m in tour.MODELS]
+
+
+def test_plots_are_real_pictures(small_tour):
+    _, result = small_tour
+    shape, spread = picture(result.length_plot)
+    assert shape == (400, 650) and spread > 10  # 6.5 × 4 inches at 100 dpi, not blank
+    assert set(result.attention_maps) == {m.name for m in tour.MODELS if m.attention}
+    for path in result.attention_maps.values():
+        shape, spread = picture(path)
+        assert min(shape) > 200 and spread > 10
+
+
+def test_the_cli_prints_the_table_and_reuses_finished_runs(small_tour, capsys):
+    out, result = small_tour
+    before = {m.slug: (out / m.slug / "results.json").stat().st_mtime_ns for m in tour.MODELS}
+    assert main(["tour", "--out", str(out), "--budget", "0.04"]) == 0
+    printed = capsys.readouterr().out
+    assert "Transformer" in printed and "quality by source length" in printed
+    assert {m.slug: (out / m.slug / "results.json").stat().st_mtime_ns for m in tour.MODELS} == before
+    assert main(["tour", "--out", str(out), "--budget", "0"]) == 2
