@@ -304,6 +304,11 @@ def cmd_embed(args: argparse.Namespace) -> int:
     if len(texts) > 1:  # the cosine similarities of the texts, pair by pair
         unit = torch_normalize(vectors)
         sims = unit @ unit.T
+        if args.plot:
+            from seq2bert.viz.inspect import plot_similarity
+
+            what = f'"{args.word}" in each text' if args.word else "sentence embeddings"
+            print(plot_similarity(texts, sims, args.plot, title=f"cosine similarity: {what}"))
         width = max(len(t[:40]) for t in texts)
         for i, t in enumerate(texts):
             print(f"{t[:40]:<{width}}  " + " ".join(f"{float(x):6.3f}" for x in sims[i]))
@@ -400,8 +405,45 @@ def cmd_translate(args: argparse.Namespace) -> int:
         texts = read_lines(args.input)
     else:
         texts = [line.rstrip("\n") for line in sys.stdin]
+    if args.show_alignment:
+        from seq2bert.recipes.translation import align
+        from seq2bert.viz.attention import plot_alignment
+
+        out = Path(args.show_alignment)
+        for i, text in enumerate(texts):
+            try:
+                a = align(args.checkpoint, text, decoding=_decoding(args))
+            except ValueError as e:
+                raise UserError(f"{args.checkpoint}: {e}") from None
+            png = out if len(texts) == 1 else out.with_name(f"{out.stem}-{i + 1}{out.suffix}")
+            print(
+                f"{a.translation}\t{plot_alignment(a.source_tokens, a.target_tokens, a.weights, png, title=a.translation)}"
+            )
+        return 0
     for line in translate(args.checkpoint, texts, batch_size=args.batch_size, decoding=_decoding(args)):
         print(line)
+    return 0
+
+
+def cmd_attention(args: argparse.Namespace) -> int:
+    from seq2bert.viz.inspect import attention_maps, plot_heads, select, write_head_view
+
+    maps = attention_maps(args.model, args.text, pair=args.pair)
+    kind = args.kind or next(iter(maps.layers))
+    weights = select(maps, kind, args.layer)
+    rows, cols = maps.tokens[kind]
+    layer = args.layer % len(maps.layers[kind])
+    title = f"{kind} attention, layer {layer}" + (f", head {args.head}" if args.head is not None else "")
+    print(plot_heads(weights, rows, cols, args.out, head=args.head, title=title))
+    if args.html:
+        print(write_head_view(maps, args.html))
+    return 0
+
+
+def cmd_positions(args: argparse.Namespace) -> int:
+    from seq2bert.viz.inspect import plot_positional_encoding
+
+    print(plot_positional_encoding(args.d_model, args.length, args.out, interleaved=not args.split))
     return 0
 
 
@@ -620,6 +662,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--normalize", action="store_true", help="L2-normalise the vectors")
     p.add_argument("--word", help="the contextual vector of this word in each text instead of the sentence's")
     p.add_argument("--out", help="save the (n, hidden) vectors as a .npy file")
+    p.add_argument("--plot", metavar="PNG", help="draw the cosine-similarity matrix of the texts")
     p.set_defaults(func=cmd_embed)
 
     p = sub.add_parser(
@@ -674,8 +717,38 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("text", nargs="*", help="texts to translate (default: read lines from --input or stdin)")
     p.add_argument("--input", help="file with one source sentence per line")
     p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--show-alignment", nargs="?", const="alignment.png", metavar="PNG",
+                   help="also draw each translation's attention alignment (default alignment.png; -N per text)")  # fmt: skip
     _add_decoding_args(p)
     p.set_defaults(func=cmd_translate)
+
+    p = sub.add_parser(
+        "attention",
+        help="attention heatmaps of any layer and head (PNG) and an offline HTML head view",
+        description="Run MODEL on TEXT and draw the attention weights of one layer: every head, or --head. "
+        "MODEL is a BERT directory (encoder self-attention; --pair for segment B) or a translation "
+        "checkpoint (encoder self-, decoder self- and cross-attention over its own translation).",
+    )
+    p.add_argument("model", help="a BERT directory or a translation checkpoint / run directory")
+    p.add_argument("text")
+    p.add_argument("--pair", help="BERT: the second segment")
+    p.add_argument(
+        "--kind", choices=["encoder", "decoder", "cross"], help="which attention (default: the first)"
+    )
+    p.add_argument("--layer", type=int, default=-1, help="layer, from 0 (default: -1, the last)")
+    p.add_argument("--head", type=int, help="one head (default: all heads of the layer)")
+    p.add_argument("--out", default="attention.png", help="PNG path (default: attention.png)")
+    p.add_argument("--html", metavar="FILE", help="also write a self-contained HTML head view of every layer")
+    p.set_defaults(func=cmd_attention)
+
+    p = sub.add_parser("positions", help="the sinusoidal positional encodings as a heatmap (PNG)")
+    p.add_argument("--d-model", type=int, default=128)
+    p.add_argument("--length", type=int, default=100, help="number of positions (default: 100)")
+    p.add_argument(
+        "--split", action="store_true", help="all sines then all cosines (Marian) instead of interleaved"
+    )
+    p.add_argument("--out", default="positions.png", help="PNG path (default: positions.png)")
+    p.set_defaults(func=cmd_positions)
 
     p = sub.add_parser(
         "align",

@@ -496,6 +496,9 @@ class Alignment:
     target_tokens: list[str]  # the translation's tokens, then [EOS]
     weights: torch.Tensor  # (T, S)
     translation: str
+    # every layer and head where the model has them: "encoder" (h, S, S), "decoder" (h, T, T) and "cross"
+    # (h, T, S) per layer (the Transformer); a recurrent model has one "cross" layer of one head: weights
+    layers: dict[str, list[torch.Tensor]] = field(default_factory=dict)
 
 
 @torch.no_grad()
@@ -523,9 +526,15 @@ def align(
     tokens = [*hyp, tokenizer.eos_token_id] if ended else hyp
     decoder_input_ids = torch.tensor([[tokenizer.bos_token_id, *tokens[:-1]]], device=device)
     out = model(input_ids, mask, decoder_input_ids, output_attentions=True)
+    weights = out.attentions[0].float().cpu()
+    layers = {"cross": [weights[None]]}
+    if getattr(out, "encoder_attentions", None):
+        layers = {kind: [w[0].float().cpu() for w in getattr(out, f"{kind}_attentions")]
+                  for kind in ("encoder", "decoder", "cross")}  # fmt: skip
     return Alignment(
         source_tokens=[tokenizer.id_to_token(i) for i in src],
         target_tokens=[tokenizer.id_to_token(i) for i in hyp] + (["[EOS]"] if ended else []),
-        weights=out.attentions[0].float().cpu(),
+        weights=weights,
         translation=tokenizer.decode(hyp),
+        layers=layers,
     )
