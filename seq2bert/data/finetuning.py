@@ -73,7 +73,9 @@ def encode_tagged(
             labels, starts, previous = [], [], None
             for w in enc.word_ids:
                 first = w is not None and w != previous  # the first sub-token of word w
-                labels.append(label2id[s.tags[w]] if first else IGNORE_INDEX)
+                labels.append(
+                    label2id.get(s.tags[w], IGNORE_INDEX) if first else IGNORE_INDEX
+                )  # unknown tag: untrained
                 starts.append(w if first else -1)
                 previous = w
             out.append({"input_ids": enc.ids, "token_type_ids": enc.type_ids, "labels": labels,

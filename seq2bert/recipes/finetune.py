@@ -155,7 +155,8 @@ def subset(examples: list, n: int, seed: int | None) -> list:
 
 
 def labels_of(data: FinetuneDataConfig, examples: list) -> dict[int, str] | None:
-    """id2label of the task (None: the checkpoint's own)."""
+    """id2label of the task (None: the checkpoint's own); for tagging, every tag of ``examples`` (train and
+    dev, so that a tag seen only in dev is a label the model never predicts rather than a crash)."""
     if data.kind == "sequence":
         labels = GLUE_TASKS[data.task].labels
         return {0: "score"} if labels is None else dict(enumerate(labels))
@@ -274,7 +275,7 @@ def finetune(
     # 3. the model
     architecture = TASKS[data.task][1]
     seed_everything(cfg.train.seed)
-    model, tok, new = init_task_model(cfg.init, architecture, id2label=labels_of(data, train_examples),
+    model, tok, new = init_task_model(cfg.init, architecture, id2label=labels_of(data, train_examples + dev_examples),
                                       random_init=cfg.random_init)  # fmt: skip
     if tok is None:
         raise DataError(f"{cfg.init}: no tokenizer (vocab.txt or tokenizer.json) in the checkpoint")
