@@ -46,7 +46,7 @@ from seq2bert.training.trainer import Trainer
 
 log = logging.getLogger(__name__)
 
-# task → (shape, model class, default max_seq_length, main metric); GLUE's main metrics come from data/glue.py
+# task → (shape, model class, default max_seq_length); main metrics: data/glue.py for GLUE, MAIN_METRIC else
 TASKS: dict[str, tuple[str, str, int]] = {
     **{name: ("sequence", "BertForSequenceClassification", 128) for name in GLUE_TASKS},
     "conll2003": ("tokens", "BertForTokenClassification", 256),
@@ -113,7 +113,8 @@ def main_metric(data: FinetuneDataConfig) -> str:
 
 
 # --- 2. the data
-def _find(folder: Path, patterns: tuple[str, ...], what: str) -> Path | None:
+def _find(folder: Path, patterns: tuple[str, ...]) -> Path | None:
+    """The first file of ``folder`` matching one of ``patterns``, tried in order."""
     for pattern in patterns:
         found = sorted(folder.glob(pattern))
         if found:
@@ -129,15 +130,15 @@ def read_task(data: FinetuneDataConfig) -> dict[str, list]:
     if data.kind == "sequence":
         return read_glue_dir(data.task, folder)
     if data.kind == "tokens":
-        files = {"train": _find(folder, ("train.txt",), "train"), "dev": _find(folder, ("valid.txt", "dev.txt", "testa.txt"), "dev")}  # fmt: skip
+        files = {"train": _find(folder, ("train.txt",)), "dev": _find(folder, ("valid.txt", "dev.txt", "testa.txt"))}  # fmt: skip
         reader = read_conll
     elif data.kind == "qa":
         version = "v2.0" if data.task == "squad_v2" else "v1.1"
-        files = {"train": _find(folder, (f"train-{version}*.json*",), "train"),
-                 "dev": _find(folder, (f"dev-{version}*.json*",), "dev")}  # fmt: skip
+        files = {"train": _find(folder, (f"train-{version}*.json*",)),
+                 "dev": _find(folder, (f"dev-{version}*.json*",))}  # fmt: skip
         reader = read_squad
     else:
-        files = {"train": _find(folder, ("train.csv",), "train"), "dev": _find(folder, ("val.csv", "dev.csv"), "dev")}  # fmt: skip
+        files = {"train": _find(folder, ("train.csv",)), "dev": _find(folder, ("val.csv", "dev.csv"))}  # fmt: skip
         reader = read_swag
     if files["dev"] is None:
         raise DataError(f"{folder}: no {data.task} dev file")
