@@ -18,10 +18,10 @@ import argparse
 import platform
 import statistics
 import sys
-import time
 
 import torch
 import transformers
+from common import matmul_peak, seconds
 
 from seq2bert.models.bert.config import bert_base, bert_mini, bert_small, bert_tiny
 from seq2bert.models.bert.convert import from_hf_state_dict
@@ -29,20 +29,6 @@ from seq2bert.models.bert.model import BertForPreTraining
 from seq2bert.precision import native_bf16
 
 SIZES = {"tiny": bert_tiny, "mini": bert_mini, "small": bert_small, "base": bert_base}
-
-
-def matmul_peak(dtype: torch.dtype, n: int = 2048, repeats: int = 5) -> float:
-    """GFLOP/s of an n × n matmul on this machine (the best of ``repeats``)."""
-    a, b = torch.randn(n, n).to(dtype), torch.randn(n, n).to(dtype)
-    a @ b
-    best = min(_seconds(lambda: a @ b) for _ in range(repeats))
-    return 2 * n**3 / best / 1e9
-
-
-def _seconds(fn) -> float:
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
 
 
 def step_flops(cfg, batch: int, seq: int, predicted: int) -> float:
@@ -81,7 +67,7 @@ def timed_steps(model, loss_fn, bf16: bool, repeats: int) -> float:
         opt.zero_grad(set_to_none=True)
 
     step()  # warm-up
-    return statistics.median(_seconds(step) for _ in range(repeats))
+    return statistics.median(seconds(step) for _ in range(repeats))
 
 
 def main() -> int:

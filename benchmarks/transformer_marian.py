@@ -3,10 +3,13 @@
 - decoding: beam 5 and greedy over a batch of source sentences, ``max_new_tokens`` target tokens each
   (random weights rarely emit [EOS], so every hypothesis runs to the limit); target tokens/s of our
   ``Transformer.generate`` (incremental decoding with a key/value cache, seq2bert/decoding/beam.py) and of
-  ``MarianMTModel.generate``; the outputs must be identical, or the script says so and exits 1;
+  ``MarianMTModel.generate``; the outputs must be identical, or the script says so and exits 1; with the
+  matmul GFLOP/s of ours, which shows how far decoding is from the compute bound (the rest is overhead);
 - training: one optimizer step (forward, backward, AdamW — torch's fused kernel, the default of our engine
   and of transformers' Trainer) on the same batch; source + target tokens/s of
-  ours and of ``MarianMTModel``, in fp32 and — where the device computes bf16 natively — under bf16 autocast.
+  ours and of ``MarianMTModel``, in fp32 and — where the device computes bf16 natively — under bf16 autocast,
+  with the GFLOP/s each achieves against the machine's fp32 matmul peak (a step at the peak cannot go faster
+  without doing less work).
 
     python benchmarks/transformer_marian.py                 # d_model 256, 3+3 layers, batch 32, 24 tokens
     python benchmarks/transformer_marian.py --repeats 5 --threads 2
@@ -16,12 +19,11 @@ from __future__ import annotations
 
 import argparse
 import platform
-import statistics
 import sys
-import time
 
 import torch
 import transformers
+from common import counted_flops, matmul_peak, timed
 
 from seq2bert.models.transformer.convert import config_from_marian, from_marian_state_dict
 from seq2bert.models.transformer.model import Transformer
@@ -55,17 +57,6 @@ def make_models(args):
     return hf, ours
 
 
-def timed(fn, repeats: int) -> tuple[float, object]:
-    """Median seconds of ``repeats`` calls after one warm-up call, and the last result."""
-    out = fn()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), out
-
-
 def decoding(hf, ours, src, mask, args, num_beams: int):
     settings = dict(num_beams=num_beams, max_new_tokens=args.new_tokens, length_penalty=1.0)
     hf.eval()
@@ -75,9 +66,10 @@ def decoding(hf, ours, src, mask, args, num_beams: int):
             lambda: hf.generate(input_ids=src, attention_mask=mask, do_sample=False, **settings), args.repeats
         )
         t_ours, out_ours = timed(lambda: ours.generate(src, mask, **settings), args.repeats)
+        flops = counted_flops(lambda: ours.generate(src, mask, **settings))
     same = out_hf.tolist() == out_ours.tolist()
     n_tokens = (out_ours[:, 1:] != ours.config.pad_token_id).sum().item()
-    return n_tokens / t_ours, n_tokens / t_hf, same
+    return n_tokens / t_ours, n_tokens / t_hf, same, flops / t_ours / 1e9
 
 
 def training(hf, ours, src, mask, tgt, args, bf16: bool):
@@ -94,16 +86,18 @@ def training(hf, ours, src, mask, tgt, args, bf16: bool):
 
         return step
 
-    rates = []
+    rates, gflops = [], []
     for model, call in (
         (ours, lambda: ours(src, mask, dec, labels=tgt).loss),
         (hf, lambda: hf(input_ids=src, attention_mask=mask, decoder_input_ids=dec, labels=tgt).loss),
     ):
         model.train()
         opt = torch.optim.AdamW(model.parameters(), lr=1e-5, fused=True)  # both engines' default AdamW
-        seconds, _ = timed(step_fn(model, opt, call), args.repeats)
+        step = step_fn(model, opt, call)
+        seconds, _ = timed(step, args.repeats)
         rates.append((src.ne(pad).sum() + tgt.numel()).item() / seconds)
-    return rates
+        gflops.append(counted_flops(step) / seconds / 1e9)
+    return rates, gflops
 
 
 def main() -> int:
@@ -136,19 +130,27 @@ def main() -> int:
         f"vocab {args.vocab}, {sum(t.numel() for t in ours.parameters()) / 1e6:.1f} M parameters; batch "
         f"{args.batch}, source {args.src_len} tokens, {args.new_tokens} new target tokens; median of {args.repeats}"
     )
-    print(f"{'measure':<34}{'seq2bert':>12}{'transformers':>14}{'ratio':>8}  outputs")
+    print(f"{'measure':<34}{'seq2bert':>12}{'transformers':>14}{'ratio':>8}{'GFLOP/s':>18}  outputs")
     ok = True
     for beams in (5, 1):
-        r_ours, r_hf, same = decoding(hf, ours, src, mask, args, beams)
+        r_ours, r_hf, same, gf = decoding(hf, ours, src, mask, args, beams)
         ok &= same
         label = f"{'beam 5' if beams == 5 else 'greedy'} decoding, target tokens/s"
         print(
-            f"{label:<34}{r_ours:>12,.0f}{r_hf:>14,.0f}{r_ours / r_hf:>7.2f}x  {'identical' if same else 'DIFFER'}"
+            f"{label:<34}{r_ours:>12,.0f}{r_hf:>14,.0f}{r_ours / r_hf:>7.2f}x{gf:>18.0f}  "
+            f"{'identical' if same else 'DIFFER'}"
         )
     for bf16 in (False, True) if native_bf16("cpu") else (False,):
-        r_ours, r_hf = training(hf, ours, src, mask, tgt, args, bf16)
+        (r_ours, r_hf), (gf_ours, gf_hf) = training(hf, ours, src, mask, tgt, args, bf16)
         label = f"training step ({'bf16' if bf16 else 'fp32'}), tokens/s"
-        print(f"{label:<34}{r_ours:>12,.0f}{r_hf:>14,.0f}{r_ours / r_hf:>7.2f}x")
+        print(
+            f"{label:<34}{r_ours:>12,.0f}{r_hf:>14,.0f}{r_ours / r_hf:>7.2f}x{gf_ours:>8.0f} (them {gf_hf:.0f})"
+        )
+    peak = matmul_peak(torch.float32)
+    print(
+        f"GFLOP/s: the matmul FLOPs torch counts in our call, per second (decoding: ours only); "
+        f"this machine's fp32 matmul peak (2048²): {peak:.0f} GFLOP/s"
+    )
     if not ok:
         print("the decoded outputs differ: the comparison is void", file=sys.stderr)
     return 0 if ok else 1

@@ -148,6 +148,22 @@ def cmd_variations(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_average(args: argparse.Namespace) -> int:
+    from seq2bert.training.checkpoint import average_checkpoints, list_checkpoints
+
+    run_dir = Path(args.run_dir)
+    if args.last < 2:
+        raise UserError(f"--last: expected at least 2 checkpoints to average, got {args.last}")
+    paths = list_checkpoints(run_dir)[-args.last :]
+    if len(paths) < 2:
+        raise UserError(f"{run_dir}: {len(paths)} checkpoint-<step>/ folder(s) found, at least 2 are needed")
+    out = Path(args.out) if args.out else run_dir / "averaged"
+    average_checkpoints(paths, out)
+    note = "" if len(paths) == args.last else f" (only {len(paths)} of the {args.last} asked for exist)"
+    print(f"averaged {', '.join(p.name for p in paths)}{note} into {out}")
+    return 0
+
+
 def cmd_pretrain(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
@@ -268,7 +284,9 @@ def cmd_qa(args: argparse.Namespace) -> int:
         context = Path(args.context_file).read_text(encoding="utf-8")
     if not context:
         raise UserError("qa: give --context TEXT or --context-file FILE")
-    result = answer(args.question, context, model, handle_impossible_answer=args.allow_no_answer)
+    result = answer(args.question, context, model, handle_impossible_answer=args.allow_no_answer,
+                    max_seq_length=args.max_seq_length, doc_stride=args.doc_stride,
+                    max_answer_length=args.max_answer_length)  # fmt: skip
     print(f"{result['answer'] or '(no answer)'}\t{result['score']:.4f}\t{result['start']}-{result['end']}")
     return 0
 
@@ -581,6 +599,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_train)
 
     p = sub.add_parser(
+        "average",
+        help="average a run's last checkpoints into one model (Vaswani et al. 2017, Sect. 6.1)",
+        description="Write a checkpoint whose weights are the mean of the run's last --last checkpoint-<step>/ "
+        "folders (the Transformer paper averages the last 5); evaluate, translate or fine-tune from it like any "
+        "checkpoint. train.average_last=N does this at the end of training and keeps the average as best/ "
+        "when it scores better on validation.",
+    )
+    p.add_argument("run_dir", help="run directory holding checkpoint-<step>/ folders")
+    p.add_argument("--last", type=int, default=5, help="how many of the last checkpoints (default: 5)")
+    p.add_argument("--out", help="checkpoint directory to write (default: RUN_DIR/averaged)")
+    p.set_defaults(func=cmd_average)
+
+    p = sub.add_parser(
         "pretrain",
         help="pretrain BERT (masked LM + next sentence) on raw text files",
         description="Pretrain BertForPreTraining from raw text (Devlin et al. 2018): the text is tokenized once "
@@ -642,6 +673,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--context", help="the passage to answer from")
     p.add_argument("--context-file", help="read the passage from a file")
     p.add_argument("--allow-no-answer", action="store_true", help="SQuAD v2: answer nothing when unsure")
+    p.add_argument("--max-seq-length", type=int, default=384, help="tokens per window (default: 384)")
+    p.add_argument("--doc-stride", type=int, default=128, help="tokens between window starts (default: 128)")
+    p.add_argument("--max-answer-length", type=int, default=30, help="longest answer in tokens (default: 30)")
     p.set_defaults(func=cmd_qa)
 
     p = sub.add_parser(

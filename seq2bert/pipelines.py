@@ -159,6 +159,7 @@ def classify(texts, model, *, top_k: int | None = 1, batch_size: int = 32, max_l
     if isinstance(texts, str) or (isinstance(texts, tuple) and len(texts) == 2):
         return classify([texts], model, top_k=top_k, batch_size=batch_size, max_length=max_length)[0]
     net, tok, _ = _load(model, "BertForSequenceClassification")
+    max_length = min(max_length, net.config.max_position_embeddings)
     labels = net.config.id2label
     out = []
     for start in range(0, len(texts), batch_size):
@@ -187,6 +188,7 @@ def tag(text: str, model, *, aggregate: bool = True, max_length: int = 512) -> l
     if not isinstance(text, str):
         return [tag(t, model, aggregate=aggregate, max_length=max_length) for t in text]
     net, tok, _ = _load(model, "BertForTokenClassification")
+    max_length = min(max_length, net.config.max_position_embeddings)
     enc = tok.encode(text, max_length=max_length, truncation="longest_first")
     ids = torch.tensor([enc.ids], device=_device(net))
     probs = (
@@ -240,6 +242,7 @@ def answer(question: str, context: str, model, *, max_seq_length: int = 384, doc
     from seq2bert.data.squad import QAExample
 
     net, tok, _ = _load(model, "BertForQuestionAnswering")
+    max_seq_length = min(max_seq_length, net.config.max_position_embeddings)
     example = QAExample(id="q", title="", context=context, question=question, answers=[])
     features = make_features([example], tok, max_seq_length=max_seq_length, doc_stride=doc_stride)
     starts, ends = [], []

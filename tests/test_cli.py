@@ -8,7 +8,18 @@ import pytest
 
 from seq2bert.cli import build_parser, main
 
-SUBCOMMANDS = ["demo", "train", "evaluate", "translate", "align", "compare", "config", "tokenizer", "plot"]
+SUBCOMMANDS = [
+    "demo",
+    "train",
+    "average",
+    "evaluate",
+    "translate",
+    "align",
+    "compare",
+    "config",
+    "tokenizer",
+    "plot",
+]
 
 
 def run_cli(*args: str, cwd=None) -> subprocess.CompletedProcess:
@@ -145,3 +156,9 @@ def test_tokenizer_train_and_encode_from_files(tmp_path):
         run_cli("tokenizer", "train", "--out", str(tmp_path / "u"), str(tmp_path / "none.txt"))
     )
     assert "none.txt" in err
+
+
+def test_average_needs_two_checkpoints(tmp_path):
+    (tmp_path / "checkpoint-5").mkdir()
+    err = one_line_error(run_cli("average", str(tmp_path)))
+    assert f"{tmp_path}: 1 checkpoint-<step>/ folder(s) found, at least 2 are needed" in err

@@ -55,11 +55,14 @@ def read_conll(path: PathLike) -> list[TaggedSentence]:
     """Read the sentences of a CoNLL-2003 file, in file order.
 
     Raises:
-        DataError: a missing file, invalid UTF-8, or a token line with fewer than 2 columns (file:line).
+        DataError: a missing file, invalid UTF-8, a token line with fewer than 2 columns, or one with another
+            number of columns than the file's first token line (the tag is the last column: a line short
+            of a column would give its chunk or POS tag as the entity tag) — each with file:line.
     """
     path = Path(path)
     sentences: list[TaggedSentence] = []
     current: TaggedSentence | None = None
+    width: tuple[int, int] | None = None  # columns of the first token line, and its line number
     for lineno, line in enumerate(read_lines(path), start=1):
         columns = line.split()
         if not columns or columns[0] == DOCSTART:
@@ -69,6 +72,13 @@ def read_conll(path: PathLike) -> list[TaggedSentence]:
             raise DataError(
                 f"{path}:{lineno}: expected at least 2 space-separated columns (word … NER tag), "
                 f"got 1: {line.strip()!r}"
+            )
+        if width is None:
+            width = (len(columns), lineno)
+        elif len(columns) != width[0]:
+            raise DataError(
+                f"{path}:{lineno}: expected {width[0]} space-separated columns as on line {width[1]} "
+                f"(word … NER tag), got {len(columns)}: {line.strip()!r}"
             )
         if current is None:
             current = TaggedSentence(id=f"{path.name}:{lineno}")

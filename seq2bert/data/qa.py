@@ -103,7 +103,8 @@ def make_features(
 
     Every example yields at least one feature (an empty context gives ``[CLS] q [SEP] [SEP]``). Raises
     :class:`DataError`, naming the example, when ``max_seq_length`` cannot hold the question and one context
-    token, when ``doc_stride`` is not smaller than the window, or when an answer lies outside its context.
+    token, or when an answer lies outside its context. A window narrower than ``doc_stride`` (a long
+    question) steps by its own width, so that no context token is skipped.
     """
     for name, value in (
         ("max_seq_length", max_seq_length),
@@ -207,12 +208,9 @@ def _windows(
             f"question, 3 special tokens and a context token; raise max_seq_length or lower "
             f"max_query_length"
         )
-    if doc_stride >= width:
-        raise DataError(
-            f"example {ex.id}: doc_stride={doc_stride} must be smaller than its window of {width} "
-            f"context tokens (max_seq_length={max_seq_length} minus a {len(q_ids)}-token question "
-            f"and 3 special tokens), or windows would not overlap"
-        )
+    # a long question leaves a window narrower than doc_stride: step by the window then (as run_squad.py),
+    # so that no context token falls between two windows
+    doc_stride = min(doc_stride, width)
     n = len(ctx_ids)
     # Window k covers context tokens [k·doc_stride, k·doc_stride + W), until one reaches the last token.
     spans = [(s, min(s + width, n)) for s in range(0, max(n - width, 0) + doc_stride, doc_stride)]

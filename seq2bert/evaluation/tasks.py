@@ -152,13 +152,15 @@ def squad_f1(prediction: str, gold: str, *, version: Literal["1.1", "2.0"] = "2.
     return 2 * precision * recall / (precision + recall)
 
 
-def squad_metrics(predictions: dict[str, str], examples: Sequence[QAExample]) -> dict[str, float]:
+def squad_metrics(
+    predictions: dict[str, str], examples: Sequence[QAExample], *, version_2: bool | None = None
+) -> dict[str, float]:
     """Exact match and F1 over all questions, in %, each the best over the question's reference answers.
 
     A question without a prediction counts as predicting "" (no answer): the official v1.1 script scores
     it 0 too, while the v2.0 script leaves it out of the totals. Predictions for other ids are ignored.
 
-    SQuAD 2.0 data (when any example ``is_impossible``) is scored as ``evaluate-v2.0.py`` does: the
+    ``version_2`` True (or None and any example ``is_impossible``) scores as ``evaluate-v2.0.py`` does: the
     references of an unanswerable question are ``[""]``, so "" scores 1 on it, and the result adds
     ``HasAns_exact``, ``HasAns_f1``, ``NoAns_exact``, ``NoAns_f1`` and the counts ``HasAns_total``,
     ``NoAns_total``. Otherwise it is scored as ``evaluate-v1.1.py`` does.
@@ -168,7 +170,7 @@ def squad_metrics(predictions: dict[str, str], examples: Sequence[QAExample]) ->
     """
     if not examples:
         raise ValueError("no examples to score")
-    v2 = any(example.is_impossible for example in examples)
+    v2 = any(example.is_impossible for example in examples) if version_2 is None else version_2
     version: Literal["1.1", "2.0"] = "2.0" if v2 else "1.1"
     exact, f1 = [], []
     for example in examples:

@@ -155,6 +155,24 @@ def subset(examples: list, n: int, seed: int | None) -> list:
     return [examples[i] for i in keep]
 
 
+def problem_type_of(data: FinetuneDataConfig) -> str | None:
+    """Regression or single-label classification for GLUE tasks, so that a checkpoint fine-tuned on another
+    task (transformers saves ``problem_type`` in config.json) cannot impose its own loss."""
+    if data.kind != "sequence":
+        return None
+    return "regression" if GLUE_TASKS[data.task].labels is None else "single_label_classification"
+
+
+def require_labels(split: str, examples: list, data: FinetuneDataConfig) -> None:
+    """Training and dev examples must all carry a label (a GLUE test file, say, has none)."""
+    unlabelled = [e for e in examples if getattr(e, "label", 0) is None]
+    if unlabelled:
+        raise DataError(
+            f"{data.path}: {len(unlabelled)} {data.task} {split} example(s) have no label (e.g. id "
+            f"{getattr(unlabelled[0], 'id', '?')}); fine-tuning and scoring need labelled train and dev files"
+        )
+
+
 def labels_of(data: FinetuneDataConfig, examples: list) -> dict[int, str] | None:
     """id2label of the task (None: the checkpoint's own); for tagging, every tag of ``examples`` (train and
     dev, so that a tag seen only in dev is a label the model never predicts rather than a crash)."""
@@ -164,6 +182,22 @@ def labels_of(data: FinetuneDataConfig, examples: list) -> dict[int, str] | None
     if data.kind == "tokens":
         return dict(enumerate(label_list(examples)))
     return None
+
+
+def fit_length(data: FinetuneDataConfig, config, checkpoint) -> FinetuneDataConfig:
+    """The sequence length must fit the checkpoint's position embeddings: the task's default is cut to them
+    (said in the log), a longer ``data.max_seq_length`` given explicitly is an error."""
+    positions = config.max_position_embeddings
+    if data.seq_length <= positions:
+        return data
+    if data.max_seq_length:
+        raise ConfigError(
+            f"data.max_seq_length: {data.seq_length} is longer than the {positions} positions of {checkpoint} "
+            f"(max_position_embeddings); set data.max_seq_length <= {positions}"
+        )
+    log.info("%s has %d positions: sequences of at most %d tokens (the task's default is %d)",
+             checkpoint, positions, positions, data.seq_length)  # fmt: skip
+    return replace(data, max_seq_length=positions)
 
 
 def encode(data: FinetuneDataConfig, examples: list, tok, id2label, *, progress: bool = False) -> list[dict]:
@@ -235,7 +269,9 @@ def score(data: FinetuneDataConfig, model, examples: list, features: list[dict],
                         version_2=data.task == "squad_v2",
                         null_score_diff_threshold=data.null_score_diff_threshold)  # fmt: skip
     texts = {i: p.text for i, p in found.items()}
-    return squad_metrics(texts, examples), [texts.get(e.id, "") for e in examples]
+    return squad_metrics(texts, examples, version_2=data.task == "squad_v2"), [
+        texts.get(e.id, "") for e in examples
+    ]
 
 
 def gold(data: FinetuneDataConfig, example, id2label):
@@ -249,9 +285,16 @@ def gold(data: FinetuneDataConfig, example, id2label):
 
 
 def write_predictions(path: Path, data: FinetuneDataConfig, examples: list, preds: list, id2label) -> None:
+    """One JSON line per dev example (id, prediction, label); for SQuAD also ``predictions.json`` beside it,
+    {question id: answer text}, the file the official evaluate-v1.1.py / evaluate-v2.0.py scripts read."""
     lines = [json.dumps({"id": e.id, "prediction": p, "label": gold(data, e, id2label)}, ensure_ascii=False)
              for e, p in zip(examples, preds, strict=True)]  # fmt: skip
     config_io.atomic_write_text(path, "\n".join(lines) + "\n")
+    if data.kind == "qa":
+        official = {e.id: p for e, p in zip(examples, preds, strict=True)}
+        config_io.atomic_write_text(
+            path.with_suffix(".json"), json.dumps(official, ensure_ascii=False) + "\n"
+        )
 
 
 # --- the run
@@ -273,11 +316,14 @@ def finetune(
         raise DataError(f"{data.path}: no {data.task} training file")
     train_examples = subset(splits["train"], data.max_train_examples, cfg.train.seed)
     dev_examples = subset(splits["dev"], data.max_eval_examples, None)
+    require_labels("train", train_examples, data)
+    require_labels("dev", dev_examples, data)
     # 3. the model
     architecture = TASKS[data.task][1]
     seed_everything(cfg.train.seed)
     model, tok, new = init_task_model(cfg.init, architecture, id2label=labels_of(data, train_examples + dev_examples),
-                                      random_init=cfg.random_init)  # fmt: skip
+                                      problem_type=problem_type_of(data), random_init=cfg.random_init)  # fmt: skip
+    data = fit_length(data, model.config, cfg.init)
     if tok is None:
         raise DataError(f"{cfg.init}: no tokenizer (vocab.txt or tokenizer.json) in the checkpoint")
     if not cfg.random_init and new:
@@ -337,6 +383,14 @@ def finetune(
         metrics, preds = score(data, model, dev_examples, dev_features, pad, device)
         row.update({f"dev_{k}": v for k, v in metrics.items()}, best_step=result.progress.best_step)
         write_predictions(out_dir / "predictions.jsonl", data, dev_examples, preds, model.config.id2label)
+        mismatched = replace(data, task="mnli_mismatched")
+        if data.task == "mnli" and (Path(data.path) / GLUE_TASKS["mnli_mismatched"].dev_file).is_file():
+            mm_examples = subset(read_task(mismatched)["dev"], data.max_eval_examples, None)
+            mm_features = encode(mismatched, mm_examples, tok, model.config.id2label)
+            metrics, preds = score(mismatched, model, mm_examples, mm_features, pad, device)
+            row.update({f"dev_mm_{k}": v for k, v in metrics.items()})  # MNLI-mm beside MNLI-m
+            write_predictions(out_dir / "predictions_mismatched.jsonl", mismatched, mm_examples, preds,
+                              model.config.id2label)  # fmt: skip
         row["run_dir"] = str(out_dir)
         config_io.atomic_write_text(out_dir / "results.json", json.dumps(row, indent=2) + "\n")
     cleanup()
@@ -352,19 +406,29 @@ def evaluate_checkpoint(checkpoint: str | Path, data: FinetuneDataConfig | None 
     checkpoint = (
         ckpt.resolve_checkpoint(checkpoint) if (Path(checkpoint) / "best").is_dir() else Path(checkpoint)
     )
+    run = checkpoint / "run.json"
+    trained = config_io.from_dict(FinetuneConfig, ckpt.read_json(run)).data if run.is_file() else None
     if data is None:
-        run = checkpoint / "run.json"
-        if not run.is_file():
+        if trained is None:
             raise ConfigError(f"{checkpoint}: no run.json; give --task and --data")
-        data = config_io.from_dict(FinetuneConfig, ckpt.read_json(run)).data
+        data = trained
+    elif trained is not None:  # the run's windows, lengths and thresholds, on the task and folder given
+        data = replace(trained, task=data.task, path=data.path)
     model, tok = load_bert(checkpoint, device=device)
     if type(model).__name__ != TASKS[data.task][1]:
         raise ConfigError(
             f"{checkpoint}: a {type(model).__name__}, but task {data.task} needs a {TASKS[data.task][1]}"
         )
+    if data.kind == "sequence" and model.config.num_labels != len(GLUE_TASKS[data.task].labels or [0]):
+        raise ConfigError(
+            f"{checkpoint}: has {model.config.num_labels} output(s) ({', '.join(model.config.id2label.values())}), "
+            f"task {data.task} needs {len(GLUE_TASKS[data.task].labels or [0])}"
+        )
+    data = fit_length(data, model.config, checkpoint)
     if tok is None:
         raise DataError(f"{checkpoint}: no tokenizer in the checkpoint")
     examples = subset(read_task(data)["dev"], data.max_eval_examples, None)
+    require_labels("dev", examples, data)
     features = encode(data, examples, tok, model.config.id2label)
     metrics, preds = score(data, model, examples, features, tok.pad_token_id or 0, torch.device(device))
     if out is not None:

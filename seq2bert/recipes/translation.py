@@ -352,6 +352,8 @@ def train(
         "tokens_per_s": result.tokens_per_second,
         "run_dir": str(out_dir),
     }
+    if result.progress.averaged:  # best/ is the average of these checkpoints (train.average_last)
+        row["averaged"] = result.progress.averaged
     best = result.best_checkpoint or result.last_checkpoint
     if dist.is_main and best is not None:
         ckpt.load_weights(model, best)

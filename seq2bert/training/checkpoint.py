@@ -9,7 +9,8 @@ Layout of a checkpoint directory::
     trainer_state.pt     optimizer, scheduler and RNG states (tensors and plain values only)
     trainer_state.json   step, epoch, position in the data, best metric — human-readable
 
-A run directory holds ``checkpoint-<step>/`` folders (the last ``keep_last`` are kept) and ``best/``.
+A run directory holds ``checkpoint-<step>/`` folders (the last ``keep_last`` are kept) and ``best/``, and
+``averaged/`` when the last checkpoints are averaged (``average_checkpoints``).
 Every directory is first written as a hidden temporary folder beside its target, then renamed into place,
 so a crash never leaves a half-written checkpoint where a resume would find it.
 """
@@ -28,7 +29,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from safetensors.torch import load_model, save_model
+from safetensors.torch import load_file, load_model, save_file, save_model
 from torch import nn
 
 from seq2bert.errors import CheckpointError
@@ -167,6 +168,49 @@ def check_fresh_run_dir(run_dir: Path) -> None:
 def prune_checkpoints(run_dir: Path, keep_last: int) -> None:
     for old in list_checkpoints(run_dir)[:-keep_last]:
         shutil.rmtree(old, ignore_errors=True)
+
+
+def average_checkpoints(directories: list[Path], target: Path) -> None:
+    """Write ``target``, a checkpoint whose weights are the element-wise mean of the ``directories``' weights
+    (Vaswani et al. 2017, Sect. 6.1: "a single model obtained by averaging the last 5 checkpoints"), summed
+    in fp64 and stored in each tensor's own dtype. Its other files (config, tokenizer, run config) are the
+    last directory's; it holds no optimizer state, so a run cannot resume from it."""
+    if not directories:
+        raise CheckpointError(f"{target}: no checkpoints to average")
+    sums: dict[str, torch.Tensor] = {}
+    dtypes: dict[str, torch.dtype] = {}
+    for i, directory in enumerate(directories):
+        path = Path(directory) / "model.safetensors"
+        if not path.is_file():
+            raise CheckpointError(f"{directory}: no model.safetensors (expected a checkpoint directory)")
+        tensors = load_file(str(path))
+        if i and tensors.keys() != sums.keys():
+            raise CheckpointError(
+                f"{path}: its tensors differ from {directories[0]}'s (not checkpoints of one model)"
+            )
+        for name, t in tensors.items():
+            if not t.is_floating_point():  # e.g. position ids: equal in every checkpoint, kept as they are
+                if i and not torch.equal(t, sums[name]):
+                    raise CheckpointError(
+                        f"{path}: {name} differs between checkpoints and cannot be averaged"
+                    )
+                sums.setdefault(name, t)
+                continue
+            dtypes[name] = t.dtype
+            sums[name] = t.double() if i == 0 else sums[name] + t.double()
+    mean = {k: (v / len(directories)).to(dtypes[k]) if k in dtypes else v for k, v in sums.items()}
+    last = Path(directories[-1])
+
+    def write(tmp: Path) -> None:
+        save_file(mean, str(tmp / "model.safetensors"), metadata={"format": "pt"})
+        for f in last.iterdir():
+            if f.is_file() and f.name != "model.safetensors" and not f.name.startswith("trainer_state"):
+                shutil.copy2(f, tmp / f.name)
+        (tmp / "averaged.json").write_text(
+            json.dumps({"checkpoints": [Path(d).name for d in directories]}, indent=2) + "\n"
+        )
+
+    write_dir_atomically(Path(target), write)
 
 
 def resolve_checkpoint(path: str | Path) -> Path:

@@ -40,6 +40,9 @@ class TrainConfig:
     eval_every: int = 0  # steps; 0: at the end of each epoch
     save_every: int = 0  # steps; 0: whenever evaluating
     keep_last: int = 2
+    # > 1: the final model is the average of the last N checkpoints, kept when it beats the best on ``metric``
+    # (Vaswani et al. 2017, Sect. 6.1: "averaging the last 5 checkpoints"); keep_last is raised to N
+    average_last: int = 0
     metric: str = "loss"  # evaluation metric for the best checkpoint and early stopping
     higher_is_better: bool | None = None  # None: False for loss / perplexity, True otherwise
     patience: int = 0  # evaluations without improvement before stopping; 0: never stop early
@@ -56,7 +59,15 @@ class TrainConfig:
             raise ConfigError(f"eps: must be > 0, got {self.eps}")
         if self.weight_decay < 0:
             raise ConfigError(f"weight_decay: must be >= 0, got {self.weight_decay}")
-        for name in ("warmup_steps", "max_steps", "max_epochs", "eval_every", "save_every", "patience"):
+        for name in (
+            "warmup_steps",
+            "max_steps",
+            "max_epochs",
+            "eval_every",
+            "save_every",
+            "patience",
+            "average_last",
+        ):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name}: must be >= 0, got {getattr(self, name)}")
         if self.max_epochs == 0 and self.max_steps == 0:

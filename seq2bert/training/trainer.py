@@ -73,6 +73,7 @@ class Progress:
     last_eval: dict[str, float] = field(default_factory=dict)
     eval_step: int = -1  # step of the last evaluation
     stopped_early: bool = False
+    averaged: list[str] = field(default_factory=list)  # the checkpoints best/ averages, if it is an average
 
 
 @dataclass
@@ -194,7 +195,7 @@ class Trainer:
                     self.write_extra(tmp)
 
             ckpt.write_dir_atomically(path, write)
-            ckpt.prune_checkpoints(self.out_dir, self.cfg.keep_last)
+            ckpt.prune_checkpoints(self.out_dir, max(self.cfg.keep_last, self.cfg.average_last))
         barrier(self.dist)
         return path
 
@@ -232,8 +233,31 @@ class Trainer:
             self.progress.batch,
         )
 
+    def average_last_checkpoints(self) -> None:
+        """Vaswani et al. (2017, Sect. 6.1): "For the base models, we used a single model obtained by averaging
+        the last 5 checkpoints". The average of the last ``average_last`` checkpoints is written to
+        ``averaged/`` and evaluated like a checkpoint (logged as split "averaged"); when it beats the best one
+        on the metric it becomes best/. The model ends with the last checkpoint's weights, as before."""
+        paths = ckpt.list_checkpoints(self.out_dir)[-self.cfg.average_last :]
+        if len(paths) < 2:
+            log.info("average_last: only %d checkpoint, nothing to average", len(paths))
+            return
+        target = self.out_dir / "averaged"
+        if self.dist.is_main:
+            ckpt.average_checkpoints(paths, target)
+        barrier(self.dist)
+        log.info("averaged %s into %s", ", ".join(p.name for p in paths), target)
+        self.load_model(self.model, target)
+        p = self.progress
+        best_before = p.best
+        p.averaged = [path.name for path in paths]
+        self.run_evaluation(split="averaged")  # saves best/ (the averaged weights) if it is better
+        if p.best == best_before:
+            p.averaged = []
+        self.load_model(self.model, paths[-1])
+
     # --- evaluation
-    def run_evaluation(self) -> dict[str, float]:
+    def run_evaluation(self, split: str = "valid") -> dict[str, float]:
         metrics: dict[str, float] = {}
         if self.dist.is_main and self.evaluate_fn is not None:
             self.model.eval()
@@ -256,7 +280,7 @@ class Trainer:
         elif metrics:
             log.warning("evaluation has no metric %r (has %s)", self.cfg.metric, sorted(metrics))
         p.eval_step = p.step
-        self.log.write({"split": "valid", "step": p.step, "epoch": p.epoch, **metrics})
+        self.log.write({"split": split, "step": p.step, "epoch": p.epoch, **metrics})
         if self.cfg.patience and p.bad_evals >= self.cfg.patience:
             p.stopped_early = True
         return metrics
@@ -349,6 +373,8 @@ class Trainer:
             self.run_evaluation()
         if last_saved != p.step:
             self.save()
+        if cfg.average_last > 1:
+            self.average_last_checkpoints()
         self.log.close()
         if self.dist.is_main:
             self._plot()

@@ -441,8 +441,20 @@ def test_too_small_max_seq_length_raises_a_data_error_naming_the_example(tok):
     with pytest.raises(DataError, match="example too-long-question: max_seq_length=10") as info:
         make_features([ex], tok, max_seq_length=10)
     assert "\n" not in str(info.value)
-    with pytest.raises(DataError, match="example too-long-question: doc_stride=20"):
-        make_features([ex], tok, max_seq_length=30, doc_stride=20)
+
+
+def test_a_window_narrower_than_doc_stride_steps_by_its_width_and_skips_no_context_token(tok):
+    ex = example(LONG, "Paris", question="What city is the café in, exactly?")
+    feats = make_features([ex], tok, max_seq_length=30, doc_stride=20)  # the window holds fewer than 20
+    spans = [[o for o in f.offsets if o is not None] for f in feats]
+    width = len(spans[0])
+    assert width < 20 and len(feats) > 1
+    firsts = [s[0][0] for s in spans]
+    for a, b in zip(spans, spans[1:], strict=False):
+        assert a[-1][1] <= b[0][0] and len(b) <= width  # adjacent, not overlapping: the stride is the width
+    covered = {o for s in spans for o in s}
+    n_context = len(tok.encode(LONG, add_special_tokens=False).ids)
+    assert len(covered) == n_context and firsts == sorted(firsts)
 
 
 def test_an_answer_outside_its_context_raises_a_data_error(tok):

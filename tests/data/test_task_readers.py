@@ -33,11 +33,12 @@ def error_of(function, *args) -> str:
 
 
 def test_glue_tasks_registry():
-    assert set(GLUE_TASKS) == {"sst2", "cola", "mrpc", "stsb", "qqp", "mnli", "qnli", "rte", "wnli"}
+    assert set(GLUE_TASKS) == {"sst2", "cola", "mrpc", "stsb", "qqp", "mnli", "mnli_mismatched", "qnli", "rte",
+                               "wnli"}  # fmt: skip
     main = {name: task.main_metric for name, task in GLUE_TASKS.items()}
     assert main == {
         "sst2": "accuracy", "cola": "matthews", "mrpc": "f1", "stsb": "pearson", "qqp": "f1",
-        "mnli": "accuracy", "qnli": "accuracy", "rte": "accuracy", "wnli": "accuracy",
+        "mnli": "accuracy", "mnli_mismatched": "accuracy", "qnli": "accuracy", "rte": "accuracy", "wnli": "accuracy",
     }  # fmt: skip
     for task in GLUE_TASKS.values():
         assert task.main_metric in task.metrics
@@ -45,6 +46,7 @@ def test_glue_tasks_registry():
     assert GLUE_TASKS["rte"].labels == ("entailment", "not_entailment")
     assert GLUE_TASKS["stsb"].labels is None and GLUE_TASKS["stsb"].num_labels == 1
     assert GLUE_TASKS["mnli"].dev_file == "dev_matched.tsv"
+    assert GLUE_TASKS["mnli_mismatched"].dev_file == "dev_mismatched.tsv"
     assert get_glue_task("SST-2") is GLUE_TASKS["sst2"]
     assert "unknown GLUE task 'squad'" in error_of(get_glue_task, "squad")
 
@@ -216,6 +218,9 @@ def test_conll_errors(tmp_path):
     bad = write(tmp_path / "valid.txt", b"EU B-ORG\n\nK\xf6ln B-LOC\n")
     assert error_of(read_conll, bad).startswith(f"{bad}:3: invalid UTF-8")
     assert "no such file" in error_of(read_conll, tmp_path / "test.txt")
+    short = write(tmp_path / "short.txt", "-DOCSTART- -X- -X- O\n\nEU NNP B-NP B-ORG\nrejects VBZ B-VP\n")
+    message = error_of(read_conll, short)
+    assert message.startswith(f"{short}:4: expected 4 space-separated columns as on line 3")
 
 
 # ---------------------------------------------------------------------------------------------------------

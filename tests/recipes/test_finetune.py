@@ -20,6 +20,7 @@ from seq2bert.pipelines import answer, classify, tag
 FILLER = "the a of on in and to was is it this that film story movie".split()
 GOOD, BAD = "great fine lovely superb".split(), "awful dull boring poor".split()
 PLACES, PEOPLE = "paris london rome berlin".split(), "john mary anna peter".split()
+PLACES_CAP = [p.capitalize() for p in PLACES]
 
 
 @pytest.fixture(scope="module")
@@ -82,6 +83,11 @@ def test_sentence_classification_learns_and_its_checkpoint_serves_transformers_a
     assert run("sst2", tmp_path / "sst2", init_dir, tmp_path / "run", "--set", "train.max_epochs=4") == 0
     results = json.loads((tmp_path / "run" / "results.json").read_text())
     assert results["dev_accuracy"] >= 90, results
+    evals = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
+    evals = [r for r in evals if r["split"] == "valid"]
+    best = max(evals, key=lambda r: r["accuracy"])  # the first of the best: a tie does not replace it
+    assert len(evals) == 4 and results["best_step"] == best["step"]
+    assert results["dev_accuracy"] == pytest.approx(best["accuracy"])
     predictions = [
         json.loads(line) for line in (tmp_path / "run" / "predictions.jsonl").read_text().splitlines()
     ]
@@ -162,7 +168,7 @@ def test_tagging_learns_entities_and_the_pipeline_gives_character_spans(init_dir
     assert "LOC\t20-24" in capsys.readouterr().out
 
 
-def test_span_question_answering_learns_and_answers_from_the_original_text(init_dir, tmp_path):
+def test_span_question_answering_learns_and_answers_from_the_original_text(init_dir, tmp_path, capsys):
     rng = np.random.default_rng(3)
     (tmp_path / "squad").mkdir()
     for split, n in (("train", 400), ("dev", 40)):
@@ -187,9 +193,19 @@ def test_span_question_answering_learns_and_answers_from_the_original_text(init_
                "--set", "data.max_seq_length=48", "--set", "data.doc_stride=16") == 0  # fmt: skip
     results = json.loads((tmp_path / "r" / "results.json").read_text())
     assert results["dev_exact_match"] >= 90 and results["dev_f1"] >= 90, results
+    official = json.loads((tmp_path / "r" / "predictions.json").read_text())  # what evaluate-v1.1.py reads
+    assert len(official) == 40 and sum(text in PLACES_CAP for text in official.values()) >= 36
     context = "the film , anna lives in Berlin , it was fine ."
     found = answer("what lives ?", context, load_bert(tmp_path / "r" / "best"))
     assert found["answer"] == "Berlin" and context[found["start"] : found["end"]] == "Berlin"
+    capsys.readouterr()
+    best = str(tmp_path / "r" / "best")
+    long_context = "the film was fine . " * 6 + context  # several windows of 32 tokens
+    assert main(["qa", best, "--question", "what lives ?", "--context", long_context,
+                 "--max-seq-length", "32", "--doc-stride", "8"]) == 0  # fmt: skip
+    text, _, span = capsys.readouterr().out.strip().split("\t")
+    start, end = map(int, span.split("-"))
+    assert text == "Berlin" and long_context[start:end] == "Berlin"
 
 
 def test_multiple_choice_learns(init_dir, tmp_path):
@@ -235,3 +251,57 @@ def test_bad_input_is_one_clear_line(init_dir, tmp_path, capsys):
     assert run("sst2", tmp_path / "sst2", init_dir, tmp_path / "r2") == 2
     err = capsys.readouterr().err
     assert "train.tsv:2" in err and len(err.strip().splitlines()) == 1
+    (tmp_path / "sst2" / "train.tsv").write_text("sentence\tlabel\na good film\t1\n")
+    assert run("sst2", tmp_path / "sst2", init_dir, tmp_path / "r3", "--set", "data.max_seq_length=128") == 2
+    err = capsys.readouterr().err
+    assert "data.max_seq_length: 128 is longer than the 64 positions" in err
+    (tmp_path / "sst2" / "dev.tsv").write_text("index\tsentence\n0\tok\n")  # a GLUE test file: no labels
+    assert run("sst2", tmp_path / "sst2", init_dir, tmp_path / "r4") == 2
+    err = capsys.readouterr().err
+    assert "1 sst2 dev example(s) have no label" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_checkpoint_fine_tuned_for_classification_starts_a_regression(init_dir, tmp_path):
+    """transformers writes problem_type into config.json; the new task's own loss must win."""
+    from seq2bert.models.bert.pretrained import init_task_model, write_bert_files
+
+    model, tok, _ = init_task_model(init_dir, "BertForSequenceClassification", id2label={0: "no", 1: "yes"},
+                                    problem_type="single_label_classification")  # fmt: skip
+    classifier = tmp_path / "classifier"
+    classifier.mkdir()
+    write_bert_files(model, classifier)
+    tok.save(classifier)
+    rng = np.random.default_rng(2)
+    (tmp_path / "stsb").mkdir()
+    for split in ("train", "dev"):
+        rows = ["index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore"]
+        rows += [f"{i}\tg\tf\t2020\t{i}\ts\ts\t{sentence(rng, 'fine')}\t{sentence(rng, 'dull')}\t{i % 5}.0"
+                 for i in range(20)]  # fmt: skip
+        (tmp_path / "stsb" / f"{split}.tsv").write_text("\n".join(rows) + "\n")
+    assert run("stsb", tmp_path / "stsb", classifier, tmp_path / "r", "--set", "train.max_steps=2") == 0
+    config = json.loads((tmp_path / "r" / "best" / "config.json").read_text())
+    assert config["problem_type"] == "regression" and config["id2label"] == {"0": "score"}
+
+
+def test_mnli_scores_the_matched_and_the_mismatched_dev_sets(init_dir, tmp_path, capsys):
+    rng = np.random.default_rng(5)
+    (tmp_path / "mnli").mkdir()
+    cue = {"entailment": GOOD, "neutral": PLACES, "contradiction": BAD}
+    for name, n in (("train", 600), ("dev_matched", 30), ("dev_mismatched", 30)):
+        rows = ["index\tsentence1\tsentence2\tgold_label"]
+        for i in range(n):
+            label = str(rng.choice(list(cue)))
+            hypothesis = " ".join([str(rng.choice(cue[label]))] * 2 + list(rng.choice(FILLER, 2)))
+            rows.append(f"{i}\t{sentence(rng, 'he')}\t{hypothesis}\t{label}")
+        (tmp_path / "mnli" / f"{name}.tsv").write_text("\n".join(rows) + "\n")
+    assert run("mnli", tmp_path / "mnli", init_dir, tmp_path / "r", "--set", "train.max_epochs=10") == 0
+    results = json.loads((tmp_path / "r" / "results.json").read_text())
+    assert results["dev_accuracy"] >= 70 and results["dev_mm_accuracy"] >= 70, results  # chance: 33
+    lines = (tmp_path / "r" / "predictions_mismatched.jsonl").read_text().splitlines()
+    assert len(lines) == 30 and json.loads(lines[0])["label"] in cue
+    capsys.readouterr()
+    assert (
+        main(["evaluate", str(tmp_path / "r"), "--task", "mnli_mismatched", "--data", str(tmp_path / "mnli")])
+        == 0
+    )
+    assert f"{results['dev_mm_accuracy']:.2f}" in capsys.readouterr().out

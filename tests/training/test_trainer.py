@@ -158,3 +158,70 @@ def test_refuses_to_mix_two_runs_in_one_directory(tmp_path):
         make(tmp_path, max_steps=2).fit()
     make(tmp_path, max_steps=4).fit(resume=True)
     assert ckpt.latest_checkpoint(tmp_path).name == "checkpoint-4"
+
+
+def toy_checkpoint(directory, weight: float, bias: float):
+    model = Toy()
+    with torch.no_grad():
+        model.lin.weight.fill_(weight)
+        model.lin.bias.fill_(bias)
+    directory.mkdir(parents=True)
+    ckpt.save_weights(model, directory)
+    (directory / "config.json").write_text('{"model_type": "toy"}')
+    (directory / "trainer_state.json").write_text("{}")
+    return directory
+
+
+def test_average_checkpoints_is_the_mean_of_the_weights_with_the_last_ones_files(tmp_path):
+    dirs = [
+        toy_checkpoint(tmp_path / f"checkpoint-{i}", w, b)
+        for i, (w, b) in enumerate([(1, 0), (2, 3), (6, -6)])
+    ]
+    ckpt.average_checkpoints(dirs, tmp_path / "averaged")
+    model = Toy()
+    ckpt.load_weights(model, tmp_path / "averaged")
+    assert torch.allclose(model.lin.weight, torch.full((1, 4), 3.0))
+    assert torch.allclose(model.lin.bias, torch.tensor([-1.0]))
+    names = sorted(p.name for p in (tmp_path / "averaged").iterdir())
+    assert names == ["averaged.json", "config.json", "model.safetensors"]  # no optimizer state: not resumable
+    assert json.loads((tmp_path / "averaged" / "averaged.json").read_text())["checkpoints"] == [
+        "checkpoint-0",
+        "checkpoint-1",
+        "checkpoint-2",
+    ]
+
+
+def test_average_checkpoints_refuses_checkpoints_of_different_models(tmp_path):
+    a = toy_checkpoint(tmp_path / "checkpoint-1", 1, 0)
+    b = tmp_path / "checkpoint-2"
+    b.mkdir()
+    ckpt.save_weights(nn.Linear(4, 2), b)
+    with pytest.raises(CheckpointError, match="checkpoint-2.*differ"):
+        ckpt.average_checkpoints([a, b], tmp_path / "averaged")
+
+
+@pytest.mark.parametrize("averaged_score, wins", [(0.5, True), (9.0, False)])
+def test_average_last_evaluates_the_average_and_keeps_it_as_best_only_if_better(
+    tmp_path, averaged_score, wins
+):
+    scores = iter([5.0, 4.0, 3.0, 2.0, 1.0, averaged_score])  # five epochs, then the average
+    trainer = make(tmp_path, evaluate=lambda m: {"loss": next(scores)}, average_last=3, keep_last=1)
+    result = trainer.fit()
+    kept = [p.name for p in ckpt.list_checkpoints(tmp_path)]
+    assert kept == ["checkpoint-24", "checkpoint-32", "checkpoint-40"]  # keep_last raised to average_last
+    mean = Toy()
+    weights = []
+    for name in kept:
+        m = Toy()
+        ckpt.load_weights(m, tmp_path / name)
+        weights.append(m.lin.weight)
+    ckpt.load_weights(mean, tmp_path / "averaged")
+    assert torch.allclose(mean.lin.weight, torch.stack(weights).mean(0))
+    best = Toy()
+    ckpt.load_weights(best, tmp_path / "best")
+    last = weights[-1]
+    assert torch.allclose(best.lin.weight, mean.lin.weight if wins else last)
+    assert result.progress.averaged == (kept if wins else [])
+    assert torch.equal(trainer.model.lin.weight, last)  # the model ends with the last checkpoint's weights
+    records = [json.loads(line) for line in (tmp_path / "log.jsonl").read_text().splitlines()]
+    assert [r["loss"] for r in records if r["split"] == "averaged"] == [averaged_score]
