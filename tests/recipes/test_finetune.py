@@ -305,3 +305,17 @@ def test_mnli_scores_the_matched_and_the_mismatched_dev_sets(init_dir, tmp_path,
         == 0
     )
     assert f"{results['dev_mm_accuracy']:.2f}" in capsys.readouterr().out
+
+
+def test_a_head_trained_for_other_labels_starts_new_and_one_for_the_same_labels_is_kept(init_dir, tmp_path):
+    from seq2bert.models.bert.pretrained import init_task_model, write_bert_files
+
+    model, tok, _ = init_task_model(init_dir, "BertForSequenceClassification", id2label={0: "no", 1: "yes"})
+    rte = tmp_path / "rte"
+    rte.mkdir()
+    write_bert_files(model, rte)
+    tok.save(rte)
+    _, _, new = init_task_model(rte, "BertForSequenceClassification", id2label={0: "0", 1: "1"})
+    assert sorted(new) == ["classifier.bias", "classifier.weight"]
+    again, _, new = init_task_model(rte, "BertForSequenceClassification", id2label={0: "no", 1: "yes"})
+    assert new == [] and torch.equal(again.classifier.weight, model.classifier.weight)

@@ -88,8 +88,9 @@ def init_task_model(
 ) -> tuple[nn.Module, Tokenizer | None, list[str]]:
     """A task model (``architecture``, e.g. BertForSequenceClassification) whose encoder comes from the BERT
     directory ``path``; the head — and the pooler when the checkpoint has none — start from the usual
-    N(0, initializer_range). A head in the checkpoint with the right shape is kept (continuing a
-    fine-tuning run), one of another shape is dropped. ``random_init``: the architecture and tokenizer of
+    N(0, initializer_range). A head in the checkpoint with the right shape and the same labels is kept
+    (continuing a fine-tuning run); one of another shape, or trained for other ``id2label``, starts new.
+    ``random_init``: the architecture and tokenizer of
     ``path`` with fresh weights (the baseline that shows what pretraining buys).
 
     Returns the model (train mode), the tokenizer and the names of the parameters initialised new."""
@@ -98,6 +99,8 @@ def init_task_model(
         raise CheckpointError(f"architecture {architecture!r}: expected one of {', '.join(TASK_CLASSES)}")
     hf_config = read_config(path)
     cfg = config_from_hf(hf_config, source=str(path / "config.json"))
+    # a head trained for other labels (an RTE classifier starting MRPC, say) starts new even when it fits
+    relabelled = id2label is not None and id2label != cfg.id2label
     cfg = replace(cfg, id2label=id2label or cfg.id2label, problem_type=problem_type or cfg.problem_type)
     cfg.validate()
     model = build_bert(cfg, architecture)
@@ -110,6 +113,11 @@ def init_task_model(
         return model.to(device).train(), tokenizer, sorted(model.state_dict())
     state = from_hf_state_dict(read_weights(path), cfg, architecture, source=str(path), new_heads=True)
     expected = model.state_dict()
+    if relabelled:
+        for key in [k for k in state if k.startswith("classifier.")]:
+            log.info("%s: %s was trained for the labels %s: initialised new", path, key,
+                     ", ".join(config_from_hf(hf_config).id2label.values()))  # fmt: skip
+            del state[key]
     for key in [k for k, v in state.items() if k in expected and v.shape != expected[k].shape]:
         log.info("%s: %s has shape %s, the task needs %s: initialised new", path, key,
                  tuple(state[key].shape), tuple(expected[key].shape))  # fmt: skip
