@@ -1,11 +1,11 @@
-# The two commands of the README: `make demo` (set up, then run the main job) and `make test`.
+# The two commands of the README: `make tour` (set up, then run the main job) and `make test`.
 # Both create .venv with the CPU build of torch 2.13.0 pinned; the package itself asks only torch>=2.4.
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 TORCH := torch==2.13.0
 
-.PHONY: demo test lint install install-test clean
+.PHONY: tour demo test lint install install-test clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,9 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 
 install: $(VENV)/.installed
 install-test: $(VENV)/.installed-test
+
+tour: install
+	$(BIN)/seq2bert tour
 
 demo: install
 	$(BIN)/seq2bert demo

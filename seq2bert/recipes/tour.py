@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from seq2bert import config as config_io
-from seq2bert.recipes.translation import TranslationConfig, align, load_pairs, train
+from seq2bert.recipes.translation import TranslationConfig, align, check_same_run, load_pairs, train
 from seq2bert.viz.attention import plot_alignment, plot_bleu_by_length
 
 log = logging.getLogger(__name__)
@@ -96,7 +96,8 @@ def run_tour(
 ) -> TourResult:
     """Train and score every model of MODELS into ``out_dir``/<model>; write the length plot and the
     alignment maps; return the rows. ``data``: --set overrides naming real parallel text (default: the
-    synthetic pair). A model whose run directory already holds results.json is not trained again."""
+    synthetic pair). A model whose run directory already holds results.json of the same settings is not
+    trained again; one of other settings is an error (ConfigError), not a stale row."""
     out_dir = Path(out_dir)
     start = time.perf_counter()
     data = list(data or SYNTHETIC)
@@ -104,6 +105,7 @@ def run_tour(
     for model in MODELS:
         cfg = model_config(model, budget=budget, seed=seed, data=data)
         run_dir = out_dir / model.slug
+        check_same_run(run_dir, cfg)  # another --budget, --seed or --data: not these results
         if (run_dir / "results.json").is_file():
             log.info("%s: already trained in %s", model.name, run_dir)
             row = json.loads((run_dir / "results.json").read_text(encoding="utf-8"))

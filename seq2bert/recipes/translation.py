@@ -430,6 +430,31 @@ def read_run_config(checkpoint: Path) -> TranslationConfig | None:
         raise ConfigError(f"{path}: {e}") from None
 
 
+def check_same_run(run_dir: str | Path, cfg: TranslationConfig) -> None:
+    """A recipe that reuses a run directory (finished, or interrupted and resumed) must be asking for the same
+    run: the settings saved with its checkpoints must equal ``cfg``; otherwise the first that differs is named,
+    rather than old results passing for new ones."""
+    run_dir = Path(run_dir)
+    saved = [run_dir / "best", *sorted(run_dir.glob("checkpoint-*"))]
+    stored = next((read_run_config(d) for d in saved if (d / "run.json").is_file()), None)
+    if stored is None:
+        return
+
+    def flat(d: dict, prefix: str = "") -> dict:
+        out = {}
+        for k, v in d.items():
+            out.update(flat(v, f"{prefix}{k}.") if isinstance(v, dict) else {f"{prefix}{k}": v})
+        return out
+
+    old, new = flat(config_io.to_dict(stored)), flat(config_io.to_dict(cfg))
+    for key in sorted(old.keys() | new.keys()):
+        if old.get(key) != new.get(key):
+            raise ConfigError(
+                f"{run_dir}: trained with {key}={old.get(key)!r}, not {new.get(key)!r}; "
+                "remove it or choose another --out"
+            )
+
+
 def evaluate(
     checkpoint,
     pairs: Pairs,

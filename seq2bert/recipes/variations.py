@@ -25,7 +25,7 @@ from pathlib import Path
 from seq2bert import config as config_io
 from seq2bert.errors import ConfigError
 from seq2bert.models.transformer.config import TransformerConfig
-from seq2bert.recipes.translation import TranslationConfig, evaluate, load_pairs, train
+from seq2bert.recipes.translation import TranslationConfig, check_same_run, evaluate, load_pairs, train
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +71,7 @@ def run_variations(cfg: TranslationConfig, rows: list[str], out_dir: str | Path)
     for v in variation_rows(cfg.model, rows):
         row_cfg = config_io.apply_overrides(cfg, v.overrides)
         run_dir = out_dir / v.name
+        check_same_run(run_dir, row_cfg)  # other --set values: not these results
         if (run_dir / "variation.json").is_file():  # done by an earlier, interrupted command
             results.append(json.loads((run_dir / "variation.json").read_text()))
             continue

@@ -64,3 +64,7 @@ def test_the_cli_prints_the_table_and_reuses_finished_runs(small_tour, capsys):
     assert "Transformer" in printed and "quality by source length" in printed
     assert {m.slug: (out / m.slug / "results.json").stat().st_mtime_ns for m in tour.MODELS} == before
     assert main(["tour", "--out", str(out), "--budget", "0"]) == 2
+    capsys.readouterr()
+    assert main(["tour", "--out", str(out), "--budget", "0.08"]) == 2  # not the stale rows of budget 0.04
+    err = capsys.readouterr().err
+    assert "seq2seq: trained with train.max_steps=20, not 40" in err and err.count("\n") == 1

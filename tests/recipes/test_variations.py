@@ -39,3 +39,7 @@ def test_variations_command_trains_and_tabulates(tmp_path, capsys):
     (tmp_path / "base" / "variation.json").write_text(json.dumps({**by_name["base"], "dev_bleu": 99.0}))
     assert main(["variations", *TINY, "--rows", "A", "--out", str(tmp_path)]) == 0
     assert "| 99.0 |" in capsys.readouterr().out  # the finished row was reused, not retrained
+    capsys.readouterr()
+    changed = [*TINY[:-4], "--set", "train.max_steps=4", "--set", "train.eval_every=4"]
+    assert main(["variations", *changed, "--rows", "A", "--out", str(tmp_path)]) == 2  # other settings
+    assert "base: trained with train.max_steps=3, not 4" in capsys.readouterr().err
