@@ -5,7 +5,7 @@ Read top to bottom:
 2. the corpus: tokenized once into memory-mapped shards (seq2bert/data/pretraining.py), reused on resume;
 3. documents split into training and held-out ones; NSP instances and masks drawn per epoch;
 4. the engine trains BertForPreTraining on loss = MLM + NSP (the MLM head only at masked positions), and
-   evaluates MLM loss / accuracy and NSP accuracy on the held-out instances;
+   evaluates MLM loss / accuracy and NSP loss / accuracy on the held-out instances;
 5. every checkpoint is a Hugging Face BERT directory (config.json, model.safetensors, tokenizer.json) plus
    the trainer state, so ``transformers.BertForPreTraining.from_pretrained(run/best)`` reads it and
    ``seq2bert pretrain … --resume`` continues a killed run exactly.
@@ -136,8 +136,9 @@ def masking_config(data: PretrainDataConfig, tok: Tokenizer) -> MaskingConfig:
 def evaluate_pretraining(
     model: BertForPreTraining, data: PretrainingData, indices: list[int], device
 ) -> dict:
-    """MLM loss and accuracy over the held-out masked tokens, NSP accuracy over the held-out pairs."""
-    mlm_loss = correct = total = nsp_correct = pairs = 0.0
+    """MLM loss and accuracy over the held-out masked tokens, NSP loss and accuracy over the held-out pairs;
+    ``loss`` is their sum, the training objective."""
+    mlm_loss = nsp_loss = correct = total = nsp_correct = pairs = 0.0
     for start in range(0, len(indices), data.batch_size):
         batch = {k: v.to(device) for k, v in data.collate(indices[start : start + data.batch_size]).items()}
         out = model(**batch, sparse_prediction=True)
@@ -147,12 +148,14 @@ def evaluate_pretraining(
         correct += float((out.prediction_logits.argmax(-1) == targets).sum())
         total += n
         nsp_correct += float((out.seq_relationship_logits.argmax(-1) == batch["next_sentence_label"]).sum())
+        nsp_loss += float(out.nsp_loss) * batch["next_sentence_label"].numel()
         pairs += batch["next_sentence_label"].numel()
     return {
         "mlm_loss": mlm_loss / max(total, 1),
         "mlm_accuracy": 100.0 * correct / max(total, 1),
+        "nsp_loss": nsp_loss / max(pairs, 1),
         "nsp_accuracy": 100.0 * nsp_correct / max(pairs, 1),
-        "loss": mlm_loss / max(total, 1),
+        "loss": mlm_loss / max(total, 1) + nsp_loss / max(pairs, 1),
     }
 
 

@@ -102,10 +102,11 @@ def run_tour(
     start = time.perf_counter()
     data = list(data or SYNTHETIC)
     rows, buckets, maps = [], {}, {}
-    for model in MODELS:
-        cfg = model_config(model, budget=budget, seed=seed, data=data)
+    configs = [model_config(model, budget=budget, seed=seed, data=data) for model in MODELS]
+    for model, cfg in zip(MODELS, configs, strict=True):  # another --budget, --seed or --data: not these runs
+        check_same_run(out_dir / model.slug, cfg)
+    for model, cfg in zip(MODELS, configs, strict=True):
         run_dir = out_dir / model.slug
-        check_same_run(run_dir, cfg)  # another --budget, --seed or --data: not these results
         if (run_dir / "results.json").is_file():
             log.info("%s: already trained in %s", model.name, run_dir)
             row = json.loads((run_dir / "results.json").read_text(encoding="utf-8"))

@@ -284,6 +284,9 @@ def train(
     if not resume:
         ckpt.check_fresh_run_dir(out_dir)
     dist, device = setup(cfg.train.device)
+    if dist.is_main:  # what this directory is trained with, before anything else is written (check_same_run)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        config_io.save(cfg, out_dir / "run.json")
     seed_everything(cfg.train.seed)
     pairs = load_pairs(cfg.data)
     if not pairs["train"]:
@@ -430,12 +433,17 @@ def read_run_config(checkpoint: Path) -> TranslationConfig | None:
         raise ConfigError(f"{path}: {e}") from None
 
 
+# settings that do not change what a run computes: a rerun may differ in them
+NOT_RESULTS = frozenset({"train.device", "train.log_every", "train.keep_last"})
+
+
 def check_same_run(run_dir: str | Path, cfg: TranslationConfig) -> None:
     """A recipe that reuses a run directory (finished, or interrupted and resumed) must be asking for the same
-    run: the settings saved with its checkpoints must equal ``cfg``; otherwise the first that differs is named,
-    rather than old results passing for new ones."""
+    run: the settings the directory was trained with (its run.json, written when training starts; else its
+    checkpoints') must equal ``cfg``; otherwise the settings that differ are named, rather than old results
+    or an old vocabulary passing for new ones."""
     run_dir = Path(run_dir)
-    saved = [run_dir / "best", *sorted(run_dir.glob("checkpoint-*"))]
+    saved = [run_dir, *filter(None, [ckpt.latest_checkpoint(run_dir)]), run_dir / "best"]
     stored = next((read_run_config(d) for d in saved if (d / "run.json").is_file()), None)
     if stored is None:
         return
@@ -447,12 +455,15 @@ def check_same_run(run_dir: str | Path, cfg: TranslationConfig) -> None:
         return out
 
     old, new = flat(config_io.to_dict(stored)), flat(config_io.to_dict(cfg))
-    for key in sorted(old.keys() | new.keys()):
-        if old.get(key) != new.get(key):
-            raise ConfigError(
-                f"{run_dir}: trained with {key}={old.get(key)!r}, not {new.get(key)!r}; "
-                "remove it or choose another --out"
-            )
+    keys = [*old, *(k for k in new if k not in old)]  # in the config's own order
+    differ = [k for k in keys if k not in NOT_RESULTS and old.get(k) != new.get(k)]
+    if differ:
+        first = differ[0]
+        more = f" (and {', '.join(differ[1:])})" if differ[1:] else ""
+        raise ConfigError(
+            f"{run_dir}: trained with {first}={old.get(first)!r}, not {new.get(first)!r}{more}; "
+            "remove it or choose another --out"
+        )
 
 
 def evaluate(

@@ -46,6 +46,8 @@ def test_pretrain_writes_hugging_face_checkpoints_and_resumes_exactly(books, tmp
     assert 0 <= results["valid_nsp_accuracy"] <= 100
     valid = [json.loads(line) for line in (tmp_path / "a" / "log.jsonl").read_text().splitlines()]
     assert [r["step"] for r in valid if r["split"] == "valid"] == [3, 6]
+    for r in (r for r in valid if r["split"] == "valid"):  # the valid loss is the objective: MLM + NSP
+        assert r["nsp_loss"] > 0 and r["loss"] == pytest.approx(r["mlm_loss"] + r["nsp_loss"])
     assert (tmp_path / "a" / "curves.png").is_file()
 
     # the best checkpoint is a transformers directory with equal outputs

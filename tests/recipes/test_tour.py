@@ -68,3 +68,15 @@ def test_the_cli_prints_the_table_and_reuses_finished_runs(small_tour, capsys):
     assert main(["tour", "--out", str(out), "--budget", "0.08"]) == 2  # not the stale rows of budget 0.04
     err = capsys.readouterr().err
     assert "seq2seq: trained with train.max_steps=20, not 40" in err and err.count("\n") == 1
+
+
+def test_results_are_reproducible_from_the_seed(tmp_path, monkeypatch):
+    monkeypatch.setattr(tour, "SYNTHETIC", (*tour.SYNTHETIC[:1], "data.num_train=200", "data.num_valid=20",
+                                            "data.num_test=20", "data.min_len=3", "data.max_len=12",
+                                            "data.max_tokens=400"))  # fmt: skip
+    monkeypatch.setattr(tour, "MODELS", (tour.MODELS[2], tour.MODELS[4]))  # one recurrent, one Transformer
+    a, b, other = (tour.run_tour(tmp_path / name, budget=0.02, seed=seed) for name, seed in
+                   (("a", 1), ("b", 1), ("c", 2)))  # fmt: skip
+    for key in ("valid_perplexity", "test_token_accuracy", "test_bleu", "params"):
+        assert [r[key] for r in a.rows] == [r[key] for r in b.rows], key
+    assert [r["valid_perplexity"] for r in a.rows] != [r["valid_perplexity"] for r in other.rows]
