@@ -1,4 +1,5 @@
-# The two commands of the README: `make tour` (set up, then run the main job) and `make test`.
+# The two commands of the README: `make demo` (set up, then run the main job) and `make test`;
+# `make tour` (the lineage tour, still being tuned to its 10-minute budget) will become the main job.
 # Both create .venv with the CPU build of torch 2.13.0 pinned; the package itself asks only torch>=2.4.
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
