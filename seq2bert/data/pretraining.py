@@ -34,7 +34,9 @@ import logging
 import re
 from array import array
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 
 import numpy as np
@@ -51,6 +53,7 @@ log = logging.getLogger(__name__)
 # a sentence ends at . ! ? (and closing quotes / brackets) followed by space and a capital, digit or quote
 SENTENCE_END = re.compile(r"(?:(?<=[.!?])|(?<=[.!?][\"'”’)\]]))\s+(?=[\"'“‘(\[]?[A-Z0-9])")
 MAX_PARAGRAPH_CHARS = 1_000_000  # a paragraph without blank lines is cut into pieces of this size
+FLUSH_SENTENCES = 16_384  # sentences tokenized per call (in parallel) and written per batch
 
 
 def split_sentences(text: str) -> list[str]:
@@ -150,15 +153,20 @@ class ShardWriter:
         self.shards.append({"name": directory.name, "tokens": 0, "sentences": 0, "documents": 0})
 
     def add_sentences(self, sentences: list[list[int]]) -> None:
-        if not sentences:
+        """Append sentences (lists of token ids; empty ones are dropped) to the open document."""
+        lengths = np.fromiter(map(len, sentences), np.int64, len(sentences))
+        if not lengths.all():
+            sentences = [x for x in sentences if x]
+            lengths = lengths[lengths > 0]
+        if not len(lengths):
             return
         shard = self.shards[-1]
-        ends = shard["tokens"] + np.cumsum(np.fromiter((len(x) for x in sentences), np.int64, len(sentences)))
-        self.files["tokens"].write(np.fromiter((t for x in sentences for t in x), self.dtype).tobytes())
+        ends = shard["tokens"] + np.cumsum(lengths)
+        self.files["tokens"].write(np.fromiter(chain.from_iterable(sentences), self.dtype, int(lengths.sum())))
         self.files["sentences"].write(ends.tobytes())
         shard["tokens"] = int(ends[-1])
-        shard["sentences"] += len(sentences)
-        self.open_sentences += len(sentences)
+        shard["sentences"] += len(lengths)
+        self.open_sentences += len(lengths)
 
     def end_document(self) -> bool:
         """Close the current document; False (nothing written) when it had no sentence."""
@@ -208,26 +216,49 @@ def prepare_corpus(
         writer = ShardWriter(tmp, dtype, shard_tokens)
         bar = tqdm(total=sum(p.stat().st_size for p in paths), unit="B", unit_scale=True, desc="tokenizing",
                    disable=not progress, mininterval=1.0)  # fmt: skip
-        pending: list[str | None] = []  # sentences and document boundaries, tokenized in batches
+        done_bytes = 0
 
-        def flush() -> None:
-            texts = [x for x in pending if x is not None]
-            ids = iter(e.ids for e in tokenizer.encode_batch(texts, add_special_tokens=False).encodings)
-            for item in pending:
+        def tokenized(batch: list[str | None]) -> tuple[list[str | None], list[list[int]]]:
+            return batch, tokenizer.ids_batch([x for x in batch if x is not None])
+
+        def write_batch(batch: list[str | None], ids: list[list[int]]) -> None:
+            sentences = iter(ids)
+            start = 0  # the sentences since the last boundary go to the shard in one write
+            for i, item in enumerate(batch):
                 if item is None:
+                    writer.add_sentences([next(sentences) for _ in range(i - start)])
                     if not writer.end_document():
                         skipped.empty_documents += 1
-                else:
-                    writer.add_sentences([t] if (t := next(ids)) else [])
-            pending.clear()
+                    start = i + 1
+            writer.add_sentences([next(sentences) for _ in range(len(batch) - start)])
 
-        for path in paths:
-            for para in iter_paragraphs(path, documents, skip_bad, skipped):
-                pending.extend([None] if para is None else split_sentences(para))
-                if len(pending) >= 2048:
-                    flush()
+        # a batch is tokenized (by the tokenizer's threads, without the GIL) while the next one is read
+        with ThreadPoolExecutor(1) as tokenizing:
+            job = None
+            pending: list[str | None] = []  # sentences and document boundaries, in file order
+
+            def flush() -> None:
+                nonlocal job, pending
+                if job is not None:
+                    write_batch(*job.result())
+                job = tokenizing.submit(tokenized, pending) if pending else None
+                pending = []
+
+            for path in paths:
+                size, chars = path.stat().st_size, 0
+                for para in iter_paragraphs(path, documents, skip_bad, skipped):
+                    if para is None:
+                        pending.append(None)
+                        continue
+                    pending.extend(split_sentences(para))
+                    chars += len(para) + 1
+                    if len(pending) >= FLUSH_SENTENCES:
+                        flush()
+                        bar.update(done_bytes + min(chars, size) - bar.n)  # about a byte per character
+                done_bytes += size
+                bar.update(done_bytes - bar.n)
             flush()
-            bar.update(path.stat().st_size)
+            flush()
         bar.close()
         shards = [s for s in writer.close() if s["documents"]]
         if not shards:

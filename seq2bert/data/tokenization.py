@@ -294,6 +294,12 @@ class Tokenizer:
             data = {k: torch.tensor(v, dtype=torch.long) for k, v in data.items()}  # (B, T)
         return BatchEncoding(data, encodings)
 
+    def ids_batch(self, texts: Sequence[str]) -> list[list[int]]:
+        """The token ids of each text, without special tokens, truncation or padding: the fast path for
+        tokenizing a corpus (no offsets, no per-token Python objects)."""
+        backend = self._configured(None, None, None, (), [False], False)
+        return [e.ids for e in backend.encode_batch_fast(list(texts), add_special_tokens=False)] if texts else []
+
     def encode_words(
         self, sentences: Sequence[Sequence[str]], *, max_length: int | None = None
     ) -> list[Encoding]:

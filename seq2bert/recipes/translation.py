@@ -123,8 +123,8 @@ class Encoded:
 
 
 def encode_pairs(tok: Tokenizer, pairs: Pairs, max_length: int | None = None) -> Encoded:
-    src = [e.ids for e in tok.encode_batch([s for s, _ in pairs], add_special_tokens=False).encodings]
-    tgt = [e.ids for e in tok.encode_batch([t for _, t in pairs], add_special_tokens=False).encodings]
+    src = tok.ids_batch([s for s, _ in pairs])
+    tgt = tok.ids_batch([t for _, t in pairs])
     if max_length:
         keep = [i for i in range(len(src)) if 0 < len(src[i]) <= max_length and len(tgt[i]) < max_length]
         if len(keep) < len(src):
@@ -496,8 +496,7 @@ def _loaded(checkpoint_or_model, tokenizer: Tokenizer | None):
 def _source_ids(tokenizer: Tokenizer, texts: list[str]) -> list[list[int]]:
     if hasattr(tokenizer, "source_ids"):  # a checkpoint's own source convention (Marian: pieces + </s>)
         return tokenizer.source_ids(texts)
-    encodings = tokenizer.encode_batch(texts, add_special_tokens=False).encodings
-    return [e.ids or [tokenizer.unk_token_id] for e in encodings]
+    return [ids or [tokenizer.unk_token_id] for ids in tokenizer.ids_batch(texts)]
 
 
 @torch.no_grad()

@@ -73,6 +73,16 @@ def test_prepare_and_read_back_across_shards(tmp_path, corpus_files, tokenizer):
     assert files["documents"] == 3 and files["tokens"] == info["tokens"]
 
 
+def test_batch_size_of_tokenization_does_not_change_the_corpus(tmp_path, corpus_files, tokenizer, monkeypatch):
+    """Tokenized in batches of 7 sentences (documents straddle batches) or all at once: the same bytes."""
+    prepare_corpus(corpus_files, tokenizer, tmp_path / "big", progress=False)
+    monkeypatch.setattr("seq2bert.data.pretraining.FLUSH_SENTENCES", 7)
+    prepare_corpus(corpus_files, tokenizer, tmp_path / "small", progress=False)
+    for name in ("tokens", "sentences", "documents"):
+        big, small = (tmp_path / d / "shard-00000" / f"{name}.bin" for d in ("big", "small"))
+        assert big.read_bytes() == small.read_bytes() and big.stat().st_size > 8
+
+
 def test_bad_input_is_an_error_or_a_counted_skip(tmp_path, tokenizer):
     good = tmp_path / "good.txt"
     good.write_text("One sentence here. Another one.\n\n\n\nA second document.\n")

@@ -150,6 +150,13 @@ def test_bpe_decode_batch_inverts_encode_batch():
     assert tok.decode_batch(batch["input_ids"]) == SENTENCES
 
 
+@pytest.mark.parametrize("kind", KINDS)
+def test_ids_batch_equals_encode_without_special_tokens(kind):
+    tok = trained(kind)
+    assert tok.ids_batch(SENTENCES) == [tok.encode(s, add_special_tokens=False).ids for s in SENTENCES]
+    assert tok.ids_batch([]) == []
+
+
 def test_wordpiece_and_word_decode_join_words():
     wordpiece = trained("wordpiece")
     assert wordpiece.decode(wordpiece.encode("The cat sat, happy!").ids) == "The cat sat, happy!"
