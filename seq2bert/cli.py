@@ -615,7 +615,7 @@ def build_parser() -> argparse.ArgumentParser:
         "pretrain",
         help="pretrain BERT (masked LM + next sentence) on raw text files",
         description="Pretrain BertForPreTraining from raw text (Devlin et al. 2018): the text is tokenized once "
-        "into memory-mapped shards in --out/corpus, instances and masks follow the original recipe "
+        "into shards of token arrays in --out/corpus (streamed from disk), instances and masks follow the original recipe "
         "(data.* keys), checkpoints are Hugging Face BERT directories, --resume continues a killed run.",
         epilog="examples:\n  seq2bert pretrain ../shared/data/corpus --out runs/bert-mini --set train.max_minutes=55\n"
         "  seq2bert pretrain books/ --out runs/b --set model.num_hidden_layers=2 --set data.masking=dynamic",

@@ -2,7 +2,7 @@
 at any corpus size.
 
 1. ``prepare_corpus``: raw text files → documents (a file each, or separated by blank lines) → sentences
-   → WordPiece ids, written once, with a progress bar, into shards of memory-mapped arrays:
+   → WordPiece ids, written once, with a progress bar, into shards of flat binary arrays (``np.memmap`` opens them):
 
        shard-00000/tokens.bin      uint16 (or uint32) token ids of every sentence, back to back
        shard-00000/sentences.bin   int64 offsets into tokens: sentence s is tokens[sentences[s]:sentences[s+1]]
@@ -31,9 +31,11 @@ from __future__ import annotations
 
 import json
 import logging
+import math
+import os
 import re
 from array import array
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import chain
@@ -162,7 +164,9 @@ class ShardWriter:
             return
         shard = self.shards[-1]
         ends = shard["tokens"] + np.cumsum(lengths)
-        self.files["tokens"].write(np.fromiter(chain.from_iterable(sentences), self.dtype, int(lengths.sum())))
+        self.files["tokens"].write(
+            np.fromiter(chain.from_iterable(sentences), self.dtype, int(lengths.sum()))
+        )
         self.files["sentences"].write(ends.tobytes())
         shard["tokens"] = int(ends[-1])
         shard["sentences"] += len(lengths)
@@ -284,65 +288,107 @@ def prepare_corpus(
 
 
 class Corpus:
-    """A prepared corpus, memory-mapped: documents of sentences of token ids, across shards."""
+    """A prepared corpus: documents of sentences of token ids, across shards.
+
+    In memory: a length per sentence (4 bytes) and a first sentence per document (8 bytes). The token and
+    offset arrays stay on disk and are read with positioned reads (``os.pread``) — not memory-mapped,
+    because mapped pages count as the process's resident memory and would grow with the corpus."""
 
     def __init__(self, directory: str | Path):
+        self._files: dict[tuple[int, str], int] = {}  # (shard, name) → open file descriptor
         self.directory = Path(directory)
         path = self.directory / "corpus.json"
         if not path.is_file():
             raise DataError(f"{self.directory}: not a prepared corpus (no corpus.json)")
         self.info = json.loads(path.read_text())
-        dtype = np.dtype(self.info["dtype"])
-        self.tokens, self.sentences, doc_starts = [], [], []
-        for shard in self.info["shards"]:
-            d = self.directory / shard["name"]
-            self.tokens.append(np.memmap(d / "tokens.bin", dtype=dtype, mode="r"))
-            self.sentences.append(np.memmap(d / "sentences.bin", dtype=np.int64, mode="r"))
-            doc_starts.append(np.fromfile(d / "documents.bin", dtype=np.int64))
+        self.dtype = np.dtype(self.info["dtype"])
+        shards = self.info["shards"]
         # global sentence numbering: shard k's sentences follow shard k−1's
-        self.sentence_base = np.cumsum([0] + [s["sentences"] for s in self.info["shards"]])
-        self.doc_sentences = np.concatenate(
-            [starts[:-1] + base for starts, base in zip(doc_starts, self.sentence_base[:-1], strict=True)]
-        )
-        self.doc_sentences = np.append(
-            self.doc_sentences, self.sentence_base[-1]
-        )  # (D + 1,) first sentence of each
-        self.lengths = np.concatenate(
-            [np.diff(np.asarray(s)).astype(np.int32) for s in self.sentences]
-        )  # (S,)
+        self.sentence_base = np.cumsum([0] + [s["sentences"] for s in shards])
+        self.lengths = np.empty(self.sentence_base[-1], np.int32)  # (S,)
+        self.doc_sentences = np.empty(sum(s["documents"] for s in shards) + 1, np.int64)  # (D + 1,)
+        doc = 0  # the first sentence of each document, then the end
+        for k, shard in enumerate(shards):
+            d = self.directory / shard["name"]
+            base = int(self.sentence_base[k])
+            self.lengths[base : int(self.sentence_base[k + 1])] = _sentence_lengths(d / "sentences.bin")
+            starts = np.fromfile(d / "documents.bin", dtype=np.int64)[:-1]
+            self.doc_sentences[doc : doc + len(starts)] = starts + base
+            doc += len(starts)
+        self.doc_sentences[-1] = self.sentence_base[-1]
 
     @property
     def num_documents(self) -> int:
         return len(self.doc_sentences) - 1
 
+    def _read(self, shard: int, name: str, dtype: np.dtype, start: int, count: int) -> np.ndarray:
+        key = (shard, name)
+        if key not in self._files:
+            self._files[key] = os.open(
+                self.directory / self.info["shards"][shard]["name"] / f"{name}.bin", os.O_RDONLY
+            )
+        data = os.pread(self._files[key], count * dtype.itemsize, start * dtype.itemsize)
+        return np.frombuffer(data, dtype=dtype)
+
+    def tokens(self, start: int, end: int) -> np.ndarray:
+        """The tokens of sentences start … end − 1 (global numbers, within one document), concatenated."""
+        shard = int(np.searchsorted(self.sentence_base, start, side="right") - 1)
+        local = start - int(self.sentence_base[shard])
+        first = int(self._read(shard, "sentences", np.dtype(np.int64), local, 1)[0])
+        n = int(self.lengths[start:end].sum())
+        return self._read(shard, "tokens", self.dtype, first, n)
+
     def sentence(self, s: int) -> np.ndarray:
-        shard = int(np.searchsorted(self.sentence_base, s, side="right") - 1)
-        local = s - self.sentence_base[shard]
-        offsets = self.sentences[shard]
-        return np.asarray(self.tokens[shard][offsets[local] : offsets[local + 1]], dtype=np.int64)
+        return self.tokens(s, s + 1).astype(np.int64)
 
     def span(self, start: int, end: int) -> list[int]:
-        """The tokens of sentences start … end − 1 (global numbers), concatenated."""
-        return [t for s in range(start, end) for t in self.sentence(s).tolist()]
+        """The tokens of sentences start … end − 1 (global numbers, within one document), as a list."""
+        return self.tokens(start, end).tolist()
+
+    def close(self) -> None:
+        for fd in self._files.values():
+            os.close(fd)
+        self._files.clear()
+
+    def __del__(self) -> None:
+        self.close()
+
+    def __getstate__(self) -> dict:  # a data-loader worker opens its own files
+        return {**self.__dict__, "_files": {}}
+
+
+def _sentence_lengths(path: Path, chunk: int = 1 << 22) -> np.ndarray:
+    """The length of every sentence of a shard (int32), from its offsets, read a chunk at a time."""
+    n = path.stat().st_size // 8 - 1
+    out = np.empty(n, np.int32)
+    with open(path, "rb") as f:
+        prev = int(np.fromfile(f, dtype=np.int64, count=1)[0])
+        for start in range(0, n, chunk):
+            ends = np.fromfile(f, dtype=np.int64, count=min(chunk, n - start))
+            out[start : start + len(ends)] = np.diff(ends, prepend=prev)
+            prev = int(ends[-1])
+    return out
 
 
 def instance_table(
     corpus: Corpus, documents: np.ndarray, *, max_seq_length: int, short_seq_prob: float, seed: int
 ) -> np.ndarray:
     """NSP instances over ``documents`` (ids), one row each: [a_start, a_end, b_start, b_end, not_next] in
-    global sentence numbers (ends exclusive). Random B segments come from other documents of the same set."""
+    global sentence numbers (ends exclusive; int32 while they fit). Random B segments come from other
+    documents of the same set."""
     rng = np.random.default_rng(seed)
     max_tokens = max_seq_length - 3  # [CLS], [SEP], [SEP]
-    rows = array("q")  # 8 bytes a number: millions of instances stay small (a list of tuples would not)
+    rows = array("i" if len(corpus.lengths) < 2**31 else "q")  # 4 bytes a number, not a Python object
     starts, lengths = corpus.doc_sentences, corpus.lengths
     for d in documents:
         first, last = int(starts[d]), int(starts[d + 1])
+        lens = lengths[first:last].tolist()  # of this document's sentences, indexed from `first`
         target = max_tokens
         if rng.random() < short_seq_prob:  # "to minimize the mismatch between pre-training and fine-tuning"
             target = int(rng.integers(2, max_tokens + 1))
         chunk_start, length, i = first, 0, first
         while i < last:
-            length += int(lengths[i])
+            length += lens[i - first]
             if i == last - 1 or length >= target:
                 n = i + 1 - chunk_start  # sentences in the chunk
                 a_end = chunk_start + (int(rng.integers(1, n)) if n >= 2 else 1)
@@ -354,7 +400,7 @@ def instance_table(
                             break
                     o_first, o_last = int(starts[other]), int(starts[other + 1])
                     b_start = int(rng.integers(o_first, o_last))
-                    need = target - int(lengths[chunk_start:a_end].sum())
+                    need = target - sum(lens[chunk_start - first : a_end - first])
                     b_end, got = b_start + 1, int(lengths[b_start])  # at least one sentence, as the original
                     while b_end < o_last and got < need:
                         got += int(lengths[b_end])
@@ -365,7 +411,7 @@ def instance_table(
                     rows.extend((chunk_start, a_end, a_end, i + 1, 0))
                 chunk_start, length = i + 1, 0
             i += 1
-    return np.frombuffer(rows, dtype=np.int64).reshape(-1, 5).copy()
+    return np.frombuffer(rows, dtype=np.dtype(rows.typecode)).reshape(-1, 5)
 
 
 @dataclass
@@ -430,6 +476,24 @@ def mask_tokens(tokens: list[int], special: np.ndarray, cfg: MaskingConfig, rng:
     return inputs, labels
 
 
+class Batches(Sequence):
+    """The batches of one epoch, made on demand from the shuffled order (a list of lists of Python ints
+    would take ~36 bytes an instance: 150 MB for a 2 GB corpus); this rank's share when distributed."""
+
+    def __init__(self, order: np.ndarray, key: int, batch_size: int, rank: int = 0, world: int = 1):
+        self.order, self.key, self.batch_size, self.rank, self.world = order, key, batch_size, rank, world
+        self.total = math.ceil(len(order) / batch_size)
+
+    def __len__(self) -> int:
+        return len(range(self.rank, self.total, self.world))
+
+    def __getitem__(self, i: int) -> list[int]:  # type: ignore[override]
+        if not -len(self) <= i < len(self):
+            raise IndexError(i)
+        b = (i % len(self)) * self.world + self.rank
+        return [self.key + j for j in self.order[b * self.batch_size : (b + 1) * self.batch_size].tolist()]
+
+
 class PretrainingData:
     """Batches of pretraining instances for the engine: ``batches(epoch)`` (index lists, deterministic per
     epoch) and ``collate(indices)`` (tensors for BertForPreTraining)."""
@@ -459,13 +523,11 @@ class PretrainingData:
                                                 short_seq_prob=self.short_seq_prob, seed=self.seed * 1000 + key)}  # fmt: skip
         return self._tables[key]
 
-    def batches(self, epoch: int) -> list[list[int]]:
+    def batches(self, epoch: int) -> Batches:
         """Instance indices of the epoch, shuffled, in batches; index = pass · 2⁴⁰ + row (collate decodes)."""
         n = len(self.table(epoch))
         order = np.random.default_rng((self.seed, epoch)).permutation(n) if self.shuffle else np.arange(n)
-        key = self.pass_index(epoch) << 40
-        out = [[key + int(i) for i in order[b : b + self.batch_size]] for b in range(0, n, self.batch_size)]
-        return out[self.rank :: self.world]
+        return Batches(order, self.pass_index(epoch) << 40, self.batch_size, self.rank, self.world)
 
     def instance(self, index: int) -> tuple[list[int], list[int], list[int], int]:
         """(input ids, token type ids, labels, next_sentence_label) of one instance."""

@@ -298,7 +298,9 @@ class Tokenizer:
         """The token ids of each text, without special tokens, truncation or padding: the fast path for
         tokenizing a corpus (no offsets, no per-token Python objects)."""
         backend = self._configured(None, None, None, (), [False], False)
-        return [e.ids for e in backend.encode_batch_fast(list(texts), add_special_tokens=False)] if texts else []
+        return (
+            [e.ids for e in backend.encode_batch_fast(list(texts), add_special_tokens=False)] if texts else []
+        )
 
     def encode_words(
         self, sentences: Sequence[Sequence[str]], *, max_length: int | None = None

@@ -2,7 +2,7 @@
 
 Read top to bottom:
 1. the tokenizer: a given vocab.txt / tokenizer.json, or an uncased WordPiece vocabulary trained on the text;
-2. the corpus: tokenized once into memory-mapped shards (seq2bert/data/pretraining.py), reused on resume;
+2. the corpus: tokenized once into shards of token arrays on disk (seq2bert/data/pretraining.py), reused on resume;
 3. documents split into training and held-out ones; NSP instances and masks drawn per epoch;
 4. the engine trains BertForPreTraining on loss = MLM + NSP (the MLM head only at masked positions), and
    evaluates MLM loss / accuracy and NSP loss / accuracy on the held-out instances;

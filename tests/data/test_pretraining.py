@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from seq2bert.data.pretraining import (
+    Batches,
     Corpus,
     MaskingConfig,
     PretrainingData,
@@ -73,7 +74,9 @@ def test_prepare_and_read_back_across_shards(tmp_path, corpus_files, tokenizer):
     assert files["documents"] == 3 and files["tokens"] == info["tokens"]
 
 
-def test_batch_size_of_tokenization_does_not_change_the_corpus(tmp_path, corpus_files, tokenizer, monkeypatch):
+def test_batch_size_of_tokenization_does_not_change_the_corpus(
+    tmp_path, corpus_files, tokenizer, monkeypatch
+):
     """Tokenized in batches of 7 sentences (documents straddle batches) or all at once: the same bytes."""
     prepare_corpus(corpus_files, tokenizer, tmp_path / "big", progress=False)
     monkeypatch.setattr("seq2bert.data.pretraining.FLUSH_SENTENCES", 7)
@@ -146,6 +149,33 @@ def make_data(tmp_path, corpus_files, tokenizer, **kw):
                         continuation=tuple(i for tok, i in t.backend.get_vocab().items() if tok.startswith("##")),
                         whole_word_masking=kw.pop("whole_word_masking", False))  # fmt: skip
     return PretrainingData(corpus, np.arange(corpus.num_documents), cfg, batch_size=8, **kw)
+
+
+def test_batches_are_made_on_demand_and_split_between_ranks():
+    order = np.random.default_rng(0).permutation(23)
+    whole = Batches(order, 5 << 40, batch_size=4)
+    assert len(whole) == 6 and whole[-1] == [(5 << 40) + int(i) for i in order[20:]]
+    assert [i for b in whole for i in b] == [(5 << 40) + int(i) for i in order]
+    ranks = [Batches(order, 0, batch_size=4, rank=r, world=2) for r in range(2)]
+    assert [len(r) for r in ranks] == [3, 3] and ranks[1][0] == order[4:8].tolist()
+    assert sorted(i for r in ranks for b in r for i in b) == list(range(23))
+    with pytest.raises(IndexError):
+        ranks[0][3]
+
+
+def test_the_corpus_reads_sentences_from_disk_without_mapping_them(tmp_path, corpus_files, tokenizer):
+    """Positioned reads, not memory maps: the resident memory of a run does not grow with the corpus."""
+    prepare_corpus(corpus_files, tokenizer, tmp_path / "c", shard_tokens=300, progress=False)
+    corpus = Corpus(tmp_path / "c")
+    assert len(corpus.info["shards"]) > 2 and corpus.lengths.dtype == np.int32
+    for shard in corpus.info["shards"]:  # the lengths are those the offsets give
+        offsets = np.fromfile(tmp_path / "c" / shard["name"] / "sentences.bin", dtype=np.int64)
+        assert shard["sentences"] == len(offsets) - 1
+    last = corpus.doc_sentences[-2]  # the last document, in the last shard
+    whole = np.fromfile(tmp_path / "c" / corpus.info["shards"][-1]["name"] / "tokens.bin", dtype=np.uint16)
+    n = int(corpus.lengths[last:].sum())
+    assert corpus.span(int(last), len(corpus.lengths)) == whole[len(whole) - n :].tolist()
+    assert not any(isinstance(v, np.memmap) for v in vars(corpus).values())
 
 
 def test_collated_batches_and_the_80_10_10_rule(tmp_path, corpus_files, tokenizer):
