@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from seq2bert import config as config_io
-from seq2bert.data.pretraining import Corpus, MaskingConfig, PretrainingData, prepare_corpus
+from seq2bert.data.pretraining import Corpus, MaskingConfig, PretrainingData, prepare_corpus, shuffled
 from seq2bert.data.tokenization import Tokenizer
 from seq2bert.errors import ConfigError, DataError
 from seq2bert.models.bert.config import BertConfig, bert_mini
@@ -189,7 +189,7 @@ def pretrain(
         barrier(dist)
     corpus = Corpus(corpus_dir)
     # 3. held-out documents
-    order = np.random.default_rng(cfg.train.seed).permutation(corpus.num_documents)
+    order = shuffled(corpus.num_documents, np.random.default_rng(cfg.train.seed))
     n_valid = int(round(cfg.data.valid_fraction * corpus.num_documents))
     if corpus.num_documents - n_valid < 2:
         raise DataError(

@@ -13,6 +13,7 @@ from seq2bert.data.pretraining import (
     PretrainingData,
     instance_table,
     prepare_corpus,
+    shuffled,
     split_sentences,
 )
 from seq2bert.data.tokenization import Tokenizer
@@ -151,6 +152,22 @@ def make_data(tmp_path, corpus_files, tokenizer, **kw):
     return PretrainingData(corpus, np.arange(corpus.num_documents), cfg, batch_size=8, **kw)
 
 
+def test_a_sentence_longer_than_65535_tokens_widens_the_lengths(tmp_path, tokenizer):
+    long = tmp_path / "long.txt"
+    sentence = "Gamma " + "gamma " * 70_000 + "delta."
+    long.write_text(f"Alpha beta. {sentence}\n\nEta theta. Iota kappa.\n")
+    prepare_corpus([long], tokenizer, tmp_path / "c", progress=False)
+    corpus = Corpus(tmp_path / "c")
+    n = len(tokenizer.encode(sentence, add_special_tokens=False).ids)
+    assert n > 65535 and corpus.lengths.dtype == np.int32 and corpus.lengths[1] == n
+    assert corpus.span(1, 2) == tokenizer.encode(sentence, add_special_tokens=False).ids
+
+
+def test_shuffled_is_the_permutation_in_half_the_memory():
+    order = shuffled(1000, np.random.default_rng(7))
+    assert order.dtype == np.int32 and np.array_equal(order, np.random.default_rng(7).permutation(1000))
+
+
 def test_batches_are_made_on_demand_and_split_between_ranks():
     order = np.random.default_rng(0).permutation(23)
     whole = Batches(order, 5 << 40, batch_size=4)
@@ -167,7 +184,7 @@ def test_the_corpus_reads_sentences_from_disk_without_mapping_them(tmp_path, cor
     """Positioned reads, not memory maps: the resident memory of a run does not grow with the corpus."""
     prepare_corpus(corpus_files, tokenizer, tmp_path / "c", shard_tokens=300, progress=False)
     corpus = Corpus(tmp_path / "c")
-    assert len(corpus.info["shards"]) > 2 and corpus.lengths.dtype == np.int32
+    assert len(corpus.info["shards"]) > 2 and corpus.lengths.dtype == np.uint16  # int32 only when needed
     for shard in corpus.info["shards"]:  # the lengths are those the offsets give
         offsets = np.fromfile(tmp_path / "c" / shard["name"] / "sentences.bin", dtype=np.int64)
         assert shard["sentences"] == len(offsets) - 1
