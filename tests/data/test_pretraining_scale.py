@@ -1,8 +1,8 @@
 """A corpus larger than the memory it may use: 2 GB of generated text are prepared and pretrained on with
 the peak resident memory of the whole `seq2bert pretrain` process under 1 GB (heavy tier: about 25 minutes;
 `pytest -m heavy`). What is measured is the corpus's share: the batch is 8 because the model's own working
-memory — the masked-LM logits, masked positions × 30,522 words, and their gradients, about 100 MB a batch
-of 32 — grows with the batch, not with the corpus (torch alone is about 220 MB)."""
+memory — the masked-LM logits, masked positions × 30,522 words, and their gradients: a training step at
+batch 32 adds about 400 MB — grows with the batch, not with the corpus (torch alone is about 220 MB)."""
 
 import subprocess
 import sys
