@@ -17,7 +17,7 @@ def small_tour(tmp_path_factory, monkeypatch_module):
     monkeypatch_module.setattr(tour, "SYNTHETIC", (*tour.SYNTHETIC[:1], "data.num_train=300", "data.num_valid=20",
                                                    "data.num_test=40", "data.min_len=3", "data.max_len=24",
                                                    "data.max_tokens=600"))  # fmt: skip
-    return out, tour.run_tour(out, budget=0.008, seed=0)
+    return out, tour.run_tour(out, budget=0.01, seed=0)
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +37,7 @@ def test_one_row_per_model_from_its_run(small_tour):
     assert [r["model"] for r in result.rows] == [m.name for m in tour.MODELS]
     for model, row in zip(tour.MODELS, result.rows, strict=True):
         saved = json.loads((out / model.slug / "results.json").read_text())
-        assert row["steps"] == saved["steps"] == 20  # 2500 steps × budget 0.008
+        assert row["steps"] == saved["steps"] == 20  # 2000 steps × budget 0.01
         assert row["test_bleu"] == saved["test_bleu"] and row["params"] == saved["params"] > 0
     table = tour.format_tour(result)
     assert all(m.name in table for m in tour.MODELS)
@@ -59,13 +59,13 @@ def test_plots_are_real_pictures(small_tour):
 def test_the_cli_prints_the_table_and_reuses_finished_runs(small_tour, capsys):
     out, result = small_tour
     before = {m.slug: (out / m.slug / "results.json").stat().st_mtime_ns for m in tour.MODELS}
-    assert main(["tour", "--out", str(out), "--budget", "0.008"]) == 0
+    assert main(["tour", "--out", str(out), "--budget", "0.01"]) == 0
     printed = capsys.readouterr().out
     assert "Transformer" in printed and "quality by source length" in printed
     assert {m.slug: (out / m.slug / "results.json").stat().st_mtime_ns for m in tour.MODELS} == before
     assert main(["tour", "--out", str(out), "--budget", "0"]) == 2
     capsys.readouterr()
-    assert main(["tour", "--out", str(out), "--budget", "0.016"]) == 2  # not the stale rows of budget 0.008
+    assert main(["tour", "--out", str(out), "--budget", "0.02"]) == 2  # not the stale rows of budget 0.01
     err = capsys.readouterr().err
     assert "seq2seq: trained with train.max_steps=20, not 40" in err and err.count("\n") == 1
 
@@ -77,7 +77,7 @@ def test_results_are_reproducible_from_the_seed(tmp_path, monkeypatch):
     monkeypatch.setattr(
         tour, "MODELS", tuple(m for m in tour.MODELS if m.slug in ("bahdanau", "transformer"))
     )
-    a, b, other = (tour.run_tour(tmp_path / name, budget=0.004, seed=seed) for name, seed in
+    a, b, other = (tour.run_tour(tmp_path / name, budget=0.005, seed=seed) for name, seed in
                    (("a", 1), ("b", 1), ("c", 2)))  # fmt: skip
     for key in ("valid_perplexity", "test_token_accuracy", "test_bleu", "params"):
         assert [r[key] for r in a.rows] == [r[key] for r in b.rows], key
