@@ -331,6 +331,11 @@ class Corpus:
                 self.directory / self.info["shards"][shard]["name"] / f"{name}.bin", os.O_RDONLY
             )
         data = os.pread(self._files[key], count * dtype.itemsize, start * dtype.itemsize)
+        if len(data) != count * dtype.itemsize:  # a shard cut short after preparation
+            shard_dir = self.directory / self.info["shards"][shard]["name"]
+            raise DataError(
+                f"{shard_dir / name}.bin: ends before item {start + count}; prepare the corpus again"
+            )
         return np.frombuffer(data, dtype=dtype)
 
     def tokens(self, start: int, end: int) -> np.ndarray:

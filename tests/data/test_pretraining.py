@@ -193,6 +193,10 @@ def test_the_corpus_reads_sentences_from_disk_without_mapping_them(tmp_path, cor
     n = int(corpus.lengths[last:].sum())
     assert corpus.span(int(last), len(corpus.lengths)) == whole[len(whole) - n :].tolist()
     assert not any(isinstance(v, np.memmap) for v in vars(corpus).values())
+    tokens = tmp_path / "c" / corpus.info["shards"][-1]["name"] / "tokens.bin"
+    tokens.write_bytes(tokens.read_bytes()[:-2])  # a shard cut short: a clear error, not wrong tokens
+    with pytest.raises(DataError, match=r"tokens\.bin: ends before item"):
+        Corpus(tmp_path / "c").span(int(last), len(corpus.lengths))
 
 
 def test_collated_batches_and_the_80_10_10_rule(tmp_path, corpus_files, tokenizer):
