@@ -60,14 +60,33 @@ class EncoderLayer(nn.Module):
         self.ffn_sublayer = SublayerConnection(d_model, dropout=dropout, norm_first=norm_first, eps=eps)
 
     def forward(
-        self, x: torch.Tensor, mask: torch.Tensor | None = None, *, need_weights: bool = False
+        self,
+        x: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        *,
+        need_weights: bool = False,
+        positions: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """x (B, S, d_model) → (B, S, d_model), and the self-attention weights (B, h, S, S) if asked."""
+        """x (B, S, d_model) → (B, S, d_model), and the self-attention weights (B, h, S, S) if asked.
+
+        ``positions`` (B, Q) long: the output only at these positions of each row, (B, Q, d_model). Every
+        position still gives keys and values; the queries, W^O and the feed-forward run on Q rows, not S —
+        for a last layer most of whose outputs nobody reads (BERT's masked LM, BertModel). The mask must
+        then broadcast over the queries (a padding mask, (B, 1, 1, S))."""
         weights = None
+        memory = None
+        if positions is not None:
+            if mask is not None and mask.size(-2) != 1:
+                raise ValueError("a layer computed at some positions takes a padding mask (B, 1, 1, S)")
+            if self.self_attn_sublayer.norm_first:
+                memory = self.self_attn_sublayer.norm(x)  # keys and values see what the queries see
+            else:
+                memory = x
+            x = x.gather(1, positions.unsqueeze(-1).expand(-1, -1, x.size(-1)))  # (B, Q, d_model)
 
         def attend(y: torch.Tensor) -> torch.Tensor:
             nonlocal weights
-            out, weights = self.self_attn(y, mask=mask, need_weights=need_weights)
+            out, weights = self.self_attn(y, memory, mask=mask, need_weights=need_weights)
             return out
 
         x = self.self_attn_sublayer(x, attend)

@@ -134,6 +134,9 @@ class MultiHeadAttention(nn.Module):
 
         Self-attention: with a ``cache``, x holds only the new steps, whose keys and values are appended to
         it (the mask must then cover the cached keys too: see masks.causal_mask's ``past``).
+        Self-attention with a ``memory``: the queries are x (B, T_q, d_model), some positions of ``memory``
+        (B, T, d_model), whose every position gives keys and values through the same fused weights — a layer
+        whose output is needed at a few positions only (BERT's masked LM) computes just those.
         Cross-attention: ``memory`` (B_s, S, d_model) is projected, or its projection taken from ``cache``
         (filled on the first call). x may hold g rows per memory row (B = g · B_s; beam search keeps the g
         beams of an input next to each other): rows b·g … b·g + g − 1 all attend to memory row b, so they
@@ -153,6 +156,18 @@ class MultiHeadAttention(nn.Module):
             if g * k.size(0) != B:
                 raise ValueError(f"{B} query rows do not divide into the memory's {k.size(0)} rows")
             q = self.split_heads(self.q(x.reshape(k.size(0), g * T, -1)), self.d_k)  # (B_s, h, g·T, d_k)
+        elif memory is not None:  # self-attention with queries at some positions only (x), keys from all
+            if cache is not None:
+                raise ValueError("self-attention over given keys does not take a cache")
+            g = 1
+            w, b = self.qkv.weight, self.qkv.bias
+            q = F.linear(x, w[:hk], None if b is None else b[:hk])  # W^Q at the query rows only
+            k, v = F.linear(memory, w[hk:], None if b is None else b[hk:]).split([hk, self.h * self.d_v], -1)
+            q, k, v = (
+                self.split_heads(q, self.d_k),
+                self.split_heads(k, self.d_k),
+                self.split_heads(v, self.d_v),
+            )
         else:
             g = 1
             q, k, v = self.qkv(x).split([hk, hk, self.h * self.d_v], dim=-1)

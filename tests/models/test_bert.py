@@ -8,7 +8,7 @@ import torch
 from seq2bert.errors import CheckpointError
 from seq2bert.models.bert.config import bert_base, bert_large, bert_mini, bert_tiny
 from seq2bert.models.bert.convert import config_from_hf, from_hf_state_dict, to_hf_state_dict
-from seq2bert.models.bert.model import BertForMaskedLM, BertForPreTraining, BertModel
+from seq2bert.models.bert.model import BertForMaskedLM, BertForPreTraining, BertModel, prediction_rows
 from seq2bert.models.bert.pretrained import build_bert, load_bert
 
 transformers = pytest.importorskip("transformers")
@@ -101,6 +101,9 @@ def test_outputs_equal_transformers(architecture, shape):
         o = ours(ids, mask, types, labels=labels, **kw)
         torch.testing.assert_close(o.logits, e.logits, rtol=0, atol=1e-5)
         torch.testing.assert_close(o.loss, e.loss, rtol=0, atol=1e-5)
+        sparse = ours(ids, mask, types, labels=labels, sparse_prediction=True)
+        torch.testing.assert_close(sparse.loss, e.loss, rtol=0, atol=1e-5)
+        torch.testing.assert_close(sparse.logits, e.logits[labels != -100], rtol=0, atol=1e-5)
     assert len(o.hidden_states) == len(e.hidden_states) and len(o.attentions) == len(e.attentions)
     for a, b in zip(o.hidden_states, e.hidden_states, strict=True):
         torch.testing.assert_close(a, b, rtol=0, atol=1e-5)
@@ -175,3 +178,37 @@ def test_masked_lm_decoder_is_tied_to_the_word_embeddings():
         m = cls(bert_tiny(vocab_size=50))
         assert m.mlm.decoder.weight is m.bert.embeddings.word_embeddings.weight
         assert (m.bert.embeddings.word_embeddings.weight[0] == 0).all()
+
+
+def test_prediction_rows_are_cls_then_the_labelled_positions_in_order():
+    labels = torch.full((3, 6), -100)
+    labels[0, 4], labels[0, 1], labels[2, 0], labels[2, 3], labels[2, 5] = 7, 8, 9, 10, 11
+    positions, at = prediction_rows(labels)
+    assert positions.shape == at.shape == (3, 4)  # [CLS] + the 3 labels of the fullest row
+    assert (positions[:, 0] == 0).all() and (at[:, 0] == -100).all()
+    assert positions[0, 1:3].tolist() == [1, 4] and at[0].tolist() == [-100, 8, 7, -100]
+    assert (at[1] == -100).all()  # a row with nothing to predict
+    assert positions[2, 1:].tolist() == [0, 3, 5] and at[2].tolist() == [-100, 9, 10, 11]
+    assert (at[at != -100] == labels[labels != -100]).all()  # the same targets, in the same order
+
+
+@pytest.mark.parametrize("cls", [BertForPreTraining, BertForMaskedLM])
+def test_sparse_prediction_trains_as_the_dense_head(cls):
+    """The sparse path (MLM head and last layer at the labelled rows only) gives the dense path's loss and
+    gradients, so a training step is the same step."""
+    torch.manual_seed(0)
+    model = cls(bert_tiny(vocab_size=97, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0))
+    ids, mask, types, labels = batch()
+    labels[0, 8] = 11  # two labels in a row
+    extra = dict(next_sentence_label=torch.tensor([0, 1, 1])) if cls is BertForPreTraining else {}
+    losses, grads = [], []
+    for sparse in (False, True):
+        model.zero_grad()
+        loss = model(ids, mask, types, labels=labels, sparse_prediction=sparse, **extra).loss
+        loss.backward()
+        losses.append(loss.detach())
+        grads.append({n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None})
+    torch.testing.assert_close(losses[1], losses[0], rtol=0, atol=1e-5)
+    assert grads[1].keys() == grads[0].keys()
+    for name, g in grads[0].items():
+        torch.testing.assert_close(grads[1][name], g, rtol=0, atol=1e-5, msg=name)

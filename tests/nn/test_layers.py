@@ -66,6 +66,26 @@ def test_encoder_layer_equals_torch(norm_first):
 
 
 @pytest.mark.parametrize("norm_first", [False, True])
+def test_encoder_layer_at_some_positions_equals_the_full_layer_there(norm_first):
+    torch.manual_seed(0)
+    layer = encoder_layer(norm_first).eval()
+    x = torch.randn(2, 6, D, requires_grad=True)
+    mask = padding_mask(torch.tensor([[1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 0, 0]]))
+    positions = torch.tensor([[0, 2, 5], [0, 3, 1]])  # any positions, any order, per row
+    full, _ = layer(x, mask)
+    part, _ = layer(x, mask, positions=positions)
+    assert part.shape == (2, 3, D)
+    expected = full.gather(1, positions.unsqueeze(-1).expand(-1, -1, D))
+    torch.testing.assert_close(part, expected, rtol=0, atol=1e-6)
+    w = torch.randn(2, 3, D)  # and the same gradients flow back to every position's input
+    (g_part,) = torch.autograd.grad((part * w).sum(), x)
+    (g_full,) = torch.autograd.grad((expected * w).sum(), x)
+    torch.testing.assert_close(g_part, g_full, rtol=0, atol=1e-5)
+    with pytest.raises(ValueError, match="padding mask"):
+        layer(x, causal_mask(6), positions=positions)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
 def test_decoder_layer_equals_torch(norm_first):
     torch.manual_seed(0)
     ours = decoder_layer(norm_first).eval()

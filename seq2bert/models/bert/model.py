@@ -14,6 +14,8 @@ Weights are named and laid out so that Hugging Face checkpoints map one to one (
 transformers' field names. Departure, marked where it happens: ``sparse_prediction`` computes the MLM head
 only at the positions that have labels (Geiping & Goldstein 2022), which gives the same loss for far less
 work — the dense (B, T, V) logits are what the 15 % of predicted tokens would otherwise be picked from.
+For the same reason the last encoder layer then runs its queries, W^O and feed-forward only at those
+positions and [CLS] (every position still gives keys and values): nobody reads its other rows.
 """
 
 from __future__ import annotations
@@ -127,13 +129,19 @@ class BertModel(SavePretrained, nn.Module):
         *,
         output_hidden_states: bool = False,
         output_attentions: bool = False,
+        positions: torch.Tensor | None = None,
     ) -> BertModelOutput:
-        """input_ids, attention_mask (1 on real tokens), token_type_ids (segment A = 0, B = 1): (B, T)."""
+        """input_ids, attention_mask (1 on real tokens), token_type_ids (segment A = 0, B = 1): (B, T).
+
+        ``positions`` (B, Q) long: the last layer computes its output only at these positions (every
+        position still attends and is attended to below it), and last_hidden_state is (B, Q, H). The pooler
+        reads column 0, which must then be position 0 ([CLS]). See ``prediction_rows``."""
         mask = padding_mask(attention_mask)  # (B, 1, 1, T): no token attends to padding
         x = self.embeddings(input_ids, token_type_ids)  # (B, T, H)
         hidden, attentions = [x], []
-        for layer in self.encoder:
-            x, w = layer(x, mask, need_weights=output_attentions)
+        last = len(self.encoder) - 1
+        for i, layer in enumerate(self.encoder):
+            x, w = layer(x, mask, need_weights=output_attentions, positions=positions if i == last else None)
             hidden.append(x)
             attentions.append(w)
         pooled = torch.tanh(self.pooler(x[:, 0])) if self.pooler is not None else None  # C = final [CLS]
@@ -161,8 +169,32 @@ class MaskedLMHead(nn.Module):
         return self.decoder(self.norm(self.act(self.dense(hidden))))
 
 
+def prediction_rows(labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The positions whose final state the pretraining heads read, for ``BertModel(positions=…)``: [CLS]
+    (position 0, for NSP) then each row's labelled positions in order, (B, Q) with Q = 1 + the most labels
+    in a row (shorter rows filled with unlabelled positions); and the labels at them (B, Q), IGNORE_INDEX
+    where nothing is predicted. With 15 % of 128 positions labelled, the last layer runs on ~20 rows of 128.
+    """
+    labelled = labels.ne(IGNORE_INDEX)  # (B, T)
+    q = int(labelled.sum(1).max())
+    first = torch.sort(labelled.to(torch.uint8), dim=1, descending=True, stable=True)  # labelled first
+    where, taken = first.indices[:, :q], first.values[:, :q].bool()  # (B, q)
+    at = torch.where(taken, labels.gather(1, where), IGNORE_INDEX)
+    cls = torch.zeros_like(where[:, :1])
+    return torch.cat([cls, where], 1), torch.cat([torch.full_like(at[:, :1], IGNORE_INDEX), at], 1)
+
+
+def sparse_rows(labels: torch.Tensor | None, sparse: bool, *outputs: bool):
+    """``prediction_rows(labels)`` when only the labelled positions' final states are read (sparse
+    prediction, no per-layer outputs asked for), else (None, labels)."""
+    if sparse and labels is not None and not any(outputs):
+        return prediction_rows(labels)
+    return None, labels
+
+
 def masked_lm(head: MaskedLMHead, hidden: torch.Tensor, labels: torch.Tensor | None, sparse: bool):
-    """(logits, loss) of the MLM head; ``sparse``: only at labelled positions, logits (N, V)."""
+    """(logits, loss) of the MLM head; ``sparse``: only at labelled positions, logits (N, V), in the order
+    of the rows of ``labels`` (B, T), or of ``prediction_rows``' labels (B, Q) with hidden (B, Q, H)."""
     if sparse and labels is not None:
         where = labels.ne(IGNORE_INDEX)  # (B, T)
         logits = head(hidden[where])  # (N, V)
@@ -201,13 +233,18 @@ class BertForPreTraining(SavePretrained, nn.Module):
         output_hidden_states: bool = False,
         output_attentions: bool = False,
     ) -> BertForPreTrainingOutput:
-        """labels (B, T): the original token at predicted positions, −100 elsewhere; next_sentence_label (B,)."""
+        """labels (B, T): the original token at predicted positions, −100 elsewhere; next_sentence_label (B,).
+
+        ``sparse_prediction``: the MLM head runs only at the labelled positions, and so does the last layer
+        (``prediction_rows``) unless per-layer outputs are asked for; same loss, logits (N, V)."""
+        rows, labels = sparse_rows(labels, sparse_prediction, output_hidden_states, output_attentions)
         out = self.bert(
             input_ids,
             attention_mask,
             token_type_ids,
             output_hidden_states=output_hidden_states,
             output_attentions=output_attentions,
+            positions=rows,
         )
         logits, mlm_loss = masked_lm(self.mlm, out.last_hidden_state, labels, sparse_prediction)
         nsp_logits = self.nsp(out.pooler_output)  # (B, 2)
@@ -247,12 +284,15 @@ class BertForMaskedLM(SavePretrained, nn.Module):
         output_hidden_states: bool = False,
         output_attentions: bool = False,
     ) -> MaskedLMOutput:
+        """As BertForPreTraining.forward, without NSP."""
+        rows, labels = sparse_rows(labels, sparse_prediction, output_hidden_states, output_attentions)
         out = self.bert(
             input_ids,
             attention_mask,
             token_type_ids,
             output_hidden_states=output_hidden_states,
             output_attentions=output_attentions,
+            positions=rows,
         )
         logits, loss = masked_lm(self.mlm, out.last_hidden_state, labels, sparse_prediction)
         return MaskedLMOutput(loss, logits, out.hidden_states, out.attentions)
