@@ -562,7 +562,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "tour",
-        help="the lineage tour: Seq2Seq, reversed Seq2Seq, Bahdanau, Luong, Transformer on one task, one table",
+        help="the lineage tour: Seq2Seq, reversed, Cho et al., Bahdanau, Luong, Transformer on one task, one table",
         description="Train the encoder-decoders of the lineage on the same task with the same budget (steps "
         "over the same batches), score each overall and by source length, and plot quality against source "
         "length and one attention map per attention model. Default: the built-in synthetic language pair, "
