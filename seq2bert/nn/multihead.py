@@ -156,21 +156,18 @@ class MultiHeadAttention(nn.Module):
             if g * k.size(0) != B:
                 raise ValueError(f"{B} query rows do not divide into the memory's {k.size(0)} rows")
             q = self.split_heads(self.q(x.reshape(k.size(0), g * T, -1)), self.d_k)  # (B_s, h, g·T, d_k)
-        elif memory is not None:  # self-attention with queries at some positions only (x), keys from all
-            if cache is not None:
-                raise ValueError("self-attention over given keys does not take a cache")
-            g = 1
-            w, b = self.qkv.weight, self.qkv.bias
-            q = F.linear(x, w[:hk], None if b is None else b[:hk])  # W^Q at the query rows only
-            k, v = F.linear(memory, w[hk:], None if b is None else b[hk:]).split([hk, self.h * self.d_v], -1)
-            q, k, v = (
-                self.split_heads(q, self.d_k),
-                self.split_heads(k, self.d_k),
-                self.split_heads(v, self.d_v),
-            )
         else:
             g = 1
-            q, k, v = self.qkv(x).split([hk, hk, self.h * self.d_v], dim=-1)
+            if memory is None:
+                q, k, v = self.qkv(x).split([hk, hk, self.h * self.d_v], dim=-1)
+            else:  # queries at some positions only (x), keys and values from every position of memory
+                if cache is not None:
+                    raise ValueError("self-attention over given keys does not take a cache")
+                w, b = self.qkv.weight, self.qkv.bias
+                q = F.linear(x, w[:hk], None if b is None else b[:hk])  # W^Q at the query rows only
+                k, v = F.linear(memory, w[hk:], None if b is None else b[hk:]).split(
+                    [hk, self.h * self.d_v], -1
+                )
             q, k, v = (
                 self.split_heads(q, self.d_k),
                 self.split_heads(k, self.d_k),

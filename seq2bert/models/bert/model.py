@@ -196,7 +196,7 @@ def masked_lm(head: MaskedLMHead, hidden: torch.Tensor, labels: torch.Tensor | N
     """(logits, loss) of the MLM head; ``sparse``: only at labelled positions, logits (N, V), in the order
     of the rows of ``labels`` (B, T), or of ``prediction_rows``' labels (B, Q) with hidden (B, Q, H)."""
     if sparse and labels is not None:
-        where = labels.ne(IGNORE_INDEX)  # (B, T)
+        where = labels.ne(IGNORE_INDEX)  # (B, T), or (B, Q)
         logits = head(hidden[where])  # (N, V)
         targets = labels[where]
     else:
