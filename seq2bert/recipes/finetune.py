@@ -350,8 +350,11 @@ def finetune(
             directory / "run.json", json.dumps(config_io.to_dict(cfg), indent=2) + "\n"
         )
 
+    latest: dict = {}  # the last evaluation's predictions: the best checkpoint's when training ended on it
+
     def evaluate(m) -> dict:
-        metrics, _ = score(data, m, dev_examples, dev_features, pad, device)
+        metrics, preds = score(data, m, dev_examples, dev_features, pad, device)
+        latest.update(metrics=metrics, preds=preds)
         return metrics
 
     trainer = Trainer(
@@ -377,10 +380,14 @@ def finetune(
            "train_examples": len(train_examples), "steps": result.progress.step,
            "train_seconds": result.progress.train_seconds, "tokens_per_s": result.tokens_per_second}  # fmt: skip
     if dist.is_main and (out_dir / "best").is_dir():
-        # 5. the best checkpoint's dev predictions
-        load_bert_weights(model, out_dir / "best")
-        model.eval()
-        metrics, preds = score(data, model, dev_examples, dev_features, pad, device)
+        # 5. the best checkpoint's dev predictions (scored again unless its evaluation was the last one)
+        p = result.progress
+        if latest and p.best_step == p.eval_step == p.step:
+            metrics, preds = latest["metrics"], latest["preds"]
+        else:
+            load_bert_weights(model, out_dir / "best")
+            model.eval()
+            metrics, preds = score(data, model, dev_examples, dev_features, pad, device)
         row.update({f"dev_{k}": v for k, v in metrics.items()}, best_step=result.progress.best_step)
         write_predictions(out_dir / "predictions.jsonl", data, dev_examples, preds, model.config.id2label)
         mismatched = replace(data, task="mnli_mismatched")

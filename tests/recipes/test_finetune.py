@@ -114,6 +114,17 @@ def test_sentence_classification_learns_and_its_checkpoint_serves_transformers_a
     assert capsys.readouterr().out.startswith("1\t")
 
 
+def test_predictions_of_a_best_last_evaluation_equal_the_best_checkpoint_scored_again(init_dir, tmp_path):
+    """One epoch: the only evaluation is the best, so its predictions are written without scoring dev twice."""
+    write_sst2(tmp_path / "sst2", np.random.default_rng(1))
+    assert run("sst2", tmp_path / "sst2", init_dir, tmp_path / "run", "--set", "train.max_epochs=1") == 0
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert results["best_step"] == results["steps"]
+    assert main(["evaluate", str(tmp_path / "run"), "--out", str(tmp_path / "again.jsonl")]) == 0
+    written = (tmp_path / "run" / "predictions.jsonl").read_text().splitlines()
+    assert len(written) == 60 and written == (tmp_path / "again.jsonl").read_text().splitlines()
+
+
 def test_regression_and_a_random_initialisation(init_dir, tmp_path):
     rng = np.random.default_rng(1)
     (tmp_path / "stsb").mkdir()
