@@ -380,9 +380,10 @@ def finetune(
            "train_examples": len(train_examples), "steps": result.progress.step,
            "train_seconds": result.progress.train_seconds, "tokens_per_s": result.tokens_per_second}  # fmt: skip
     if dist.is_main and (out_dir / "best").is_dir():
-        # 5. the best checkpoint's dev predictions (scored again unless its evaluation was the last one)
+        # 5. the best checkpoint's dev predictions (scored again unless its evaluation was the last one,
+        # of the weights in memory: checkpoint averaging may have replaced them since)
         p = result.progress
-        if latest and p.best_step == p.eval_step == p.step:
+        if latest and p.best_step == p.eval_step == p.step and train_cfg.average_last <= 1:
             metrics, preds = latest["metrics"], latest["preds"]
         else:
             load_bert_weights(model, out_dir / "best")

@@ -115,13 +115,16 @@ def test_sentence_classification_learns_and_its_checkpoint_serves_transformers_a
 
 
 def test_predictions_of_a_best_last_evaluation_equal_the_best_checkpoint_scored_again(init_dir, tmp_path):
-    """One epoch: the only evaluation is the best, so its predictions are written without scoring dev twice."""
+    """One evaluation, at the end: it is the best, so its predictions are written without scoring dev twice."""
     write_sst2(tmp_path / "sst2", np.random.default_rng(1))
-    assert run("sst2", tmp_path / "sst2", init_dir, tmp_path / "run", "--set", "train.max_epochs=1") == 0
+    assert run("sst2", tmp_path / "sst2", init_dir, tmp_path / "run", "--set", "train.max_epochs=4",
+               "--set", "train.eval_every=100000") == 0  # fmt: skip
     results = json.loads((tmp_path / "run" / "results.json").read_text())
-    assert results["best_step"] == results["steps"]
+    assert results["best_step"] == results["steps"] and results["dev_accuracy"] >= 90, results
     assert main(["evaluate", str(tmp_path / "run"), "--out", str(tmp_path / "again.jsonl")]) == 0
     written = (tmp_path / "run" / "predictions.jsonl").read_text().splitlines()
+    # a model that tells the labels apart, so that predictions in the wrong order would show
+    assert len({json.loads(line)["prediction"] for line in written}) == 2
     assert len(written) == 60 and written == (tmp_path / "again.jsonl").read_text().splitlines()
 
 
