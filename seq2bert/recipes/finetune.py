@@ -380,10 +380,11 @@ def finetune(
            "train_examples": len(train_examples), "steps": result.progress.step,
            "train_seconds": result.progress.train_seconds, "tokens_per_s": result.tokens_per_second}  # fmt: skip
     if dist.is_main and (out_dir / "best").is_dir():
-        # 5. the best checkpoint's dev predictions (scored again unless its evaluation was the last one,
-        # of the weights in memory: checkpoint averaging may have replaced them since)
+        # 5. the best checkpoint's dev predictions, in fp32 as `seq2bert evaluate` gives them: scored again unless
+        # the last evaluation was of these weights (no checkpoint averaging since) in fp32 (no bf16 autocast)
         p = result.progress
-        if latest and p.best_step == p.eval_step == p.step and train_cfg.average_last <= 1:
+        reuse = p.best_step == p.eval_step == p.step and train_cfg.average_last <= 1 and not trainer.bf16
+        if latest and reuse:
             metrics, preds = latest["metrics"], latest["preds"]
         else:
             load_bert_weights(model, out_dir / "best")
