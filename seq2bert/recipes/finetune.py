@@ -98,12 +98,27 @@ class FinetuneConfig:
     init: str = ""  # a BERT directory (Hugging Face layout): pretrained, or fine-tuned already
     random_init: bool = False  # the checkpoint's architecture and vocabulary, but fresh weights
     warmup_ratio: float = 0.1  # of all steps, when train.warmup_steps is 0
+    # None: the checkpoint's own (BERT: 0.1). On a CPU, P_drop on the attention weights keeps torch from its
+    # fused attention kernel: up to 2.25x the step time at 256 tokens (benchmarks/RESULTS.md)
+    hidden_dropout_prob: float | None = None
+    attention_probs_dropout_prob: float | None = None
     data: FinetuneDataConfig = field(default_factory=FinetuneDataConfig)
     train: TrainConfig = field(
         default_factory=lambda: TrainConfig(
             lr=5e-5, weight_decay=0.01, schedule="linear", max_epochs=3, metric="main"
         )  # fmt: skip
     )
+
+    def __post_init__(self) -> None:
+        for name, value in dropout_overrides(self).items():
+            if not 0.0 <= value < 1.0:
+                raise ConfigError(f"{name}: must be in [0, 1), got {value}")
+
+
+def dropout_overrides(cfg: FinetuneConfig) -> dict[str, float]:
+    """The dropout probabilities set for this run, in place of the checkpoint's (BertConfig field names)."""
+    names = ("hidden_dropout_prob", "attention_probs_dropout_prob")
+    return {name: getattr(cfg, name) for name in names if getattr(cfg, name) is not None}
 
 
 def main_metric(data: FinetuneDataConfig) -> str:
@@ -322,7 +337,8 @@ def finetune(
     architecture = TASKS[data.task][1]
     seed_everything(cfg.train.seed)
     model, tok, new = init_task_model(cfg.init, architecture, id2label=labels_of(data, train_examples + dev_examples),
-                                      problem_type=problem_type_of(data), random_init=cfg.random_init)  # fmt: skip
+                                      problem_type=problem_type_of(data), random_init=cfg.random_init,
+                                      overrides=dropout_overrides(cfg))  # fmt: skip
     data = fit_length(data, model.config, cfg.init)
     if tok is None:
         raise DataError(f"{cfg.init}: no tokenizer (vocab.txt or tokenizer.json) in the checkpoint")

@@ -335,3 +335,32 @@ def test_a_head_trained_for_other_labels_starts_new_and_one_for_the_same_labels_
     assert sorted(new) == ["classifier.bias", "classifier.weight"]
     again, _, new = init_task_model(rte, "BertForSequenceClassification", id2label={0: "no", 1: "yes"})
     assert new == [] and torch.equal(again.classifier.weight, model.classifier.weight)
+
+
+def test_dropout_set_for_the_run_replaces_the_checkpoints_and_is_saved_with_it(init_dir, tmp_path, capsys):
+    from seq2bert.models.bert.pretrained import init_task_model
+    from seq2bert.nn.multihead import MultiHeadAttention
+
+    model, _, _ = init_task_model(
+        init_dir, "BertForQuestionAnswering", overrides={"attention_probs_dropout_prob": 0.0}
+    )
+    attention = [m for m in model.modules() if isinstance(m, MultiHeadAttention)]
+    assert attention and all(m.dropout == 0.0 for m in attention)
+    assert model.config.hidden_dropout_prob == 0.1  # the checkpoint's, untouched
+    default, _, _ = init_task_model(init_dir, "BertForQuestionAnswering")
+    assert all(m.dropout == 0.1 for m in default.modules() if isinstance(m, MultiHeadAttention))
+
+    write_sst2(tmp_path / "sst2", np.random.default_rng(0))
+    assert run("sst2", tmp_path / "sst2", init_dir, tmp_path / "r", "--set", "train.max_steps=2",
+               "--set", "attention_probs_dropout_prob=0", "--set", "hidden_dropout_prob=0.2") == 0  # fmt: skip
+    config = json.loads((tmp_path / "r" / "best" / "config.json").read_text())
+    assert config["attention_probs_dropout_prob"] == 0.0 and config["hidden_dropout_prob"] == 0.2
+    capsys.readouterr()
+    assert (
+        run("sst2", tmp_path / "sst2", init_dir, tmp_path / "r2", "--set", "attention_probs_dropout_prob=1")
+        == 2
+    )
+    err = capsys.readouterr().err
+    assert (
+        "attention_probs_dropout_prob: must be in [0, 1), got 1" in err and len(err.strip().splitlines()) == 1
+    )

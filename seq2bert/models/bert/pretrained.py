@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from seq2bert.data.tokenization import Tokenizer
-from seq2bert.errors import CheckpointError
+from seq2bert.errors import CheckpointError, ConfigError
 from seq2bert.models.bert.config import BertConfig
 from seq2bert.models.bert.convert import (
     ARCHITECTURES,
@@ -84,6 +84,7 @@ def init_task_model(
     id2label: dict[int, str] | None = None,
     problem_type: str | None = None,
     random_init: bool = False,
+    overrides: dict | None = None,
     device: str | torch.device = "cpu",
 ) -> tuple[nn.Module, Tokenizer | None, list[str]]:
     """A task model (``architecture``, e.g. BertForSequenceClassification) whose encoder comes from the BERT
@@ -91,7 +92,8 @@ def init_task_model(
     N(0, initializer_range). A head in the checkpoint with the right shape and the same labels is kept
     (continuing a fine-tuning run); one of another shape, or trained for other ``id2label``, starts new.
     ``random_init``: the architecture and tokenizer of
-    ``path`` with fresh weights (the baseline that shows what pretraining buys).
+    ``path`` with fresh weights (the baseline that shows what pretraining buys). ``overrides``: BertConfig
+    fields set in place of the checkpoint's (dropout probabilities for fine-tuning, say), validated.
 
     Returns the model (train mode), the tokenizer and the names of the parameters initialised new."""
     path = Path(path)
@@ -102,6 +104,10 @@ def init_task_model(
     # a head trained for other labels (an RTE classifier starting MRPC, say) starts new even when it fits
     relabelled = id2label is not None and id2label != cfg.id2label
     cfg = replace(cfg, id2label=id2label or cfg.id2label, problem_type=problem_type or cfg.problem_type)
+    for key, value in (overrides or {}).items():
+        if not hasattr(cfg, key):
+            raise ConfigError(f"{key}: not a BERT configuration field")
+        setattr(cfg, key, value)
     cfg.validate()
     model = build_bert(cfg, architecture)
     tokenizer = (
