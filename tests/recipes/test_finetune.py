@@ -16,6 +16,7 @@ from seq2bert.models.bert.config import BertConfig
 from seq2bert.models.bert.model import BertForPreTraining
 from seq2bert.models.bert.pretrained import load_bert, save_bert
 from seq2bert.pipelines import answer, classify, tag
+from seq2bert.precision import native_bf16
 
 FILLER = "the a of on in and to was is it this that film story movie".split()
 GOOD, BAD = "great fine lovely superb".split(), "awful dull boring poor".split()
@@ -114,11 +115,23 @@ def test_sentence_classification_learns_and_its_checkpoint_serves_transformers_a
     assert capsys.readouterr().out.startswith("1\t")
 
 
-def test_predictions_of_a_best_last_evaluation_equal_the_best_checkpoint_scored_again(init_dir, tmp_path):
-    """One evaluation, at the end: it is the best, so its predictions are written without scoring dev twice."""
+@pytest.mark.parametrize(
+    "bf16",
+    [
+        "false",
+        pytest.param(
+            "true", marks=pytest.mark.skipif(not native_bf16("cpu"), reason="no native bf16 on this CPU")
+        ),
+    ],
+)
+def test_predictions_of_a_best_last_evaluation_equal_the_best_checkpoint_scored_again(
+    init_dir, tmp_path, bf16
+):
+    """One evaluation, at the end: it is the best, so in fp32 its predictions are written without scoring dev
+    twice; under bf16 the best checkpoint is scored again in fp32. Either way they are `seq2bert evaluate`'s."""
     write_sst2(tmp_path / "sst2", np.random.default_rng(1))
     assert run("sst2", tmp_path / "sst2", init_dir, tmp_path / "run", "--set", "train.max_epochs=4",
-               "--set", "train.eval_every=100000") == 0  # fmt: skip
+               "--set", "train.eval_every=100000", "--set", f"train.bf16={bf16}") == 0  # fmt: skip
     results = json.loads((tmp_path / "run" / "results.json").read_text())
     assert results["best_step"] == results["steps"] and results["dev_accuracy"] >= 90, results
     assert main(["evaluate", str(tmp_path / "run"), "--out", str(tmp_path / "again.jsonl")]) == 0
@@ -338,6 +351,7 @@ def test_a_head_trained_for_other_labels_starts_new_and_one_for_the_same_labels_
 
 
 def test_dropout_set_for_the_run_replaces_the_checkpoints_and_is_saved_with_it(init_dir, tmp_path, capsys):
+    from seq2bert.errors import ConfigError
     from seq2bert.models.bert.pretrained import init_task_model
     from seq2bert.nn.multihead import MultiHeadAttention
 
@@ -349,6 +363,8 @@ def test_dropout_set_for_the_run_replaces_the_checkpoints_and_is_saved_with_it(i
     assert model.config.hidden_dropout_prob == 0.1  # the checkpoint's, untouched
     default, _, _ = init_task_model(init_dir, "BertForQuestionAnswering")
     assert all(m.dropout == 0.1 for m in default.modules() if isinstance(m, MultiHeadAttention))
+    with pytest.raises(ConfigError, match="attention_dropout: not a BERT configuration field"):
+        init_task_model(init_dir, "BertForQuestionAnswering", overrides={"attention_dropout": 0.0})
 
     write_sst2(tmp_path / "sst2", np.random.default_rng(0))
     assert run("sst2", tmp_path / "sst2", init_dir, tmp_path / "r", "--set", "train.max_steps=2",
