@@ -125,7 +125,8 @@ def cmd_tour(args: argparse.Namespace) -> int:
         data = data_dir_overrides(Path(args.data), args.src, args.tgt, args.valid_split, args.test_split)
     if args.budget <= 0:
         raise UserError(f"--budget must be > 0, got {args.budget}")
-    print(format_tour(run_tour(args.out, budget=args.budget, seed=args.seed, data=data)))
+    bf16 = {"auto": "auto", "true": True, "false": False}[args.bf16]
+    print(format_tour(run_tour(args.out, budget=args.budget, seed=args.seed, data=data, bf16=bf16)))
     return 0
 
 
@@ -571,6 +572,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="runs/tour", help="folder of the runs and plots (default: runs/tour)")
     p.add_argument("--budget", type=float, default=1.0, help="scale the steps of every model (default: 1)")
     p.add_argument("--seed", type=int, default=0, help="training seed (default: 0)")
+    p.add_argument("--bf16", choices=("auto", "true", "false"), default="auto",
+                   help="train.bf16 of every model (default: auto, bf16 autocast where the CPU computes it natively)")  # fmt: skip
     _add_data_dir_args(p)
     p.set_defaults(func=cmd_tour)
 

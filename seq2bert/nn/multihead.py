@@ -22,6 +22,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from seq2bert.precision import full_precision, widen
+
 
 def scaled_dot_product_attention(
     q: torch.Tensor,
@@ -42,10 +44,11 @@ def scaled_dot_product_attention(
     ``dropout`` is the probability P_drop on the weights; pass 0 in evaluation."""
     if not need_weights and q.size(-2) > 1:
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout), None
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # QKᵀ/√d_k: (B, h, T_q, T_k)
-    if mask is not None:
-        scores = scores.masked_fill(~mask, float("-inf"))  # Sect. 3.2.3: illegal connections → −∞
-    weights = torch.softmax(scores.float(), dim=-1).to(q.dtype)
+    with full_precision(q):  # scores and softmax in fp32 under autocast, as in torch's fused kernel
+        scores = widen(q) @ widen(k).transpose(-2, -1) / math.sqrt(q.size(-1))  # QKᵀ/√d_k: (B, h, T_q, T_k)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))  # Sect. 3.2.3: illegal connections → −∞
+        weights = torch.softmax(scores, dim=-1).to(q.dtype)
     if dropout:
         weights = F.dropout(weights, dropout)
     return weights @ v, weights  # (B, h, T_q, d_v)

@@ -42,17 +42,12 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from seq2bert.precision import onednn_bf16
+from seq2bert.precision import full_precision, widen
+
+__all__ = ["widen"]  # re-exported: the models widen their states with it
 
 MODES = ("rnn_tanh", "rnn_relu", "lstm", "gru")
 GATES = {"rnn_tanh": 1, "rnn_relu": 1, "lstm": 4, "gru": 3}
-
-
-def widen(x: torch.Tensor) -> torch.Tensor:
-    """x in at least fp32: half-precision results of autocast matmuls are widened; fp32 / fp64 are kept.
-
-    Recurrent states and gates accumulate over time steps, so they are kept in full precision."""
-    return x.float() if x.dtype in (torch.bfloat16, torch.float16) else x
 
 
 def rnn_cell(x, h, w_ih, w_hh, b_ih, b_hh, nonlinearity=torch.tanh):
@@ -217,14 +212,19 @@ def reverse_padded(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
 def run_fused(rnn: nn.RNNBase, x, hx=None):
     """Call torch's fused ``rnn`` (nn.RNN / LSTM / GRU) on x, a (B, T, I) tensor or a PackedSequence.
 
-    Under CPU autocast torch runs fused RNNs in bf16 through oneDNN, which has no bf16 RNN kernel on CPUs
-    without AVX-512 (the LSTM raises there): on such CPUs the recurrence runs in fp32 instead."""
-    if not (torch.is_autocast_enabled("cpu") and not onednn_bf16() and x.data.device.type == "cpu"):
+    The recurrence runs in fp32 under autocast, as the explicit cells keep their states: left to autocast,
+    torch would run it in bf16 (oneDNN on CPUs with AVX-512 BF16, cuDNN on GPUs), carrying h and c from step
+    to step in bf16 and rounding them at every step — which changed what the tour's attention models learned
+    (tests/test_precision.py). On CPUs without AVX-512 oneDNN has no bf16 LSTM at all. Outputs are fp32."""
+    data = x.data if isinstance(x, nn.utils.rnn.PackedSequence) else x
+    if not torch.is_autocast_enabled(data.device.type):
         return rnn(x, hx)
-    with torch.autocast("cpu", enabled=False):
+    with full_precision(data):
         if hx is not None:
             hx = tuple(map(widen, hx)) if isinstance(hx, tuple) else widen(hx)
-        return rnn(x.float() if x.data.dtype != torch.float64 else x, hx)
+        if data.dtype in (torch.bfloat16, torch.float16):
+            x = x.float()  # a tensor or a PackedSequence
+        return rnn(x, hx)
 
 
 class FusedRNN(nn.Module):

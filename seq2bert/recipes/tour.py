@@ -29,7 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from seq2bert import config as config_io
+from seq2bert.precision import describe_machine, use_bf16
 from seq2bert.recipes.translation import TranslationConfig, align, check_same_run, load_pairs, train
+from seq2bert.training.distributed import resolve_device
 from seq2bert.viz.attention import plot_alignment, plot_bleu_by_length
 
 log = logging.getLogger(__name__)
@@ -45,25 +47,33 @@ class TourModel:
 
 
 # Recurrent models: small (recurrent layers of 128 units) so that a step is cheap, and many small steps
-# with Adam at 1e-2 after 100 warm-up steps: measured on this task, the Luong model reaches test BLEU 93
-# in 2,000 steps of 300 tokens (95 in 2,500); without the warm-up 24-30, at 3e-3 BLEU 20, and in 1,250
-# steps of 600 tokens BLEU 5 (the number of steps counts more than their size).
+# with Adam at 1e-2 after 100 warm-up steps, decaying linearly to 0 (the number of steps counts more than
+# their size: in 1,250 steps of 600 tokens the Luong model reached BLEU 5).
 RNN = ("model.embedding_dim=64", "model.hidden_size=128", "model.dropout=0.0")
 RNN_TRAINING = (
     "train.lr=1e-2",
-    "train.schedule=constant",
+    "train.schedule=linear",
     "train.warmup_steps=100",
     "train.label_smoothing=0.0",
 )
+# Uniform initialisation scaled to the width. Sutskever et al. draw every weight from ±0.08 and Luong et al.
+# from ±0.1, for layers of 1,000 cells; a unit's pre-activation grows with √(fan-in) · range, so at 128
+# cells the same signal needs ranges √(1000/128) ≈ 2.8× as wide: ±0.22 and ±0.28. Measured on this task with
+# the papers' ±0.1, Luong's attention stayed uniform for most of the budget, and whether it then learned
+# was chance: test BLEU 2.5 to 88.8 over seeds 0–2, fp32 and bf16 alike (a plateau, not a precision issue);
+# at ±0.28, 92–100 (docs/results.md, "The tour on every CPU").
+SUTSKEVER_INIT, LUONG_INIT = "model.init_range=0.22", "model.init_range=0.28"
 # The Transformer: Adam with warm-up and inverse-square-root decay, label smoothing 0.1 (Vaswani et al. 5.3).
 TRANSFORMER_TRAINING = ("train.lr=2e-3", "train.schedule=inverse_sqrt", "train.warmup_steps=100",
                         "train.label_smoothing=0.1")  # fmt: skip
 MODELS = (
     TourModel("Seq2Seq (fixed vector)", "seq2seq",
-              ("model.model_type=seq2seq", "model.num_layers=2", "model.reverse_source=false", *RNN), False,
+              ("model.model_type=seq2seq", "model.num_layers=2", "model.reverse_source=false", SUTSKEVER_INIT,
+               *RNN), False,
               RNN_TRAINING),
     TourModel("Seq2Seq, reversed source", "seq2seq-reversed",
-              ("model.model_type=seq2seq", "model.num_layers=2", "model.reverse_source=true", *RNN), False,
+              ("model.model_type=seq2seq", "model.num_layers=2", "model.reverse_source=true", SUTSKEVER_INIT,
+               *RNN), False,
               RNN_TRAINING),
     TourModel("RNN Encoder-Decoder (Cho et al.)", "cho",
               ("model.model_type=cho", "model.maxout_size=256", *RNN), False, RNN_TRAINING),
@@ -72,7 +82,7 @@ MODELS = (
               RNN_TRAINING),
     TourModel("Luong attention (general)", "luong",
               ("model.model_type=luong", "model.score=general", "model.attention=global", "model.num_layers=2",
-               *RNN), True, RNN_TRAINING),
+               LUONG_INIT, *RNN), True, RNN_TRAINING),
     TourModel("Transformer", "transformer",
               ("model.model_type=transformer", "model.d_model=128", "model.encoder_layers=2",
                "model.decoder_layers=2", "model.encoder_attention_heads=4", "model.decoder_attention_heads=4",
@@ -91,13 +101,17 @@ class TourResult:
     length_plot: Path
     attention_maps: dict[str, Path] = field(default_factory=dict)
     seconds: float = 0.0
+    machine: str = ""  # the processor and the precision the models trained in (precision.describe_machine)
 
 
-def model_config(model: TourModel, *, budget: float, seed: int, data: list[str]) -> TranslationConfig:
+def model_config(
+    model: TourModel, *, budget: float, seed: int, data: list[str], bf16: bool | str = "auto"
+) -> TranslationConfig:
     steps = max(10, round(STEPS * budget))
     metric = "bleu" if any(o == "data.task=files" for o in data) else "exact_match"
     overrides = [*data, *model.overrides, *model.training, f"train.max_steps={steps}", f"train.eval_every={steps}",
-                 f"train.seed={seed}", f"train.metric={metric}", "train.log_every=25"]  # fmt: skip
+                 f"train.seed={seed}", f"train.metric={metric}", "train.log_every=25",
+                 f"train.bf16={str(bf16).lower()}"]  # fmt: skip
     return config_io.apply_overrides(TranslationConfig(), overrides)
 
 
@@ -109,17 +123,26 @@ def longest_test_source(cfg: TranslationConfig, n_words: int = 18) -> str:
 
 
 def run_tour(
-    out_dir: str | Path = "runs/tour", *, budget: float = 1.0, seed: int = 0, data: list[str] | None = None
+    out_dir: str | Path = "runs/tour",
+    *,
+    budget: float = 1.0,
+    seed: int = 0,
+    data: list[str] | None = None,
+    bf16: bool | str = "auto",
 ) -> TourResult:
     """Train and score every model of MODELS into ``out_dir``/<model>; write the length plot and the
     alignment maps; return the rows. ``data``: --set overrides naming real parallel text (default: the
-    synthetic pair). A model whose run directory already holds results.json of the same settings is not
+    synthetic pair); ``bf16``: train.bf16 of every model (auto: bf16 autocast where the CPU computes it
+    natively). A model whose run directory already holds results.json of the same settings is not
     trained again; one of other settings is an error (ConfigError), not a stale row."""
     out_dir = Path(out_dir)
     start = time.perf_counter()
     data = list(data or SYNTHETIC)
     rows, buckets, maps = [], {}, {}
-    configs = [model_config(model, budget=budget, seed=seed, data=data) for model in MODELS]
+    configs = [model_config(model, budget=budget, seed=seed, data=data, bf16=bf16) for model in MODELS]
+    device = resolve_device(configs[0].train.device)
+    machine = describe_machine(device, use_bf16(configs[0].train.bf16, device))
+    log.info("tour on %s", machine)
     for model, cfg in zip(MODELS, configs, strict=True):  # another --budget, --seed or --data: not these runs
         check_same_run(out_dir / model.slug, cfg)
     for model, cfg in zip(MODELS, configs, strict=True):
@@ -138,9 +161,9 @@ def run_tour(
             maps[model.name] = plot_alignment(a.source_tokens, a.target_tokens, a.weights,
                                               out_dir / f"attention-{model.slug}.png", title=model.name)  # fmt: skip
     plot = plot_bleu_by_length(buckets, out_dir / "bleu_by_length.png", key="bleu")
-    result = TourResult(rows, plot, maps, time.perf_counter() - start)
+    result = TourResult(rows, plot, maps, time.perf_counter() - start, machine)
     summary = {"rows": rows, "length_plot": str(plot), "attention_maps": {k: str(v) for k, v in maps.items()},
-               "seconds": result.seconds, "budget": budget, "seed": seed}  # fmt: skip
+               "seconds": result.seconds, "budget": budget, "seed": seed, "machine": machine}  # fmt: skip
     config_io.atomic_write_text(out_dir / "tour.json", json.dumps(summary, indent=2) + "\n")
     return result
 
@@ -160,7 +183,8 @@ def format_tour(result: TourResult) -> str:
     columns = [("model", "model"), ("params", "params"), ("train_seconds", "train time"),
                ("tokens_per_s", "tokens/s"), ("test_exact_match", "test exact %"), ("test_bleu", "test BLEU"),
                *[(f"len {b}", f"BLEU {b}") for b in labels]]  # fmt: skip
-    lines = [format_table(flat, columns), "", f"quality by source length: {result.length_plot}"]
+    lines = [f"machine: {result.machine}", "", format_table(flat, columns), "",
+             f"quality by source length: {result.length_plot}"]  # fmt: skip
     lines += [f"attention of {name}: {path}" for name, path in result.attention_maps.items()]
     lines.append(f"{result.seconds / 60:.1f} minutes in all")
     return "\n".join(lines)

@@ -108,3 +108,41 @@ def test_local_p_predicts_position_and_applies_gaussian_eq_9_10():
         torch.testing.assert_close(alpha[b, window], align * gauss)
         outside = [s for s in range(9) if s not in window]
         assert alpha[b, outside].abs().sum() == 0
+
+
+ATTENTIONS = [
+    ("additive", None),
+    *[(score, None) for score in ("dot", "general", "concat", "location")],
+    ("general", "monotonic"),
+    ("general", "predictive"),
+]
+
+
+@pytest.mark.parametrize("score, local", ATTENTIONS)
+def test_attention_computes_in_fp32_under_bf16_autocast(score, local):
+    """Under bf16 autocast the keys, scores, softmax and context are fp32, equal to the fp32 computation on
+    the same inputs (bf16 activations, as autocast's matmuls hand them over): no rounding of scores or
+    weights to bf16's 8-bit mantissa, which once decided whether the tour's Luong model learned."""
+    torch.manual_seed(0)
+    B, S, H = 3, 7, 16
+    memory = (3 * torch.randn(B, S, H)).bfloat16()  # large enough that bf16 scores would be coarse
+    query = (3 * torch.randn(B, H)).bfloat16()
+    mask = torch.ones(B, S, dtype=torch.bool)
+    mask[1, 5:] = False
+    if score == "additive":
+        att = AdditiveAttention(H, H, 8)
+
+        def run(q, m):
+            return att(q, m, mask, projected_keys=att.project_keys(m))
+    else:
+        att = LuongAttention(H, score, local=local, window=2, max_source_length=S)
+
+        def run(q, m):
+            return att(q, m, mask, keys=att.project_keys(m), t=3, lengths=mask.sum(-1))
+
+    expected_context, expected_alpha = run(query.float(), memory.float())
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        context, alpha = run(query, memory)
+    assert context.dtype == alpha.dtype == torch.float32
+    torch.testing.assert_close(alpha, expected_alpha, rtol=1e-6, atol=1e-7)
+    torch.testing.assert_close(context, expected_context, rtol=1e-6, atol=1e-6)

@@ -157,3 +157,15 @@ def test_attention_dropout_only_in_training():
     mha.train()
     c, _ = mha(x)
     assert not torch.allclose(a, c)
+
+
+def test_explicit_attention_scores_in_fp32_under_bf16_autocast():
+    """The explicit path (weights asked for, or one query in incremental decoding) takes QKᵀ/√d_k and the
+    softmax in fp32 under autocast, as torch's fused kernel does: its weights equal the fp32 softmax of the
+    same bf16 queries and keys, not a softmax of scores rounded to bf16."""
+    torch.manual_seed(0)
+    q, k, v = (4 * torch.randn(3, 2, 2, 5, 8)).bfloat16().unbind(0)  # each (B 2, h 2, T 5, d_k 8)
+    expected = torch.softmax(q.float() @ k.float().transpose(-2, -1) / math.sqrt(8), dim=-1)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        _, weights = scaled_dot_product_attention(q, k, v, need_weights=True)
+    torch.testing.assert_close(weights.float(), expected.bfloat16().float(), rtol=0, atol=0)

@@ -147,12 +147,10 @@ def test_reverse_padded_keeps_padding_in_place():
 
 
 @pytest.mark.parametrize("mode", ["lstm", "gru"])
-def test_fused_rnn_runs_under_cpu_bf16_autocast_without_onednn_bf16(mode, monkeypatch):
-    """CPUs without AVX-512 have no oneDNN bf16 RNN kernel (torch's LSTM raises there): the recurrence then
-    runs in fp32, equal to the plain fp32 run, lengths and initial state included."""
-    import seq2bert.nn.rnn as rnn_module
-
-    monkeypatch.setattr(rnn_module, "onednn_bf16", lambda: False)
+def test_fused_rnn_keeps_its_recurrence_in_fp32_under_bf16_autocast(mode):
+    """Under autocast the recurrence runs in fp32 on every CPU (oneDNN would carry h and c in bf16 where it
+    has bf16 kernels, and has no bf16 LSTM elsewhere): equal to the plain fp32 run, bitwise, lengths and
+    initial state included, also from a bf16 input (a bf16 matmul's output)."""
     torch.manual_seed(0)
     fused = recurrent(mode, 5, 7, num_layers=2, bidirectional=True)
     x, lengths = torch.randn(3, 6, 5), torch.tensor([6, 4, 1])
@@ -164,3 +162,8 @@ def test_fused_rnn_runs_under_cpu_bf16_autocast_without_onednn_bf16(mode, monkey
     assert out.dtype == torch.float32
     torch.testing.assert_close(out, expected, rtol=0, atol=0)
     assert_same_state(state, expected_state)
+    x16 = x.bfloat16()
+    expected16, _ = fused(x16.float(), hx, lengths=lengths)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out16, _ = fused(x16, hx, lengths=lengths)
+    torch.testing.assert_close(out16, expected16, rtol=0, atol=0)

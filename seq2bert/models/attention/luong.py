@@ -36,6 +36,7 @@ from seq2bert.models.outputs import Seq2SeqLMOutput
 from seq2bert.nn.attention import LuongAttention
 from seq2bert.nn.rnn import FusedRNN, lstm_cell, reverse_padded, run_fused, widen
 from seq2bert.objectives.cross_entropy import sequence_cross_entropy
+from seq2bert.precision import full_precision
 
 LOCAL = {"global": None, "local-m": "monotonic", "local-p": "predictive"}
 
@@ -103,7 +104,8 @@ class LuongNMT(nn.Module):
     def attend(self, h_t: torch.Tensor, state: LuongState, t: int) -> tuple[torch.Tensor, torch.Tensor]:
         """h_t (B, H) → h̃_t (B, H) and a_t (B, S)."""
         c_t, a_t = self.attention(h_t, state.memory, state.mask, keys=state.keys, t=t, lengths=state.lengths)
-        h_tilde = torch.tanh(self.W_c(torch.cat([c_t, h_t], dim=-1)))  # Eq. 5
+        with full_precision(h_t):  # h̃_t is fed to the next step (input feeding): a recurrent state, kept fp32
+            h_tilde = torch.tanh(self.W_c(torch.cat([c_t, widen(h_t)], dim=-1)))  # Eq. 5
         return h_tilde, a_t
 
     def decoder_step(self, x: torch.Tensor, h: torch.Tensor, c: torch.Tensor):
