@@ -380,3 +380,18 @@ def test_dropout_set_for_the_run_replaces_the_checkpoints_and_is_saved_with_it(i
     assert (
         "attention_probs_dropout_prob: must be in [0, 1), got 1" in err and len(err.strip().splitlines()) == 1
     )
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not native_bf16("cpu"), reason="bf16 is emulated on this CPU (no AVX-512 BF16 / AMX)")
+def test_fine_tuning_under_bf16_autocast_learns_what_fp32_learns(init_dir, tmp_path):
+    """The same fine-tuning run (seed, batches) in fp32 and under bf16 autocast: both learn the task and their
+    dev accuracies (scored in fp32) are within 5 points."""
+    write_sst2(tmp_path / "sst2", np.random.default_rng(0))
+    accuracy = {}
+    for bf16 in ("false", "true"):
+        out = tmp_path / f"bf16-{bf16}"
+        assert run("sst2", tmp_path / "sst2", init_dir, out, "--set", "train.max_epochs=3",
+                   "--set", f"train.bf16={bf16}") == 0  # fmt: skip
+        accuracy[bf16] = json.loads((out / "results.json").read_text())["dev_accuracy"]
+    assert accuracy["false"] >= 85 and abs(accuracy["true"] - accuracy["false"]) <= 5, accuracy
