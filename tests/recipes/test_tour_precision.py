@@ -17,6 +17,7 @@ import math
 
 import pytest
 
+from seq2bert import config as config_io
 from seq2bert.precision import native_bf16
 from seq2bert.recipes import tour
 from seq2bert.recipes.translation import train
@@ -41,7 +42,8 @@ DATA = (*tour.SYNTHETIC, "data.num_test=1")  # the tour's task; only validation 
 def test_bf16_autocast_learns_what_fp32_learns(model, tmp_path):
     losses = {}
     for bf16 in (False, True):
-        cfg = tour.model_config(model, budget=STEPS / tour.STEPS, seed=0, data=list(DATA), bf16=bf16)
+        cfg = tour.model_config(model, budget=STEPS / tour.STEPS, seed=0, data=list(DATA))
+        cfg = config_io.apply_overrides(cfg, [f"train.bf16={str(bf16).lower()}"])
         row = train(cfg, tmp_path / f"bf16-{bf16}", progress_bar=False)
         losses[bf16] = math.log(row["valid_perplexity"])
     fp32, bf16 = losses[False], losses[True]
