@@ -18,8 +18,6 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import json
-import os
-import tempfile
 import types
 import typing
 from pathlib import Path
@@ -28,6 +26,7 @@ from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 import yaml
 
 from seq2bert.errors import ConfigError
+from seq2bert.io import atomic_write_text
 
 T = TypeVar("T")
 
@@ -236,21 +235,6 @@ def load(cls: type[T], path: str | Path) -> T:
         return from_dict(cls, data)
     except ConfigError as e:
         raise ConfigError(f"{path}: {e}") from None
-
-
-def atomic_write_text(path: str | Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same folder and an atomic rename."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def save(obj: Any, path: str | Path) -> None:

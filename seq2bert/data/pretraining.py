@@ -47,8 +47,8 @@ from tqdm.auto import tqdm
 
 from seq2bert.config import atomic_write_text
 from seq2bert.errors import DataError
+from seq2bert.io import write_dir_atomically
 from seq2bert.objectives.cross_entropy import IGNORE_INDEX
-from seq2bert.training import checkpoint as ckpt
 
 log = logging.getLogger(__name__)
 
@@ -280,7 +280,7 @@ def prepare_corpus(
         }
         atomic_write_text(tmp / "corpus.json", json.dumps(info, indent=2) + "\n")
 
-    ckpt.write_dir_atomically(out_dir, write)
+    write_dir_atomically(out_dir, write)
     info = json.loads((out_dir / "corpus.json").read_text())
     if any(info["skipped"].values()):
         log.warning("skipped while preparing %s: %s", out_dir, info["skipped"])

@@ -11,7 +11,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from seq2bert.errors import CheckpointError
-from seq2bert.training import checkpoint as ckpt
+from seq2bert.io import read_json, write_dir_atomically
 
 
 def model_type_of(path: str | Path) -> str | None:
@@ -27,7 +27,7 @@ def model_type_of(path: str | Path) -> str | None:
 
 
 def read_config(path: Path) -> dict[str, Any]:
-    return ckpt.read_json(Path(path) / "config.json")
+    return read_json(Path(path) / "config.json")
 
 
 def read_weights(path: str | Path) -> dict[str, torch.Tensor]:
@@ -63,4 +63,4 @@ def write_model_dir(
         write_model_files(tmp, config, weights)
         extra(tmp)
 
-    ckpt.write_dir_atomically(Path(path), write)
+    write_dir_atomically(Path(path), write)

@@ -43,6 +43,7 @@ from seq2bert.training import checkpoint as ckpt
 from seq2bert.training.config import TrainConfig
 from seq2bert.training.distributed import cleanup, setup
 from seq2bert.training.trainer import Trainer
+from seq2bert.viz.curves import plot_training_curves
 
 log = logging.getLogger(__name__)
 
@@ -388,6 +389,7 @@ def finetune(
         progress_bar=progress_bar,
         save_model=write_bert_files,
         load_model=load_bert_weights,
+        plot_curves=plot_training_curves,
     )
     log.info("%s on %s: %s parameters; %d training examples (%d features), %d dev", architecture, data.task,
              f"{count_parameters(model):,}", len(train_examples), len(train_features), len(dev_examples))  # fmt: skip

@@ -37,6 +37,7 @@ from seq2bert.training import checkpoint as ckpt
 from seq2bert.training.config import TrainConfig
 from seq2bert.training.distributed import cleanup, setup
 from seq2bert.training.trainer import Trainer
+from seq2bert.viz.curves import plot_training_curves
 
 log = logging.getLogger(__name__)
 
@@ -234,6 +235,7 @@ def pretrain(
         progress_bar=progress_bar,
         save_model=write_bert_files,
         load_model=load_bert_weights,
+        plot_curves=plot_training_curves,
     )
     log.info("BERT: %s parameters; %s tokens in %d documents", f"{count_parameters(model):,}",
              f"{corpus.info['tokens']:,}", corpus.num_documents)  # fmt: skip

@@ -35,6 +35,7 @@ from seq2bert.training import checkpoint as ckpt
 from seq2bert.training.config import TrainConfig
 from seq2bert.training.distributed import cleanup, setup
 from seq2bert.training.trainer import Trainer
+from seq2bert.viz.curves import plot_training_curves
 
 log = logging.getLogger(__name__)
 
@@ -339,6 +340,7 @@ def train(
         device=device,
         dist=dist,
         progress_bar=progress_bar,
+        plot_curves=plot_training_curves,
     )
     log.info(
         "model: %s parameters; %d training pairs; %d steps",

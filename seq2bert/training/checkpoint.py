@@ -18,65 +18,22 @@ so a crash never leaves a half-written checkpoint where a resume would find it.
 from __future__ import annotations
 
 import json
-import os
 import random
 import re
 import shutil
-import tempfile
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
-from safetensors.torch import load_file, load_model, save_file, save_model
-from torch import nn
+from safetensors.torch import load_file, save_file
 
 from seq2bert.errors import CheckpointError
+from seq2bert.io import load_weights, read_json, save_weights, write_dir_atomically
+
+__all__ = ["load_weights", "read_json", "save_weights", "write_dir_atomically"]  # the io floor's, re-exported
 
 CHECKPOINT_RE = re.compile(r"^checkpoint-(\d+)$")
-
-
-def write_dir_atomically(target: Path, write: Callable[[Path], None]) -> None:
-    """Call ``write(tmp_dir)`` on a fresh temporary directory, then rename it to ``target`` (replacing it)."""
-    target = Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.tmp-"))
-    try:
-        write(tmp)
-        for f in tmp.rglob("*"):  # make the files durable before the rename makes them visible
-            if f.is_file():
-                with open(f, "rb") as fh:
-                    os.fsync(fh.fileno())
-        old = None
-        if target.exists():
-            old = target.parent / f".{target.name}.old-{os.getpid()}"
-            os.replace(target, old)
-        os.replace(tmp, target)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-
-
-def save_weights(model: nn.Module, directory: Path) -> None:
-    save_model(model, str(Path(directory) / "model.safetensors"))
-
-
-def load_weights(model: nn.Module, directory: Path) -> None:
-    path = Path(directory) / "model.safetensors"
-    if not path.is_file():
-        raise CheckpointError(f"{directory}: no model.safetensors (expected a seq2bert checkpoint directory)")
-    try:
-        missing, unexpected = load_model(model, str(path), strict=False)
-    except RuntimeError as e:  # shapes that do not fit
-        first = str(e).strip().splitlines()[-1].strip()
-        raise CheckpointError(f"{path}: weights do not fit the model ({first})") from None
-    if missing or unexpected:
-        raise CheckpointError(
-            f"{path}: weights do not fit the model (missing: {sorted(missing)[:5]}, unexpected: {sorted(unexpected)[:5]})"
-        )
 
 
 def rng_state() -> dict[str, Any]:
@@ -228,12 +185,3 @@ def resolve_checkpoint(path: str | Path) -> Path:
     raise CheckpointError(
         f"{path}: not a checkpoint (no model.safetensors, best/ or checkpoint-<step>/ inside)"
     )
-
-
-def read_json(path: Path) -> dict[str, Any]:
-    try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise CheckpointError(f"{path}: missing") from None
-    except json.JSONDecodeError as e:
-        raise CheckpointError(f"{path}:{e.lineno}: invalid JSON ({e.msg})") from None

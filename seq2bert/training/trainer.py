@@ -133,7 +133,8 @@ class Trainer:
     evaluate(model) -> dict of metrics (on the unwrapped model, in eval mode, rank 0 only).
     write_extra(dir) writes the model config, tokenizer and run config into each checkpoint directory;
     save_model / load_model write and read the weights (default: our model.safetensors; BERT writes the
-    Hugging Face layout).
+    Hugging Face layout). plot_curves(log.jsonl, curves.png), given by the recipe (seq2bert.viz.curves), draws
+    the run's curves at the end; a plot that fails is logged, never fatal.
     """
 
     def __init__(
@@ -153,9 +154,11 @@ class Trainer:
         progress_bar: bool = True,
         save_model: Callable[[nn.Module, Path], None] = ckpt.save_weights,
         load_model: Callable[[nn.Module, Path], None] = ckpt.load_weights,
+        plot_curves: Callable[[Path, Path], object] | None = None,
     ):
         self.cfg = cfg
         self.save_model, self.load_model = save_model, load_model  # the checkpoint's weight format
+        self.plot_curves = plot_curves
         self.dist = dist or DistInfo()
         self.device = device or torch.device("cpu")
         self.model = model.to(self.device)
@@ -376,7 +379,7 @@ class Trainer:
         if cfg.average_last > 1:
             self.average_last_checkpoints()
         self.log.close()
-        if self.dist.is_main:
+        if self.dist.is_main and self.plot_curves is not None:
             self._plot()
         best = self.out_dir / "best"
         return TrainResult(
@@ -415,8 +418,6 @@ class Trainer:
 
     def _plot(self) -> None:
         try:
-            from seq2bert.viz.curves import plot_training_curves
-
-            plot_training_curves(self.out_dir / "log.jsonl", self.out_dir / "curves.png")
+            self.plot_curves(self.out_dir / "log.jsonl", self.out_dir / "curves.png")
         except Exception as e:  # a plot must never lose a finished run
             log.warning("could not plot training curves: %s", e)

@@ -11,6 +11,7 @@ from seq2bert.models.outputs import Seq2SeqLMOutput
 from seq2bert.training import checkpoint as ckpt
 from seq2bert.training.config import TrainConfig
 from seq2bert.training.trainer import Trainer
+from seq2bert.viz.curves import plot_training_curves
 
 
 class Toy(nn.Module):
@@ -50,7 +51,14 @@ def make(tmp_path, evaluate=mse, **kw):
     torch.manual_seed(0)
     cfg = TrainConfig(**{"lr": 0.05, "clip_norm": 0.0, "weight_decay": 0.0, "max_epochs": 5, **kw})
     return Trainer(
-        Toy(), cfg, plan=Plan(64, 8), collate=collate, out_dir=tmp_path, evaluate=evaluate, progress_bar=False
+        Toy(),
+        cfg,
+        plan=Plan(64, 8),
+        collate=collate,
+        out_dir=tmp_path,
+        evaluate=evaluate,
+        progress_bar=False,
+        plot_curves=plot_training_curves,
     )
 
 

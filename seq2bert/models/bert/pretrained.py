@@ -15,6 +15,7 @@ from torch import nn
 
 from seq2bert.data.tokenization import Tokenizer
 from seq2bert.errors import CheckpointError, ConfigError
+from seq2bert.io import write_dir_atomically
 from seq2bert.models.bert.config import BertConfig
 from seq2bert.models.bert.convert import (
     ARCHITECTURES,
@@ -26,7 +27,6 @@ from seq2bert.models.bert.convert import (
 from seq2bert.models.bert.model import BertForMaskedLM, BertForPreTraining, BertModel
 from seq2bert.models.bert.tasks import TASK_CLASSES
 from seq2bert.models.hf import model_type_of, read_config, read_weights, write_model_files
-from seq2bert.training import checkpoint as ckpt
 
 log = logging.getLogger(__name__)
 
@@ -158,4 +158,4 @@ def save_bert(model: nn.Module, path: str | Path, tokenizer: Tokenizer | None = 
         if tokenizer is not None:
             tokenizer.save(tmp)
 
-    ckpt.write_dir_atomically(Path(path), write)
+    write_dir_atomically(Path(path), write)

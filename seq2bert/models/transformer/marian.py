@@ -9,6 +9,7 @@ from pathlib import Path
 import torch
 
 from seq2bert.data.marian import MarianTokenizer
+from seq2bert.io import read_json
 from seq2bert.models.hf import model_type_of, read_weights, write_model_dir
 from seq2bert.models.transformer.convert import (
     config_from_marian,
@@ -17,7 +18,6 @@ from seq2bert.models.transformer.convert import (
     to_marian_state_dict,
 )
 from seq2bert.models.transformer.model import Transformer
-from seq2bert.training import checkpoint as ckpt
 
 
 def is_marian_dir(path: str | Path) -> bool:
@@ -28,7 +28,7 @@ def is_marian_dir(path: str | Path) -> bool:
 def load_marian(path: str | Path, device: str | torch.device = "cpu") -> tuple[Transformer, MarianTokenizer]:
     """Our Transformer (eval mode) and the tokenizer of a MarianMT directory."""
     path = Path(path)
-    cfg = config_from_marian(ckpt.read_json(path / "config.json"), source=str(path / "config.json"))
+    cfg = config_from_marian(read_json(path / "config.json"), source=str(path / "config.json"))
     model = Transformer(cfg)
     model.load_state_dict(from_marian_state_dict(read_weights(path), cfg, source=str(path)))
     return model.to(device).eval(), MarianTokenizer(path)

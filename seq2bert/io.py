@@ -1,0 +1,96 @@
+"""The ground floor's files: JSON, atomic writes of files and directories, safetensors weights.
+
+Every layer above (nn, data, models, training, recipes) writes through these, so that a crash never leaves a
+half-written file or checkpoint where a reader would find it: a file is written to a temporary name in the
+same folder and renamed into place; a directory is written as a hidden temporary folder beside its target,
+made durable (fsync) and renamed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from safetensors.torch import load_model, save_model
+from torch import nn
+
+from seq2bert.errors import CheckpointError
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in the same folder and an atomic rename."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def write_json(path: str | Path, data: Any) -> None:
+    """``data`` as indented JSON, atomically."""
+    atomic_write_text(path, json.dumps(data, indent=2) + "\n")
+
+
+def read_json(path: str | Path) -> dict[str, Any]:
+    """A JSON file; a missing or malformed one is a one-line CheckpointError naming the file (and line)."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CheckpointError(f"{path}: missing") from None
+    except json.JSONDecodeError as e:
+        raise CheckpointError(f"{path}:{e.lineno}: invalid JSON ({e.msg})") from None
+
+
+def write_dir_atomically(target: Path, write: Callable[[Path], None]) -> None:
+    """Call ``write(tmp_dir)`` on a fresh temporary directory, then rename it to ``target`` (replacing it)."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.tmp-"))
+    try:
+        write(tmp)
+        for f in tmp.rglob("*"):  # make the files durable before the rename makes them visible
+            if f.is_file():
+                with open(f, "rb") as fh:
+                    os.fsync(fh.fileno())
+        old = None
+        if target.exists():
+            old = target.parent / f".{target.name}.old-{os.getpid()}"
+            os.replace(target, old)
+        os.replace(tmp, target)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def save_weights(model: nn.Module, directory: Path) -> None:
+    """``model``'s state dict as ``directory``/model.safetensors (tied weights stored once)."""
+    save_model(model, str(Path(directory) / "model.safetensors"))
+
+
+def load_weights(model: nn.Module, directory: Path) -> None:
+    """Load ``directory``/model.safetensors into ``model``; every key must fit (one-line CheckpointError)."""
+    path = Path(directory) / "model.safetensors"
+    if not path.is_file():
+        raise CheckpointError(f"{directory}: no model.safetensors (expected a seq2bert checkpoint directory)")
+    try:
+        missing, unexpected = load_model(model, str(path), strict=False)
+    except RuntimeError as e:  # shapes that do not fit
+        first = str(e).strip().splitlines()[-1].strip()
+        raise CheckpointError(f"{path}: weights do not fit the model ({first})") from None
+    if missing or unexpected:
+        raise CheckpointError(
+            f"{path}: weights do not fit the model (missing: {sorted(missing)[:5]}, unexpected: {sorted(unexpected)[:5]})"
+        )
