@@ -1,0 +1,261 @@
+"""Subcommands of the pretrained encoders: pretraining, fine-tuning, evaluating a fine-tuned run, and the
+pipelines (classify, tag, qa, fill-mask, embed)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from seq2bert.commands.common import load_config
+from seq2bert.errors import UserError
+
+
+def cmd_pretrain(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from seq2bert.recipes.pretrain import PretrainConfig, pretrain
+    from seq2bert.report import format_table
+
+    cfg = load_config(PretrainConfig, args)
+    if args.files:
+        cfg = replace(cfg, data=replace(cfg.data, files=[str(Path(f).resolve()) for f in args.files]))
+    if not cfg.data.files:
+        raise UserError("pretrain: give text files or folders (or data.files in --config)")
+    row = pretrain(cfg, args.out, resume=args.resume)
+    print(format_table([row]))
+    return 0
+
+
+def cmd_finetune(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from seq2bert.recipes.finetune import FinetuneConfig, finetune
+    from seq2bert.report import format_table, task_columns
+
+    cfg = load_config(FinetuneConfig, args)
+    data = cfg.data
+    if args.task:
+        data = replace(data, task=args.task)
+    if args.data:
+        data = replace(data, path=str(Path(args.data).resolve()))
+    cfg = replace(cfg, data=data, init=str(Path(args.init).resolve()) if args.init else cfg.init,
+                  random_init=cfg.random_init or args.random_init)  # fmt: skip
+    row = finetune(cfg, args.out, resume=args.resume)
+    print(format_table([row], task_columns([row])))
+    return 0
+
+
+def is_finetuned(checkpoint: str) -> bool:
+    """A fine-tuning run, its best/ or a BERT task directory (rather than a translation checkpoint)."""
+    from seq2bert.models.hf import model_type_of
+
+    path = Path(checkpoint)
+    return model_type_of(path) == "bert" or model_type_of(path / "best") == "bert"
+
+
+def cmd_evaluate_finetuned(args: argparse.Namespace) -> int:
+    from seq2bert.recipes.finetune import FinetuneDataConfig, evaluate_checkpoint
+    from seq2bert.report import format_table, task_columns
+
+    data = None
+    if args.task or args.data:
+        if not (args.task and args.data):
+            raise UserError("evaluate: give both --task and --data (or neither: the run's own)")
+        data = FinetuneDataConfig(task=args.task, path=args.data)
+    row = evaluate_checkpoint(args.checkpoint, data, out=args.out)
+    print(format_table([row], task_columns([row])))
+    return 0
+
+
+def _load_bert_task(path: str, architecture: str):
+    from seq2bert.models.bert.pretrained import load_bert
+
+    model, tok = load_bert(path)
+    if type(model).__name__ != architecture:
+        raise UserError(f"{path}: a {type(model).__name__}; this command needs a {architecture}")
+    if tok is None:
+        raise UserError(f"{path}: no tokenizer.json or vocab.txt")
+    return model, tok
+
+
+def cmd_classify(args: argparse.Namespace) -> int:
+    from seq2bert.pipelines import classify
+
+    model = _load_bert_task(args.model, "BertForSequenceClassification")
+    texts = args.text or [line.rstrip("\n") for line in sys.stdin if line.strip()]
+    items = [tuple(t.split("\t", 1)) if "\t" in t else t for t in texts]  # "A<TAB>B": a pair
+    for text, result in zip(texts, classify(items, model, top_k=1), strict=True):
+        print(f"{result['label']}\t{result['score']:.4f}\t{text}")
+    return 0
+
+
+def cmd_tag(args: argparse.Namespace) -> int:
+    from seq2bert.pipelines import tag
+
+    model = _load_bert_task(args.model, "BertForTokenClassification")
+    for i, text in enumerate(args.text or [line.rstrip("\n") for line in sys.stdin if line.strip()]):
+        if i:
+            print()
+        for e in tag(text, model, aggregate=not args.words):
+            print(
+                f"{e.get('entity_group', e.get('entity'))}\t{e['start']}-{e['end']}\t{e['score']:.4f}\t{e['word']}"
+            )
+    return 0
+
+
+def cmd_qa(args: argparse.Namespace) -> int:
+    from seq2bert.pipelines import answer
+
+    model = _load_bert_task(args.model, "BertForQuestionAnswering")
+    context = args.context
+    if args.context_file:
+        context = Path(args.context_file).read_text(encoding="utf-8")
+    if not context:
+        raise UserError("qa: give --context TEXT or --context-file FILE")
+    result = answer(args.question, context, model, handle_impossible_answer=args.allow_no_answer,
+                    max_seq_length=args.max_seq_length, doc_stride=args.doc_stride,
+                    max_answer_length=args.max_answer_length)  # fmt: skip
+    print(f"{result['answer'] or '(no answer)'}\t{result['score']:.4f}\t{result['start']}-{result['end']}")
+    return 0
+
+
+def cmd_fill_mask(args: argparse.Namespace) -> int:
+    from seq2bert.pipelines import fill_mask
+
+    results = fill_mask(args.text, model=args.model, top_k=args.top_k)
+    for i, rows in enumerate(results if isinstance(results[0], list) else [results]):
+        if i:
+            print()
+        for r in rows:
+            print(f"{r['score']:.4f}  {r['token']:<15} {r['sequence']}")
+    return 0
+
+
+def cmd_embed(args: argparse.Namespace) -> int:
+    from seq2bert.pipelines import embed
+
+    texts = args.text or [line.rstrip("\n") for line in sys.stdin if line.strip()]
+    if args.word:
+        from seq2bert.pipelines import word_vectors
+
+        vectors = word_vectors(texts, args.word, model=args.model)
+        vectors = torch_normalize(vectors) if args.normalize else vectors
+    else:
+        vectors = embed(texts, model=args.model, normalize=args.normalize)
+    if args.out:
+        import numpy as np
+
+        np.save(args.out, vectors.numpy())
+        print(f"{args.out}: {tuple(vectors.shape)}")
+    if len(texts) > 1:  # the cosine similarities of the texts, pair by pair
+        unit = torch_normalize(vectors)
+        sims = unit @ unit.T
+        if args.plot:
+            from seq2bert.viz.inspect import plot_similarity
+
+            what = f'"{args.word}" in each text' if args.word else "sentence embeddings"
+            print(plot_similarity(texts, sims, args.plot, title=f"cosine similarity: {what}"))
+        width = max(len(t[:40]) for t in texts)
+        for i, t in enumerate(texts):
+            print(f"{t[:40]:<{width}}  " + " ".join(f"{float(x):6.3f}" for x in sims[i]))
+    elif not args.out:
+        print(" ".join(f"{float(x):.5f}" for x in vectors[0]))
+    return 0
+
+
+def torch_normalize(v):
+    import torch.nn.functional as F
+
+    return F.normalize(v, dim=-1)
+
+
+def register(sub) -> None:
+    """Add this module's subcommands to the ``seq2bert`` parser's subparsers."""
+    p = sub.add_parser(
+        "pretrain",
+        help="pretrain BERT (masked LM + next sentence) on raw text files",
+        description="Pretrain BertForPreTraining from raw text (Devlin et al. 2018): the text is tokenized once "
+        "into shards of token arrays in --out/corpus (streamed from disk), instances and masks follow the original recipe "
+        "(data.* keys), checkpoints are Hugging Face BERT directories, --resume continues a killed run.",
+        epilog="examples:\n  seq2bert pretrain ../shared/data/corpus --out runs/bert-mini --set train.max_minutes=55\n"
+        "  seq2bert pretrain books/ --out runs/b --set model.num_hidden_layers=2 --set data.masking=dynamic",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("files", nargs="*", help="text files, or folders of *.txt files")
+    p.add_argument("--config", metavar="FILE", help="a YAML or JSON pretraining configuration")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override one config key, e.g. --set model.num_hidden_layers=4 (repeatable)")  # fmt: skip
+    p.add_argument("--out", required=True, help="run directory")
+    p.add_argument("--resume", action="store_true", help="continue from the last checkpoint in --out")
+    p.set_defaults(func=cmd_pretrain)
+
+    p = sub.add_parser(
+        "finetune",
+        help="fine-tune a BERT checkpoint on a GLUE task, CoNLL-2003, SQuAD or SWAG",
+        description="Fine-tune the encoder of a Hugging Face-format BERT directory with a new task head; "
+        "the best checkpoint on dev is kept in OUT/best (a transformers directory) and its dev predictions "
+        "in OUT/predictions.jsonl.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n  seq2bert finetune --task sst2 --init MODEL_DIR --data ../shared/data/sst2 --out runs/sst2\n"
+        "  seq2bert finetune --task conll2003 --init MODEL_DIR --data ../shared/data/conll2003 --out runs/ner\n"
+        "  seq2bert finetune --task squad --init MODEL_DIR --data ../shared/data/squad --out runs/squad "
+        "--set data.max_train_examples=20000 --set train.max_minutes=55\n"
+        "  seq2bert finetune --task mrpc --init runs/bert-mini/best --random-init --data ../shared/data/mrpc --out runs/mrpc-random\n\n"
+        "tasks: sst2 cola mrpc stsb qqp mnli qnli rte wnli conll2003 squad squad_v2 swag",
+    )
+    p.add_argument("--task", help="the task (sets data.task)")
+    p.add_argument("--init", help="the BERT directory to start from (sets init)")
+    p.add_argument("--data", metavar="DIR", help="the task's data folder (sets data.path)")
+    p.add_argument("--random-init", action="store_true", help="the checkpoint's architecture, fresh weights")
+    p.add_argument("--out", required=True, help="run directory")
+    p.add_argument("--resume", action="store_true", help="continue a killed run from its last checkpoint")
+    p.add_argument("--config", metavar="FILE", help="a YAML or JSON fine-tuning configuration")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override one config key, e.g. --set train.lr=3e-5 --set data.batch_size=16")  # fmt: skip
+    p.set_defaults(func=cmd_finetune)
+
+    p = sub.add_parser("classify", help="label texts with a fine-tuned sequence classifier")
+    p.add_argument("model", help="a BertForSequenceClassification directory (e.g. runs/sst2/best)")
+    p.add_argument("text", nargs="*", help="texts; TEXT<TAB>PAIR for pairs (default: lines of stdin)")
+    p.set_defaults(func=cmd_classify)
+
+    p = sub.add_parser("tag", help="named entities (character spans) with a fine-tuned token classifier")
+    p.add_argument("model", help="a BertForTokenClassification directory (e.g. runs/ner/best)")
+    p.add_argument("text", nargs="*", help="texts (default: lines of stdin)")
+    p.add_argument(
+        "--words", action="store_true", help="one line per tagged word instead of grouped entities"
+    )
+    p.set_defaults(func=cmd_tag)
+
+    p = sub.add_parser("qa", help="answer a question with a span of a context (extractive QA)")
+    p.add_argument("model", help="a BertForQuestionAnswering directory (e.g. runs/squad/best)")
+    p.add_argument("--question", required=True)
+    p.add_argument("--context", help="the passage to answer from")
+    p.add_argument("--context-file", help="read the passage from a file")
+    p.add_argument("--allow-no-answer", action="store_true", help="SQuAD v2: answer nothing when unsure")
+    p.add_argument("--max-seq-length", type=int, default=384, help="tokens per window (default: 384)")
+    p.add_argument("--doc-stride", type=int, default=128, help="tokens between window starts (default: 128)")
+    p.add_argument("--max-answer-length", type=int, default=30, help="longest answer in tokens (default: 30)")
+    p.set_defaults(func=cmd_qa)
+
+    p = sub.add_parser(
+        "fill-mask", help="the most probable tokens for [MASK] (a BERT directory with an MLM head)"
+    )
+    p.add_argument(
+        "model", help="a Hugging Face-format BERT directory (BertForMaskedLM / BertForPreTraining)"
+    )
+    p.add_argument("text", help='a text with [MASK], e.g. "Paris is the [MASK] of France."')
+    p.add_argument("--top-k", type=int, default=5)
+    p.set_defaults(func=cmd_fill_mask)
+
+    p = sub.add_parser(
+        "embed", help="mean-pooled sentence embeddings of texts; prints their cosine similarities"
+    )
+    p.add_argument("model", help="a Hugging Face-format BERT directory")
+    p.add_argument("text", nargs="*", help="texts (default: one per line on stdin)")
+    p.add_argument("--normalize", action="store_true", help="L2-normalise the vectors")
+    p.add_argument("--word", help="the contextual vector of this word in each text instead of the sentence's")
+    p.add_argument("--out", help="save the (n, hidden) vectors as a .npy file")
+    p.add_argument("--plot", metavar="PNG", help="draw the cosine-similarity matrix of the texts")
+    p.set_defaults(func=cmd_embed)

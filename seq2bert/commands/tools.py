@@ -1,0 +1,149 @@
+"""Subcommands that inspect or prepare: attention maps, positional encodings, the configuration, tokenizers
+and training curves."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from seq2bert.commands.common import (
+    add_config_args,
+    load_run_config,
+)
+
+
+def cmd_attention(args: argparse.Namespace) -> int:
+    from seq2bert.viz.inspect import attention_maps, plot_heads, select, write_head_view
+
+    maps = attention_maps(args.model, args.text, pair=args.pair)
+    kind = args.kind or next(iter(maps.layers))
+    weights = select(maps, kind, args.layer)
+    rows, cols = maps.tokens[kind]
+    layer = args.layer % len(maps.layers[kind])
+    title = f"{kind} attention, layer {layer}" + (f", head {args.head}" if args.head is not None else "")
+    print(plot_heads(weights, rows, cols, args.out, head=args.head, title=title))
+    if args.html:
+        print(write_head_view(maps, args.html))
+    return 0
+
+
+def cmd_positions(args: argparse.Namespace) -> int:
+    from seq2bert.viz.inspect import plot_positional_encoding
+
+    print(plot_positional_encoding(args.d_model, args.length, args.out, interleaved=not args.split))
+    return 0
+
+
+def cmd_config(args: argparse.Namespace) -> int:
+    import yaml
+
+    from seq2bert import config as config_io
+
+    cfg = load_run_config(args)
+    text = yaml.safe_dump(config_io.to_dict(cfg), sort_keys=False)
+    if args.write:
+        config_io.save(cfg, args.write)
+    print(text, end="")
+    return 0
+
+
+def cmd_tokenizer(args: argparse.Namespace) -> int:
+    from seq2bert.data.tokenization import Tokenizer
+
+    if args.action == "train":
+        tok = Tokenizer.train(
+            [Path(f) for f in args.files],  # Path: read the files (a str would be a text)
+            kind=args.kind,
+            vocab_size=args.vocab_size,
+            min_frequency=args.min_frequency,
+            lowercase=args.lowercase,
+        )
+        tok.save(args.out)
+        print(
+            f"{args.kind} vocabulary of {tok.vocab_size} tokens written to {Path(args.out) / 'tokenizer.json'}"
+        )
+    else:
+        tok = Tokenizer.from_file(args.tokenizer)
+        enc = tok.encode(args.text, args.pair)
+        for token, i, t, (s, e) in zip(enc.tokens, enc.ids, enc.type_ids, enc.offsets, strict=True):
+            print(f"{i:>7}  {t}  {s:>4}-{e:<4} {token}")
+    return 0
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    from seq2bert.viz.curves import plot_training_curves
+
+    run = Path(args.run)
+    log_path = run / "log.jsonl" if run.is_dir() else run
+    out = Path(args.out) if args.out else log_path.with_name("curves.png")
+    print(plot_training_curves(log_path, out))
+    return 0
+
+
+def register(sub) -> None:
+    """Add this module's subcommands to the ``seq2bert`` parser's subparsers."""
+    p = sub.add_parser(
+        "attention",
+        help="attention heatmaps of any layer and head (PNG) and an offline HTML head view",
+        description="Run MODEL on TEXT and draw the attention weights of one layer: every head, or --head. "
+        "MODEL is a BERT directory (encoder self-attention; --pair for segment B) or a translation "
+        "checkpoint (encoder self-, decoder self- and cross-attention over its own translation).",
+    )
+    p.add_argument("model", help="a BERT directory or a translation checkpoint / run directory")
+    p.add_argument("text")
+    p.add_argument("--pair", help="BERT: the second segment")
+    p.add_argument(
+        "--kind", choices=["encoder", "decoder", "cross"], help="which attention (default: the first)"
+    )
+    p.add_argument("--layer", type=int, default=-1, help="layer, from 0 (default: -1, the last)")
+    p.add_argument("--head", type=int, help="one head (default: all heads of the layer)")
+    p.add_argument("--out", default="attention.png", help="PNG path (default: attention.png)")
+    p.add_argument("--html", metavar="FILE", help="also write a self-contained HTML head view of every layer")
+    p.set_defaults(func=cmd_attention)
+
+    p = sub.add_parser("positions", help="the sinusoidal positional encodings as a heatmap (PNG)")
+    p.add_argument("--d-model", type=int, default=128)
+    p.add_argument("--length", type=int, default=100, help="number of positions (default: 100)")
+    p.add_argument(
+        "--split", action="store_true", help="all sines then all cosines (Marian) instead of interleaved"
+    )
+    p.add_argument("--out", default="positions.png", help="PNG path (default: positions.png)")
+    p.set_defaults(func=cmd_positions)
+
+    p = sub.add_parser(
+        "config",
+        help="print the run configuration (defaults, file and overrides applied)",
+        description="Print the full run configuration as YAML: every key --set can change.",
+    )
+    add_config_args(p)
+    p.add_argument("--write", metavar="FILE", help="also write it to FILE (.yaml or .json)")
+    p.set_defaults(func=cmd_config)
+
+    p = sub.add_parser(
+        "tokenizer",
+        help="train a WordPiece / BPE / word vocabulary, or show an encoding",
+        description="`seq2bert tokenizer train --kind bpe --vocab-size 8000 --out DIR FILE...` or "
+        "`seq2bert tokenizer encode TOKENIZER TEXT [--pair TEXT]`.",
+    )
+    tsub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    t = tsub.add_parser("train", help="train a vocabulary from text files (plain or .gz)")
+    t.add_argument("files", nargs="+")
+    t.add_argument("--kind", default="bpe", choices=["bpe", "wordpiece", "word"])
+    t.add_argument("--vocab-size", type=int, default=8000)
+    t.add_argument("--min-frequency", type=int, default=2)
+    t.add_argument("--lowercase", action="store_true")
+    t.add_argument("--out", required=True, help="folder for tokenizer.json")
+    t = tsub.add_parser("encode", help="show tokens, ids, type ids and offsets of a text (or pair)")
+    t.add_argument("tokenizer", help="tokenizer.json, BERT vocab.txt or a folder holding one")
+    t.add_argument("text")
+    t.add_argument("--pair", help="second text of a pair")
+    p.set_defaults(func=cmd_tokenizer)
+
+    p = sub.add_parser(
+        "plot",
+        help="plot the training curves of a run (PNG)",
+        description="Plot loss, validation metrics and learning rate from a run's log.jsonl.",
+    )
+    p.add_argument("run", help="run directory or log.jsonl")
+    p.add_argument("--out", help="PNG path (default: curves.png beside the log)")
+    p.set_defaults(func=cmd_plot)
