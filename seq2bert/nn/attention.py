@@ -22,10 +22,10 @@ Luong, Pham & Manning (2015), Sect. 3.1–3.2 (h_t the current target state, h̄
 
 Precision: under bf16 autocast both attentions compute in fp32 — the projected keys, the scores, the softmax
 and the context — as torch's fused scaled dot-product attention does for the Transformer. Scores rounded to
-bf16 (8 bits of mantissa) and weights rounded back to bf16 put a few per cent of error into the gradients
-once attention is sharp (measured on a trained Luong model: 8–34 % relative gradient error, 1.7–16 % with
-fp32 attention), and they decided whether the tour's Luong model learned at all (tests/test_precision.py).
-These are small (B, S, H) products, computed once per target step; the cost is not measurable.
+bf16 (8 bits of mantissa) and weights rounded back to bf16 put error into the gradients once attention is
+sharp: measured on a trained Luong model, 8–34 % relative gradient error against fp32, 1.7–16 % with fp32
+attention alone, 0.8–2.8 % with the recurrent states in fp32 as well (docs/results.md, "The tour on every
+CPU"; tests/nn/test_attention.py). These are small (B, S, H) products, once per target step.
 """
 
 from __future__ import annotations

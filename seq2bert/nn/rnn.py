@@ -42,9 +42,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from seq2bert.precision import full_precision, widen
-
-__all__ = ["widen"]  # re-exported: the models widen their states with it
+from seq2bert.precision import full_precision, widen  # widen is also imported from here by the models
 
 MODES = ("rnn_tanh", "rnn_relu", "lstm", "gru")
 GATES = {"rnn_tanh": 1, "rnn_relu": 1, "lstm": 4, "gru": 3}
@@ -214,8 +212,8 @@ def run_fused(rnn: nn.RNNBase, x, hx=None):
 
     The recurrence runs in fp32 under autocast, as the explicit cells keep their states: left to autocast,
     torch would run it in bf16 (oneDNN on CPUs with AVX-512 BF16, cuDNN on GPUs), carrying h and c from step
-    to step in bf16 and rounding them at every step — which changed what the tour's attention models learned
-    (tests/test_precision.py). On CPUs without AVX-512 oneDNN has no bf16 LSTM at all. Outputs are fp32."""
+    to step in bf16 and rounding them at every step (tests/nn/test_rnn.py holds it in fp32). On CPUs without
+    AVX-512 oneDNN has no bf16 LSTM at all. Outputs are fp32."""
     data = x.data if isinstance(x, nn.utils.rnn.PackedSequence) else x
     if not torch.is_autocast_enabled(data.device.type):
         return rnn(x, hx)

@@ -29,9 +29,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from seq2bert.errors import CheckpointError
-from seq2bert.io import load_weights, read_json, save_weights, write_dir_atomically
-
-__all__ = ["load_weights", "read_json", "save_weights", "write_dir_atomically"]  # the io floor's, re-exported
+from seq2bert.io import load_weights, read_json, save_weights, write_dir_atomically  # noqa: F401 (re-exported)
 
 CHECKPOINT_RE = re.compile(r"^checkpoint-(\d+)$")
 
