@@ -1,16 +1,22 @@
-"""Encoder and decoder layers of the Transformer (Vaswani et al. 2017, Sect. 3.1), with the norm placement
-explicit.
+"""The Transformer layer (Vaswani et al. 2017, Sect. 3.1), one class for the encoder's, the decoder's and a
+decoder-only model's layers, with the norm placement explicit.
 
     "We employ a residual connection around each of the two sub-layers, followed by layer normalization.
     That is, the output of each sub-layer is LayerNorm(x + Sublayer(x))."                     Sect. 3.1
     "We apply dropout to the output of each sub-layer, before it is added to the sub-layer input." Sect. 5.4
 
-    norm_first=False (post-norm: the paper, BERT, Marian):  x ← LayerNorm(x + Dropout(Sublayer(x)))
-    norm_first=True  (pre-norm: GPT-2, most later models):  x ← x + Dropout(Sublayer(LayerNorm(x)))
+    norm_first=False (post-norm: the paper, BERT, GPT-1, Marian):  x ← LayerNorm(x + Dropout(Sublayer(x)))
+    norm_first=True  (pre-norm: GPT-2, most later models):         x ← x + Dropout(Sublayer(LayerNorm(x)))
 
-A pre-norm stack needs one more LayerNorm after its last layer; the stacks that use these layers add it.
-The layers take their sub-modules ready-made (attention, feed-forward), so a variant swaps a module instead
-of copying a layer. Shapes: x (B, T, d_model), memory (B, S, d_model); masks as in seq2bert/nn/masks.py.
+A layer is self-attention, then — in the encoder-decoder's decoder only — attention over the encoder output
+("encoder-decoder attention", Sect. 3.2.3), then the position-wise feed-forward network. Whether the
+self-attention is causal is the mask's business (the stack builds it, seq2bert/nn/stack.py); with a
+``cache`` the layer takes only the new steps and keeps every earlier step's keys and values.
+
+The layer takes its sub-modules ready-made (attention, feed-forward), so a variant swaps a module instead
+of copying a layer; ``transformer_layer`` builds the usual one from sizes. A pre-norm stack needs one more
+LayerNorm after its last layer: the stack's ``final_norm``. Shapes: x (B, T, d_model), memory (B, S,
+d_model); masks as in seq2bert/nn/masks.py.
 """
 
 from __future__ import annotations
@@ -40,82 +46,41 @@ class SublayerConnection(nn.Module):
         return self.norm(x + self.dropout(sublayer(x)))  # Sect. 3.1: LayerNorm(x + Sublayer(x))
 
 
-class EncoderLayer(nn.Module):
-    """Sect. 3.1, encoder: multi-head self-attention, then the position-wise feed-forward network."""
-
-    def __init__(
-        self,
-        d_model: int,
-        self_attn: MultiHeadAttention,
-        feed_forward: PositionwiseFeedForward,
-        *,
-        dropout: float = 0.0,
-        norm_first: bool = False,
-        eps: float = 1e-5,
-    ):
-        super().__init__()
-        self.self_attn = self_attn
-        self.self_attn_sublayer = SublayerConnection(d_model, dropout=dropout, norm_first=norm_first, eps=eps)
-        self.feed_forward = feed_forward
-        self.ffn_sublayer = SublayerConnection(d_model, dropout=dropout, norm_first=norm_first, eps=eps)
-
-    def forward(
-        self,
-        x: torch.Tensor,
-        mask: torch.Tensor | None = None,
-        *,
-        need_weights: bool = False,
-        positions: torch.Tensor | None = None,
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """x (B, S, d_model) → (B, S, d_model), and the self-attention weights (B, h, S, S) if asked.
-
-        ``positions`` (B, Q) long: the output only at these positions of each row, (B, Q, d_model). Every
-        position still gives keys and values; the queries, W^O and the feed-forward run on Q rows, not S —
-        for a last layer most of whose outputs nobody reads (BERT's masked LM, BertModel). The mask must
-        then broadcast over the queries (a padding mask, (B, 1, 1, S))."""
-        weights = None
-        memory = None
-        if positions is not None:
-            if mask is not None and mask.size(-2) != 1:
-                raise ValueError("a layer computed at some positions takes a padding mask (B, 1, 1, S)")
-            if self.self_attn_sublayer.norm_first:
-                memory = self.self_attn_sublayer.norm(x)  # keys and values see what the queries see
-            else:
-                memory = x
-            x = x.gather(1, positions.unsqueeze(-1).expand(-1, -1, x.size(-1)))  # (B, Q, d_model)
-
-        def attend(y: torch.Tensor) -> torch.Tensor:
-            nonlocal weights
-            out, weights = self.self_attn(y, memory, mask=mask, need_weights=need_weights)
-            return out
-
-        x = self.self_attn_sublayer(x, attend)
-        return self.ffn_sublayer(x, self.feed_forward), weights
-
-
 @dataclass
-class DecoderLayerCache:
-    """What one decoder layer keeps between steps: its self-attention keys/values (growing) and the
-    cross-attention keys/values of the source (computed once)."""
+class LayerCache:
+    """What one layer keeps between decoding steps: its self-attention keys/values (growing) and, in an
+    encoder-decoder, the cross-attention keys/values of the source (computed once)."""
 
     self_attn: KVCache = field(default_factory=KVCache)
     cross_attn: KVCache = field(default_factory=KVCache)
 
-    def reorder(self, index: torch.Tensor) -> DecoderLayerCache:
-        return DecoderLayerCache(self.self_attn.reorder(index), self.cross_attn.reorder(index))
+    def reorder(self, index: torch.Tensor, *, source: bool = True) -> LayerCache:
+        """Rows ``index`` (N,); ``source=False`` keeps the cross-attention cache as it is (shared by a
+        group of rows, see MultiHeadAttention)."""
+        cross = self.cross_attn.reorder(index) if source else self.cross_attn
+        return LayerCache(self.self_attn.reorder(index), cross)
 
 
-class DecoderLayer(nn.Module):
-    """Sect. 3.1, decoder: masked multi-head self-attention, multi-head attention over the encoder output
-    ("encoder-decoder attention", Sect. 3.2.3), then the position-wise feed-forward network."""
+@dataclass
+class LayerOutput:
+    """The layer's output (B, T, d_model) and, when asked, its attention weights (B, h, T, T_k)."""
+
+    hidden: torch.Tensor
+    self_weights: torch.Tensor | None = None
+    cross_weights: torch.Tensor | None = None
+
+
+class TransformerLayer(nn.Module):
+    """Sect. 3.1: self-attention, optional attention over a memory (``cross_attn``), feed-forward; each in
+    a residual connection with its LayerNorm after (post-norm) or before (``norm_first``)."""
 
     def __init__(
         self,
         d_model: int,
         self_attn: MultiHeadAttention,
-        cross_attn: MultiHeadAttention,
-        feed_forward: PositionwiseFeedForward,
+        feed_forward: nn.Module,
         *,
+        cross_attn: MultiHeadAttention | None = None,
         dropout: float = 0.0,
         norm_first: bool = False,
         eps: float = 1e-5,
@@ -125,42 +90,74 @@ class DecoderLayer(nn.Module):
         self.self_attn = self_attn
         self.self_attn_sublayer = SublayerConnection(d_model, **sublayer)
         self.cross_attn = cross_attn
-        self.cross_attn_sublayer = SublayerConnection(d_model, **sublayer)
+        self.cross_attn_sublayer = SublayerConnection(d_model, **sublayer) if cross_attn is not None else None
         self.feed_forward = feed_forward
         self.ffn_sublayer = SublayerConnection(d_model, **sublayer)
+
+    @property
+    def norm_first(self) -> bool:
+        return self.self_attn_sublayer.norm_first
 
     def forward(
         self,
         x: torch.Tensor,
-        memory: torch.Tensor | None,
-        self_mask: torch.Tensor | None = None,
+        mask: torch.Tensor | None = None,
+        memory: torch.Tensor | None = None,
         memory_mask: torch.Tensor | None = None,
         *,
-        cache: DecoderLayerCache | None = None,
+        cache: LayerCache | None = None,
         need_weights: bool = False,
-    ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
-        """x (B, T, d_model) → (B, T, d_model), self-attention weights (B, h, T, T_past + T) and
-        cross-attention weights (B, h, T, S) when asked. With a ``cache``, x holds only the new steps."""
-        self_weights = cross_weights = None
+    ) -> LayerOutput:
+        """x (B, T, d_model) → (B, T, d_model); the weights (B, h, T, T_past + T) of self-attention and
+        (B, h, T, S) of cross-attention when asked. With a ``cache``, x holds only the new steps and
+        ``mask`` covers the cached keys too."""
+        out = LayerOutput(x)
 
         def self_attend(y: torch.Tensor) -> torch.Tensor:
-            nonlocal self_weights
-            out, self_weights = self.self_attn(
-                y, mask=self_mask, cache=None if cache is None else cache.self_attn, need_weights=need_weights
-            )
-            return out
+            kv_cache = None if cache is None else cache.self_attn
+            h, out.self_weights = self.self_attn(y, mask=mask, cache=kv_cache, need_weights=need_weights)
+            return h
 
         def cross_attend(y: torch.Tensor) -> torch.Tensor:
-            nonlocal cross_weights
-            out, cross_weights = self.cross_attn(
-                y,
-                memory,
-                mask=memory_mask,
-                cache=None if cache is None else cache.cross_attn,
-                need_weights=need_weights,
+            kv_cache = None if cache is None else cache.cross_attn
+            h, out.cross_weights = self.cross_attn(
+                y, memory, memory_mask, cache=kv_cache, need_weights=need_weights
             )
-            return out
+            return h
 
         x = self.self_attn_sublayer(x, self_attend)
-        x = self.cross_attn_sublayer(x, cross_attend)
-        return self.ffn_sublayer(x, self.feed_forward), self_weights, cross_weights
+        if self.cross_attn is not None:
+            x = self.cross_attn_sublayer(x, cross_attend)
+        out.hidden = self.ffn_sublayer(x, self.feed_forward)
+        return out
+
+
+def transformer_layer(
+    d_model: int,
+    num_heads: int,
+    d_ff: int,
+    *,
+    cross: bool = False,
+    dropout: float = 0.0,
+    attention_dropout: float = 0.0,
+    activation: str = "relu",
+    activation_dropout: float = 0.0,
+    norm_first: bool = False,
+    eps: float = 1e-5,
+    d_k: int | None = None,
+    d_v: int | None = None,
+) -> TransformerLayer:
+    """The usual layer from its sizes: h = ``num_heads`` heads (d_k = d_v = d_model / h unless given), an
+    FFN of ``d_ff`` units, and with ``cross`` the attention over the encoder output."""
+
+    def attention(is_cross: bool) -> MultiHeadAttention:
+        return MultiHeadAttention(
+            d_model, num_heads, d_k=d_k, d_v=d_v, dropout=attention_dropout, cross=is_cross
+        )
+
+    self_attn = attention(False)
+    cross_attn = attention(True) if cross else None
+    ffn = PositionwiseFeedForward(d_model, d_ff, activation=activation, activation_dropout=activation_dropout)
+    return TransformerLayer(
+        d_model, self_attn, ffn, cross_attn=cross_attn, dropout=dropout, norm_first=norm_first, eps=eps
+    )

@@ -8,8 +8,16 @@ import torch
 from seq2bert.errors import CheckpointError
 from seq2bert.models.bert.config import bert_base, bert_large, bert_mini, bert_tiny
 from seq2bert.models.bert.convert import config_from_hf, from_hf_state_dict, to_hf_state_dict
-from seq2bert.models.bert.model import BertForMaskedLM, BertForPreTraining, BertModel, prediction_rows
+from seq2bert.models.bert.model import (
+    BertForMaskedLM,
+    BertForPreTraining,
+    BertModel,
+    last_layer_at,
+    prediction_rows,
+)
 from seq2bert.models.bert.pretrained import build_bert, load_bert
+from seq2bert.nn.layers import transformer_layer
+from seq2bert.nn.masks import causal_mask, padding_mask
 
 transformers = pytest.importorskip("transformers")
 
@@ -212,3 +220,24 @@ def test_sparse_prediction_trains_as_the_dense_head(cls):
     assert grads[1].keys() == grads[0].keys()
     for name, g in grads[0].items():
         torch.testing.assert_close(grads[1][name], g, rtol=0, atol=1e-5, msg=name)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_last_layer_at_some_positions_equals_the_full_layer_there(norm_first):
+    torch.manual_seed(0)
+    D = 16
+    layer = transformer_layer(D, 4, 40, dropout=0.1, norm_first=norm_first).eval()
+    x = torch.randn(2, 6, D, requires_grad=True)
+    mask = padding_mask(torch.tensor([[1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 0, 0]]))
+    positions = torch.tensor([[0, 2, 5], [0, 3, 1]])  # any positions, any order, per row
+    full = layer(x, mask).hidden
+    part = last_layer_at(layer, x, mask, positions)  # BERT's sparse prediction (models/bert/model.py)
+    assert part.shape == (2, 3, D)
+    expected = full.gather(1, positions.unsqueeze(-1).expand(-1, -1, D))
+    torch.testing.assert_close(part, expected, rtol=0, atol=1e-6)
+    w = torch.randn(2, 3, D)  # and the same gradients flow back to every position's input
+    (g_part,) = torch.autograd.grad((part * w).sum(), x)
+    (g_full,) = torch.autograd.grad((expected * w).sum(), x)
+    torch.testing.assert_close(g_part, g_full, rtol=0, atol=1e-5)
+    with pytest.raises(ValueError, match="padding mask"):
+        last_layer_at(layer, x, causal_mask(6), positions)

@@ -167,12 +167,12 @@ def test_paper_sizes():
 
 def test_tied_weights_survive_a_checkpoint(tmp_path):
     m = model()
-    assert m.output.weight is m.tgt_embed.tokens.weight is m.src_embed.tokens.weight
+    assert m.output.weight is m.decoder.embeddings.tokens.weight is m.encoder.embeddings.tokens.weight
     ckpt.save_weights(m, tmp_path)
     n = model()
     torch.nn.init.zeros_(n.output.weight)
     ckpt.load_weights(n, tmp_path)
-    assert n.output.weight is n.tgt_embed.tokens.weight
+    assert n.output.weight is n.decoder.embeddings.tokens.weight
     src, mask, tgt = batch()
     torch.testing.assert_close(n(src, mask, tgt).logits, m(src, mask, tgt).logits, rtol=0, atol=0)
 
@@ -193,3 +193,19 @@ def test_config_errors_name_the_key(bad, message):
     assert replace(
         TransformerConfig(**TINY), d_model=20, encoder_attention_heads=4, decoder_attention_heads=4
     )
+
+
+def test_checkpoints_written_before_the_stacks_load(tmp_path):
+    """Weights saved with the keys of the layer lists (encoder.0., src_embed., encoder_norm.) still load."""
+    m = model()
+    old = {}
+    for key, value in m.state_dict().items():
+        key = key.replace("encoder.embeddings.", "src_embed.").replace("decoder.embeddings.", "tgt_embed.")
+        key = key.replace("encoder.layers.", "encoder.").replace("decoder.layers.", "decoder.")
+        old[key] = value
+    assert "src_embed.tokens.weight" in old and "encoder.0.self_attn.qkv.weight" in old
+    n = model()
+    torch.nn.init.zeros_(n.encoder.layers[0].self_attn.qkv.weight)
+    n.load_state_dict(old)
+    for key, value in m.state_dict().items():
+        torch.testing.assert_close(n.state_dict()[key], value, rtol=0, atol=0)

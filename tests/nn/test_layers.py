@@ -1,5 +1,6 @@
-"""Encoder / decoder layers equal torch's nn.TransformerEncoderLayer / DecoderLayer on the same weights (post-
-and pre-norm); the decoder's cached steps equal full recomputation; embeddings and Eq. 2 by hand."""
+"""The Transformer layer equals torch's nn.TransformerEncoderLayer (without cross-attention) and
+nn.TransformerDecoderLayer (with it) on the same weights, post- and pre-norm; its cached steps equal full
+recomputation; embeddings and Eq. 2 by hand."""
 
 import math
 
@@ -8,7 +9,7 @@ import torch
 
 from seq2bert.nn.embeddings import ScaledEmbedding, SinusoidalPositionalEncoding, sinusoidal_table
 from seq2bert.nn.feed_forward import PositionwiseFeedForward
-from seq2bert.nn.layers import DecoderLayer, DecoderLayerCache, EncoderLayer
+from seq2bert.nn.layers import LayerCache, TransformerLayer
 from seq2bert.nn.masks import causal_mask, padding_mask
 from seq2bert.nn.multihead import MultiHeadAttention
 
@@ -16,17 +17,17 @@ D, H, FF = 16, 4, 40
 
 
 def encoder_layer(norm_first):
-    return EncoderLayer(
+    return TransformerLayer(
         D, MultiHeadAttention(D, H), PositionwiseFeedForward(D, FF), dropout=0.1, norm_first=norm_first
     )
 
 
 def decoder_layer(norm_first):
-    return DecoderLayer(
+    return TransformerLayer(
         D,
         MultiHeadAttention(D, H),
-        MultiHeadAttention(D, H, cross=True),
         PositionwiseFeedForward(D, FF),
+        cross_attn=MultiHeadAttention(D, H, cross=True),
         dropout=0.1,
         norm_first=norm_first,
     )
@@ -57,32 +58,12 @@ def test_encoder_layer_equals_torch(norm_first):
         ref.norm2.load_state_dict(ours.ffn_sublayer.norm.state_dict())
     x = torch.randn(2, 5, D)
     am = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]])
-    out, _ = ours(x, padding_mask(am))
+    out = ours(x, padding_mask(am)).hidden
     expected = ref(x, src_key_padding_mask=~am.bool())
     torch.testing.assert_close(out[0], expected[0], rtol=0, atol=1e-5)
     torch.testing.assert_close(
         out[1, :3], expected[1, :3], rtol=0, atol=1e-5
     )  # torch's fast path zeroes pads
-
-
-@pytest.mark.parametrize("norm_first", [False, True])
-def test_encoder_layer_at_some_positions_equals_the_full_layer_there(norm_first):
-    torch.manual_seed(0)
-    layer = encoder_layer(norm_first).eval()
-    x = torch.randn(2, 6, D, requires_grad=True)
-    mask = padding_mask(torch.tensor([[1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 0, 0]]))
-    positions = torch.tensor([[0, 2, 5], [0, 3, 1]])  # any positions, any order, per row
-    full, _ = layer(x, mask)
-    part, _ = layer(x, mask, positions=positions)
-    assert part.shape == (2, 3, D)
-    expected = full.gather(1, positions.unsqueeze(-1).expand(-1, -1, D))
-    torch.testing.assert_close(part, expected, rtol=0, atol=1e-6)
-    w = torch.randn(2, 3, D)  # and the same gradients flow back to every position's input
-    (g_part,) = torch.autograd.grad((part * w).sum(), x)
-    (g_full,) = torch.autograd.grad((expected * w).sum(), x)
-    torch.testing.assert_close(g_part, g_full, rtol=0, atol=1e-5)
-    with pytest.raises(ValueError, match="padding mask"):
-        layer(x, causal_mask(6), positions=positions)
 
 
 @pytest.mark.parametrize("norm_first", [False, True])
@@ -102,7 +83,7 @@ def test_decoder_layer_equals_torch(norm_first):
         ref.norm3.load_state_dict(ours.ffn_sublayer.norm.state_dict())
     x, memory = torch.randn(2, 4, D), torch.randn(2, 6, D)
     am = torch.tensor([[1] * 6, [1, 1, 1, 0, 0, 0]])
-    out, _, _ = ours(x, memory, causal_mask(4), padding_mask(am))
+    out = ours(x, causal_mask(4), memory, padding_mask(am)).hidden
     expected = ref(x, memory, tgt_mask=~causal_mask(4), memory_key_padding_mask=~am.bool())
     torch.testing.assert_close(out, expected, rtol=0, atol=1e-5)
 
@@ -112,10 +93,11 @@ def test_decoder_layer_cached_steps_equal_full_recomputation():
     layer = decoder_layer(False).eval()
     x, memory = torch.randn(2, 5, D), torch.randn(2, 3, D)
     mm = padding_mask(torch.tensor([[1, 1, 1], [1, 1, 0]]))
-    full, sw, cw = layer(x, memory, causal_mask(5), mm, need_weights=True)
+    o = layer(x, causal_mask(5), memory, mm, need_weights=True)
+    full, sw, cw = o.hidden, o.self_weights, o.cross_weights
     assert sw.shape == (2, H, 5, 5) and cw.shape == (2, H, 5, 3) and (cw[1, :, :, 2] == 0).all()
-    cache = DecoderLayerCache()
-    steps = [layer(x[:, t : t + 1], memory, causal_mask(1, past=t), mm, cache=cache)[0] for t in range(5)]
+    cache = LayerCache()
+    steps = [layer(x[:, t : t + 1], causal_mask(1, past=t), memory, mm, cache=cache).hidden for t in range(5)]
     torch.testing.assert_close(torch.cat(steps, 1), full, rtol=0, atol=1e-5)
     assert cache.self_attn.length == 5 and cache.cross_attn.length == 3
 
@@ -125,10 +107,10 @@ def test_residual_dropout_only_in_training():
     layer = encoder_layer(False)
     x = torch.randn(2, 5, D)
     layer.eval()
-    a, _ = layer(x)
-    torch.testing.assert_close(a, layer(x)[0], rtol=0, atol=0)
+    a = layer(x).hidden
+    torch.testing.assert_close(a, layer(x).hidden, rtol=0, atol=0)
     layer.train()
-    assert not torch.allclose(a, layer(x)[0])
+    assert not torch.allclose(a, layer(x).hidden)
 
 
 def test_sinusoidal_table_is_the_formula_of_section_3_5():

@@ -75,7 +75,7 @@ def encoder_keymap(cfg: BertConfig, ours: str, theirs: str, pooler: bool) -> Key
     ]
     for i in range(cfg.num_hidden_layers):
         for sub, parts in LAYER.items():
-            out += linear(f"{ours}encoder.{i}.{sub}", *(f"{theirs}encoder.layer.{i}.{p}" for p in parts))
+            out += linear(f"{ours}layers.{i}.{sub}", *(f"{theirs}encoder.layer.{i}.{p}" for p in parts))
     if pooler:
         out += linear(f"{ours}pooler", f"{theirs}pooler.dense")
     return out

@@ -4,7 +4,7 @@ BERT is the Transformer's encoder (Vaswani et al. 2017; seq2bert/nn/layers.py), 
 in both directions at once and pretrained on two tasks (section numbers of arXiv:1810.04805v2):
 
     input   E = LayerNorm(E_token + E_segment + E_position), then dropout             Sect. 3.1, Figure 2
-    encoder L × EncoderLayer(H, A heads, 4H feed-forward, GELU)                      Sect. 3
+    encoder L × TransformerLayer(H, A heads, 4H feed-forward, GELU), post-norm        Sect. 3
     pooler  tanh(W C + b) on the final state C of [CLS]                               (the released code)
     MLM     predict the 15 % chosen tokens from their final states T_i               Sect. 3.1, Task #1
             logits = E_tokenᵀ LayerNorm(GELU(W T_i + b)) + b_out  (decoder tied to the word embeddings)
@@ -27,10 +27,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from seq2bert.models.bert.config import BertConfig
-from seq2bert.nn.feed_forward import ACTIVATIONS, PositionwiseFeedForward
-from seq2bert.nn.layers import EncoderLayer
+from seq2bert.nn.feed_forward import ACTIVATIONS
+from seq2bert.nn.layers import TransformerLayer, transformer_layer
 from seq2bert.nn.masks import padding_mask
-from seq2bert.nn.multihead import MultiHeadAttention
+from seq2bert.nn.stack import TransformerStack
 from seq2bert.objectives.cross_entropy import IGNORE_INDEX
 
 
@@ -83,10 +83,12 @@ class BertEmbeddings(nn.Module):
         self.norm = nn.LayerNorm(c.hidden_size, eps=c.layer_norm_eps)
         self.dropout = nn.Dropout(c.hidden_dropout_prob)
 
-    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
-        """input_ids, token_type_ids (B, T) → (B, T, H)."""
+    def forward(
+        self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None, *, offset: int = 0
+    ) -> torch.Tensor:
+        """input_ids, token_type_ids (B, T) at positions offset … offset + T − 1 → (B, T, H)."""
         T = input_ids.size(1)
-        positions = torch.arange(T, device=input_ids.device)  # (T,)
+        positions = torch.arange(offset, offset + T, device=input_ids.device)  # (T,)
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)
         x = (
@@ -97,27 +99,30 @@ class BertEmbeddings(nn.Module):
         return self.dropout(self.norm(x))
 
 
-class BertModel(SavePretrained, nn.Module):
-    """The encoder: embeddings, L post-norm Transformer layers and (optionally) the [CLS] pooler."""
+def bert_layer(c: BertConfig) -> TransformerLayer:
+    """One encoder layer: post-norm (BERT normalises after each sub-layer, as the 2017 Transformer), A heads,
+    the intermediate_size feed-forward with GELU."""
+    return transformer_layer(
+        c.hidden_size,
+        c.num_attention_heads,
+        c.intermediate_size,
+        dropout=c.hidden_dropout_prob,
+        attention_dropout=c.attention_probs_dropout_prob,
+        activation=c.hidden_act,
+        norm_first=False,
+        eps=c.layer_norm_eps,
+    )
+
+
+class BertModel(SavePretrained, TransformerStack):
+    """The encoder: a bidirectional stack (seq2bert/nn/stack.py) of L post-norm layers over BertEmbeddings,
+    and (optionally) the [CLS] pooler."""
 
     def __init__(self, config: BertConfig, add_pooling_layer: bool = True):
-        super().__init__()
         config.validate()
-        self.config = c = config
-        self.embeddings = BertEmbeddings(c)
-        self.encoder = nn.ModuleList(
-            EncoderLayer(
-                c.hidden_size,
-                MultiHeadAttention(
-                    c.hidden_size, c.num_attention_heads, dropout=c.attention_probs_dropout_prob
-                ),
-                PositionwiseFeedForward(c.hidden_size, c.intermediate_size, activation=c.hidden_act),
-                dropout=c.hidden_dropout_prob,
-                norm_first=False,  # BERT normalises after each sub-layer, as the 2017 Transformer
-                eps=c.layer_norm_eps,
-            )
-            for _ in range(c.num_hidden_layers)
-        )
+        c = config
+        super().__init__(BertEmbeddings(c), [bert_layer(c) for _ in range(c.num_hidden_layers)])
+        self.config = c
         self.pooler = nn.Linear(c.hidden_size, c.hidden_size) if add_pooling_layer else None
         init_bert_weights(self, c)
 
@@ -136,21 +141,40 @@ class BertModel(SavePretrained, nn.Module):
         ``positions`` (B, Q) long: the last layer computes its output only at these positions (every
         position still attends and is attended to below it), and last_hidden_state is (B, Q, H). The pooler
         reads column 0, which must then be position 0 ([CLS]). See ``prediction_rows``."""
-        mask = padding_mask(attention_mask)  # (B, 1, 1, T): no token attends to padding
-        x = self.embeddings(input_ids, token_type_ids)  # (B, T, H)
-        hidden, attentions = [x], []
-        last = len(self.encoder) - 1
-        for i, layer in enumerate(self.encoder):
-            x, w = layer(x, mask, need_weights=output_attentions, positions=positions if i == last else None)
-            hidden.append(x)
-            attentions.append(w)
+        out = super().forward(
+            input_ids,
+            attention_mask,  # no token attends to padding
+            token_type_ids=token_type_ids,
+            upto=None if positions is None else self.num_layers - 1,
+            output_hidden_states=output_hidden_states,
+            output_attentions=output_attentions,
+        )
+        x = out.last_hidden_state  # (B, T, H)
+        if positions is not None:
+            x = last_layer_at(self.layer(self.num_layers - 1), x, padding_mask(attention_mask), positions)
         pooled = torch.tanh(self.pooler(x[:, 0])) if self.pooler is not None else None  # C = final [CLS]
         return BertModelOutput(
             last_hidden_state=x,
             pooler_output=pooled,
-            hidden_states=tuple(hidden) if output_hidden_states else None,
-            attentions=tuple(attentions) if output_attentions else None,
+            hidden_states=out.hidden_states,
+            attentions=out.attentions,
         )
+
+
+def last_layer_at(
+    layer: TransformerLayer, x: torch.Tensor, mask: torch.Tensor | None, positions: torch.Tensor
+) -> torch.Tensor:
+    """A layer's output at some positions only: x (B, T, H), positions (B, Q) → (B, Q, H).
+
+    Every position still gives keys and values; the queries, W^O and the feed-forward run on Q rows, not T
+    — for a last layer most of whose outputs nobody reads (the masked LM reads the 15 % predicted tokens).
+    ``mask`` must be a padding mask (B, 1, 1, T): it is shared by every query."""
+    if mask is not None and mask.size(-2) != 1:
+        raise ValueError("a layer computed at some positions takes a padding mask (B, 1, 1, T)")
+    keys = layer.self_attn_sublayer.norm(x) if layer.norm_first else x  # what the queries' rows see
+    rows = x.gather(1, positions.unsqueeze(-1).expand(-1, -1, x.size(-1)))  # (B, Q, H)
+    rows = layer.self_attn_sublayer(rows, lambda y: layer.self_attn(y, keys, mask)[0])
+    return layer.ffn_sublayer(rows, layer.feed_forward)
 
 
 class MaskedLMHead(nn.Module):

@@ -136,7 +136,7 @@ def layer_keymap(cfg: TransformerConfig) -> KeyMap:
     ):
         for i in range(n):
             for sub, parts in table.items():
-                out += linear(f"{stack}.{i}.{sub}", *(f"model.{stack}.layers.{i}.{p}" for p in parts))
+                out += linear(f"{stack}.layers.{i}.{sub}", *(f"model.{stack}.layers.{i}.{p}" for p in parts))
     return out
 
 
@@ -146,11 +146,11 @@ def from_marian_state_dict(hf: dict[str, torch.Tensor], cfg: TransformerConfig, 
     taken = Loader(hf, source or "checkpoint")
     out = taken.load(layer_keymap(cfg))
     shared = ("model.shared.weight",) if cfg.share_embeddings else ()
-    out["src_embed.tokens.weight"] = taken.first("model.encoder.embed_tokens.weight", *shared)
-    out["tgt_embed.tokens.weight"] = taken.first("model.decoder.embed_tokens.weight", *shared)
+    out["encoder.embeddings.tokens.weight"] = taken.first("model.encoder.embed_tokens.weight", *shared)
+    out["decoder.embeddings.tokens.weight"] = taken.first("model.decoder.embed_tokens.weight", *shared)
     if cfg.tie_word_embeddings:  # the same matrix as the target embedding
         taken.ignore("lm_head.weight")
-        out["output.weight"] = out["tgt_embed.tokens.weight"]
+        out["output.weight"] = out["decoder.embeddings.tokens.weight"]
     else:
         out["output.weight"] = taken.take("lm_head.weight")
     out["output.bias"] = taken.take("final_logits_bias").reshape(-1)
@@ -170,9 +170,9 @@ def to_marian_state_dict(ours: dict[str, torch.Tensor], cfg: TransformerConfig) 
     check_marian_compatible(cfg)
     out = save(ours, layer_keymap(cfg))
     if cfg.share_embeddings:
-        out["model.shared.weight"] = ours["src_embed.tokens.weight"]
-    out["model.encoder.embed_tokens.weight"] = ours["src_embed.tokens.weight"]
-    out["model.decoder.embed_tokens.weight"] = ours["tgt_embed.tokens.weight"]
+        out["model.shared.weight"] = ours["encoder.embeddings.tokens.weight"]
+    out["model.encoder.embed_tokens.weight"] = ours["encoder.embeddings.tokens.weight"]
+    out["model.decoder.embed_tokens.weight"] = ours["decoder.embeddings.tokens.weight"]
     out["lm_head.weight"] = ours["output.weight"]
     out["final_logits_bias"] = ours["output.bias"].reshape(1, -1)
     for stack in ("encoder", "decoder"):

@@ -31,10 +31,8 @@ from torch import nn
 from seq2bert.models.outputs import Seq2SeqLMOutput
 from seq2bert.models.transformer.config import TransformerConfig
 from seq2bert.nn.embeddings import ScaledEmbedding, SinusoidalPositionalEncoding
-from seq2bert.nn.feed_forward import PositionwiseFeedForward
-from seq2bert.nn.layers import DecoderLayer, DecoderLayerCache, EncoderLayer
-from seq2bert.nn.masks import causal_mask, padding_mask
-from seq2bert.nn.multihead import MultiHeadAttention
+from seq2bert.nn.layers import LayerCache, TransformerLayer, transformer_layer
+from seq2bert.nn.stack import TransformerStack
 from seq2bert.objectives.cross_entropy import sequence_cross_entropy
 
 
@@ -49,7 +47,7 @@ class TransformerState:
 
     memory: torch.Tensor
     mask: torch.Tensor
-    caches: list[DecoderLayerCache]
+    caches: list[LayerCache]
     t: int = 0
     group: int = 1
 
@@ -70,8 +68,8 @@ class Embedder(nn.Module):
 
 
 class Transformer(nn.Module):
-    """The encoder-decoder of Figure 1; ``forward`` trains with teacher forcing, ``encode`` / ``decode_step``
-    / ``reorder_state`` decode incrementally."""
+    """The encoder-decoder of Figure 1: two stacks of seq2bert/nn/stack.py; ``forward`` trains with teacher
+    forcing, ``encode`` / ``decode_step`` / ``reorder_state`` decode incrementally."""
 
     def __init__(self, config: TransformerConfig):
         super().__init__()
@@ -86,17 +84,24 @@ class Transformer(nn.Module):
             if c.share_embeddings
             else ScaledEmbedding(c.tgt_vocab_size, d, padding_idx=c.pad_token_id, scale=scale)
         )
-        self.src_embed = Embedder(src_tokens, self.make_positions(), c.dropout)
-        self.tgt_embed = Embedder(tgt_tokens, self.make_positions(), c.dropout)
-        self.encoder = nn.ModuleList([self.make_encoder_layer() for _ in range(c.encoder_layers)])
-        self.decoder = nn.ModuleList([self.make_decoder_layer() for _ in range(c.decoder_layers)])
+        src_embed = Embedder(src_tokens, self.make_positions(), c.dropout)
+        tgt_embed = Embedder(tgt_tokens, self.make_positions(), c.dropout)
+        encoder_layers = [
+            self.make_layer(c.encoder_attention_heads, c.encoder_ffn_dim) for _ in range(c.encoder_layers)
+        ]
+        decoder_layers = [
+            self.make_layer(c.decoder_attention_heads, c.decoder_ffn_dim, cross=True)
+            for _ in range(c.decoder_layers)
+        ]
         # departure: a pre-norm stack ends with a LayerNorm (its last residual sum is never normalised)
-        self.encoder_norm = nn.LayerNorm(d, eps=c.layer_norm_eps) if c.normalize_before else nn.Identity()
-        self.decoder_norm = nn.LayerNorm(d, eps=c.layer_norm_eps) if c.normalize_before else nn.Identity()
+        norms = [nn.LayerNorm(d, eps=c.layer_norm_eps) if c.normalize_before else None for _ in range(2)]
+        self.encoder = TransformerStack(src_embed, encoder_layers, final_norm=norms[0])
+        self.decoder = TransformerStack(tgt_embed, decoder_layers, final_norm=norms[1], causal=True)
         self.output = nn.Linear(d, c.tgt_vocab_size, bias=c.final_logits_bias)  # the pre-softmax projection
         self.reset_parameters()
         if c.tie_word_embeddings:  # Sect. 3.4: the same matrix as the target embedding
             self.output.weight = tgt_tokens.weight
+        self.register_load_state_dict_pre_hook(upgrade_state_dict)
 
     def make_positions(self) -> nn.Module:
         c = self.config
@@ -106,39 +111,21 @@ class Transformer(nn.Module):
             c.d_model, c.max_position_embeddings, interleaved=c.interleave_sinusoids
         )
 
-    def attention(self, heads: int, *, cross: bool = False) -> MultiHeadAttention:
+    def make_layer(self, heads: int, d_ff: int, *, cross: bool = False) -> TransformerLayer:
         c = self.config
-        return MultiHeadAttention(
-            c.d_model, heads, d_k=c.d_k or None, d_v=c.d_v or None, dropout=c.attention_dropout, cross=cross
-        )
-
-    def feed_forward(self, d_ff: int) -> PositionwiseFeedForward:
-        c = self.config
-        return PositionwiseFeedForward(
-            c.d_model, d_ff, activation=c.activation_function, activation_dropout=c.activation_dropout
-        )
-
-    def make_encoder_layer(self) -> EncoderLayer:
-        c = self.config
-        return EncoderLayer(
+        return transformer_layer(
             c.d_model,
-            self.attention(c.encoder_attention_heads),
-            self.feed_forward(c.encoder_ffn_dim),
+            heads,
+            d_ff,
+            cross=cross,
             dropout=c.dropout,
+            attention_dropout=c.attention_dropout,
+            activation=c.activation_function,
+            activation_dropout=c.activation_dropout,
             norm_first=c.normalize_before,
             eps=c.layer_norm_eps,
-        )
-
-    def make_decoder_layer(self) -> DecoderLayer:
-        c = self.config
-        return DecoderLayer(
-            c.d_model,
-            self.attention(c.decoder_attention_heads),
-            self.attention(c.decoder_attention_heads, cross=True),
-            self.feed_forward(c.decoder_ffn_dim),
-            dropout=c.dropout,
-            norm_first=c.normalize_before,
-            eps=c.layer_norm_eps,
+            d_k=c.d_k or None,
+            d_v=c.d_v or None,
         )
 
     def reset_parameters(self) -> None:
@@ -148,10 +135,10 @@ class Transformer(nn.Module):
                 nn.init.xavier_uniform_(p)
             elif "norm" not in name and p.dim() == 1:
                 nn.init.zeros_(p)
-        for embedder in (self.src_embed, self.tgt_embed):
-            nn.init.normal_(embedder.tokens.weight, 0.0, self.config.d_model**-0.5)
+        for stack in (self.encoder, self.decoder):
+            nn.init.normal_(stack.embeddings.tokens.weight, 0.0, self.config.d_model**-0.5)
             with torch.no_grad():
-                embedder.tokens.weight[self.config.pad_token_id].zero_()
+                stack.embeddings.tokens.weight[self.config.pad_token_id].zero_()
 
     # --- the encoder: x → memory
     def encode(
@@ -166,14 +153,10 @@ class Transformer(nn.Module):
         if attention_mask is None:
             attention_mask = input_ids.ne(self.config.pad_token_id)
         mask = attention_mask.bool()
-        key_mask = padding_mask(mask)  # (B, 1, 1, S): no query attends to padding
-        x = self.src_embed(input_ids)  # (B, S, d_model)
-        for layer in self.encoder:
-            x, w = layer(x, key_mask, need_weights=attentions is not None)
-            if attentions is not None:
-                attentions.append(w)
-        caches = [DecoderLayerCache() for _ in self.decoder]
-        return TransformerState(self.encoder_norm(x), mask, caches)
+        out = self.encoder(input_ids, mask, output_attentions=attentions is not None)  # (B, S, d_model)
+        if attentions is not None:
+            attentions.extend(out.attentions)
+        return TransformerState(out.last_hidden_state, mask, self.decoder.new_caches())
 
     # --- the decoder: y_<t, memory → logits
     def decode(
@@ -188,20 +171,22 @@ class Transformer(nn.Module):
 
         The new steps' keys and values join each layer's cache, so decoding all at once (teacher forcing,
         state.t = 0) or one step at a time gives the same logits (tests/models/test_transformer.py)."""
-        T, past = decoder_input_ids.size(1), state.t
-        # (T, past + T), Sect. 3.2.3; a single new step may see every key, so it needs no mask
-        self_mask = causal_mask(T, past, device=decoder_input_ids.device) if T > 1 else None
-        memory_mask = padding_mask(state.mask)  # (B, 1, 1, S)
         need = self_attentions is not None or cross_attentions is not None
-        y = self.tgt_embed(decoder_input_ids, offset=past)  # (B, T, d_model)
-        for layer, cache in zip(self.decoder, state.caches, strict=True):
-            y, sw, cw = layer(y, state.memory, self_mask, memory_mask, cache=cache, need_weights=need)
-            if self_attentions is not None:
-                self_attentions.append(sw)
-            if cross_attentions is not None:
-                cross_attentions.append(cw)
-        logits = self.output(self.decoder_norm(y))  # (B, T, V)
-        return logits, TransformerState(state.memory, state.mask, state.caches, past + T, state.group)
+        out = self.decoder(
+            decoder_input_ids,  # causal: Sect. 3.2.3
+            memory=state.memory,
+            memory_mask=state.mask,
+            caches=state.caches,
+            offset=state.t,
+            output_attentions=need,
+        )
+        if self_attentions is not None:
+            self_attentions.extend(out.attentions)
+        if cross_attentions is not None:
+            cross_attentions.extend(out.cross_attentions)
+        logits = self.output(out.last_hidden_state)  # (B, T, V)
+        t = state.t + decoder_input_ids.size(1)
+        return logits, TransformerState(state.memory, state.mask, state.caches, t, state.group)
 
     def decode_step(
         self, tokens: torch.Tensor, state: TransformerState
@@ -217,7 +202,7 @@ class Transformer(nn.Module):
         After ``repeat_state`` only the self-attention caches move: each row must stay within its group
         (an input's beams), so the source side, kept once per input, is unchanged."""
         if state.group > 1:
-            caches = [DecoderLayerCache(c.self_attn.reorder(index), c.cross_attn) for c in state.caches]
+            caches = [c.reorder(index, source=False) for c in state.caches]
             return TransformerState(state.memory, state.mask, caches, state.t, state.group)
         return TransformerState(
             state.memory.index_select(0, index),
@@ -232,7 +217,7 @@ class Transformer(nn.Module):
         if state.group != 1:
             raise ValueError("repeat_state: the state is already repeated")
         index = torch.arange(state.memory.size(0), device=state.memory.device).repeat_interleave(k)
-        caches = [DecoderLayerCache(c.self_attn.reorder(index), c.cross_attn) for c in state.caches]
+        caches = [c.reorder(index, source=False) for c in state.caches]
         return TransformerState(state.memory, state.mask, caches, state.t, k)
 
     def generate(
@@ -297,3 +282,28 @@ class Transformer(nn.Module):
             decoder_attentions=tuple(dec),
             cross_attentions=tuple(cross),
         )
+
+
+# the keys of checkpoints written before the encoder and decoder were stacks (seq2bert/nn/stack.py)
+RENAMED = (
+    ("src_embed.", "encoder.embeddings."),
+    ("tgt_embed.", "decoder.embeddings."),
+    ("encoder_norm.", "encoder.final_norm."),
+    ("decoder_norm.", "decoder.final_norm."),
+)
+
+
+def upgrade_state_dict(module, state_dict, prefix, *args) -> None:
+    """Rename, in place, the keys of an older checkpoint (encoder.N. → encoder.layers.N., …): checkpoints
+    written before load after."""
+    for key in [k for k in state_dict if k.startswith(prefix)]:
+        rest = key[len(prefix) :]
+        new = rest
+        for old, renamed in RENAMED:
+            if rest.startswith(old):
+                new = renamed + rest[len(old) :]
+        head, _, tail = new.partition(".")
+        if head in ("encoder", "decoder") and tail.split(".")[0].isdigit():
+            new = f"{head}.layers.{tail}"
+        if new != rest:
+            state_dict[prefix + new] = state_dict.pop(key)

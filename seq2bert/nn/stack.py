@@ -1,0 +1,124 @@
+"""A stack of Transformer layers: embeddings, N layers, an optional final LayerNorm — the one body of every
+Transformer-shaped model in seq2bert.
+
+    x_0 = Embeddings(input_ids)                  token (+ segment) + position embeddings, as the family has them
+    x_ℓ = Layer_{s(ℓ)}(x_{ℓ−1}),  ℓ = 1 … N      s(ℓ) = ℓ (own weights), or one layer applied N times (sharing)
+    out = FinalNorm(x_N)                          pre-norm stacks only (Sect. 3.1 departure of GPT-2 and later)
+
+The Transformer's encoder is a bidirectional stack, its decoder a ``causal`` stack whose layers also attend
+to the encoder output (``memory``); BERT is a bidirectional stack; a decoder-only language model (GPT) is a
+causal stack without memory. The stack builds the one mask its layers use (seq2bert/nn/masks.py): padding
+from ``attention_mask`` and, when causal, no query sees a later key (Sect. 3.2.3).
+
+Incremental decoding: with ``caches`` (one LayerCache per layer) the input holds only the new steps, which
+sit at positions ``offset`` … offset + T − 1 (the embeddings are asked for those positions), and every
+layer adds their keys and values to its cache.
+
+The embeddings module is called as ``embeddings(input_ids, offset=…, **embedding_inputs)`` (segment ids
+for BERT, say). Shapes: input_ids (B, T), attention_mask (B, T_k) with 1 on real tokens, where T_k counts
+the cached keys too; memory (B_s, S, d_model), memory_mask (B_s, S).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from seq2bert.nn.layers import LayerCache, TransformerLayer
+from seq2bert.nn.masks import causal_mask, combine, padding_mask
+
+
+@dataclass
+class StackOutput:
+    """The stack's last hidden state (B, T, d_model) and, when asked, every layer's input and output
+    (N + 1 tensors: the embeddings first) and attention weights (N tensors (B, h, T, T_k))."""
+
+    last_hidden_state: torch.Tensor
+    hidden_states: tuple[torch.Tensor, ...] | None = None
+    attentions: tuple[torch.Tensor, ...] | None = None
+    cross_attentions: tuple[torch.Tensor, ...] | None = None
+
+
+class TransformerStack(nn.Module):
+    """Embeddings → N Transformer layers → optional final norm.
+
+    ``layers``: N layers with their own weights; or, with ``num_layers`` = N, fewer modules applied in turn
+    so that layer ℓ is ``layers[ℓ · len(layers) // N]`` (one module applied N times: ALBERT's all-shared
+    parameters). ``causal``: the self-attention of position t sees positions ≤ t only."""
+
+    def __init__(
+        self,
+        embeddings: nn.Module,
+        layers: Sequence[TransformerLayer],
+        *,
+        num_layers: int | None = None,
+        final_norm: nn.Module | None = None,
+        causal: bool = False,
+    ):
+        super().__init__()
+        self.embeddings = embeddings
+        self.layers = nn.ModuleList(layers)
+        n = num_layers or len(self.layers)
+        if n % len(self.layers):
+            raise ValueError(f"{n} layers cannot share {len(self.layers)} modules equally")
+        self.num_layers = n
+        self.final_norm = final_norm
+        self.causal = causal
+
+    def layer(self, i: int) -> TransformerLayer:
+        """The module that computes layer i (0-based)."""
+        return self.layers[i * len(self.layers) // self.num_layers]
+
+    def new_caches(self) -> list[LayerCache]:
+        return [LayerCache() for _ in range(self.num_layers)]
+
+    def self_attention_mask(
+        self, attention_mask: torch.Tensor | None, length: int, past: int, device: torch.device
+    ) -> torch.Tensor | None:
+        """(B, 1, T, T_k) / (T, T_k) / None: padding keys hidden; later keys hidden when causal. A single
+        new step (T = 1) may see every earlier key, so it needs no causal mask."""
+        causal = causal_mask(length, past, device=device) if self.causal and length > 1 else None
+        return combine(padding_mask(attention_mask), causal)
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        *,
+        memory: torch.Tensor | None = None,
+        memory_mask: torch.Tensor | None = None,
+        caches: list[LayerCache] | None = None,
+        offset: int = 0,
+        upto: int | None = None,
+        output_hidden_states: bool = False,
+        output_attentions: bool = False,
+        **embedding_inputs,
+    ) -> StackOutput:
+        """input_ids (B, T) at positions offset … offset + T − 1 → StackOutput.
+
+        ``upto``: run the first ``upto`` layers only and skip the final norm (a model that computes its
+        last layer its own way, e.g. BERT's sparse prediction)."""
+        x = self.embeddings(input_ids, offset=offset, **embedding_inputs)  # (B, T, d_model)
+        mask = self.self_attention_mask(attention_mask, input_ids.size(1), offset, input_ids.device)
+        cross_mask = padding_mask(memory_mask)  # (B_s, 1, 1, S)
+        hidden, attentions, cross = [x], [], []
+        n = self.num_layers if upto is None else upto
+        for i in range(n):
+            cache = None if caches is None else caches[i]
+            out = self.layer(i)(x, mask, memory, cross_mask, cache=cache, need_weights=output_attentions)
+            x = out.hidden
+            hidden.append(x)
+            attentions.append(out.self_weights)
+            cross.append(out.cross_weights)
+        if self.final_norm is not None and upto is None:
+            x = self.final_norm(x)
+            hidden[-1] = x
+        return StackOutput(
+            last_hidden_state=x,
+            hidden_states=tuple(hidden) if output_hidden_states else None,
+            attentions=tuple(attentions) if output_attentions else None,
+            cross_attentions=tuple(cross) if output_attentions and memory is not None else None,
+        )
