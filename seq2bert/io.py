@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from safetensors.torch import load_model, save_model
+from safetensors.torch import load_file, save_model
 from torch import nn
 
 from seq2bert.errors import CheckpointError
@@ -81,15 +81,25 @@ def save_weights(model: nn.Module, directory: Path) -> None:
 
 
 def load_weights(model: nn.Module, directory: Path) -> None:
-    """Load ``directory``/model.safetensors into ``model``; every key must fit (one-line CheckpointError)."""
+    """Load ``directory``/model.safetensors into ``model``; every key must fit (one-line CheckpointError).
+
+    Tied parameters are stored once (under any of their names); the model's own load hooks may rename the
+    keys of older checkpoints."""
     path = Path(directory) / "model.safetensors"
     if not path.is_file():
         raise CheckpointError(f"{directory}: no model.safetensors (expected a seq2bert checkpoint directory)")
     try:
-        missing, unexpected = load_model(model, str(path), strict=False)
+        state = load_file(str(path))
+    except Exception as e:  # safetensors raises its own error types
+        raise CheckpointError(f"{path}: unreadable ({e})") from None
+    try:
+        missing, unexpected = model.load_state_dict(state, strict=False)
     except RuntimeError as e:  # shapes that do not fit
         first = str(e).strip().splitlines()[-1].strip()
         raise CheckpointError(f"{path}: weights do not fit the model ({first})") from None
+    ours = model.state_dict(keep_vars=True)
+    loaded = {ours[k].data_ptr() for k in ours if k not in missing}
+    missing = [k for k in missing if ours[k].data_ptr() not in loaded]  # a tied copy of a loaded tensor
     if missing or unexpected:
         raise CheckpointError(
             f"{path}: weights do not fit the model (missing: {sorted(missing)[:5]}, unexpected: {sorted(unexpected)[:5]})"
