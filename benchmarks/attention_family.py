@@ -24,8 +24,8 @@ import torch
 
 from seq2bert.decoding.beam import beam_search
 from seq2bert.decoding.greedy import greedy_decode
-from seq2bert.models import build_model
 from seq2bert.models.attention.config import BahdanauConfig, LuongConfig
+from seq2bert.models.registry import build_model
 from seq2bert.models.seq2seq.config import ChoConfig, Seq2SeqConfig
 from seq2bert.precision import native_bf16
 

@@ -8,17 +8,13 @@ __version__ = "0.1.0"
 
 
 def from_pretrained(path: str | Path, device: str = "cpu"):
-    """Load a seq2bert checkpoint (or a run directory's best checkpoint), or a Hugging Face directory — a
-    MarianMT model (as our Transformer) or a BERT (BertModel, BertForPreTraining or BertForMaskedLM, as its
-    config.json names) — as a model in eval mode."""
-    from seq2bert.models.bert.pretrained import is_bert_dir, load_bert
-    from seq2bert.recipes.translation import load
+    """Load a seq2bert checkpoint (or a run directory's best checkpoint), or a Hugging Face directory of any
+    family in the registry (seq2bert/models/registry.py) — a MarianMT model as our Transformer, a BERT as
+    the class its config.json names (BertModel, BertForPreTraining, BertForMaskedLM, a task head) — as a
+    model in eval mode."""
+    from seq2bert.models import registry
 
-    if is_bert_dir(path):
-        return load_bert(path, device=device)[0]
-
-    model, _, _ = load(path, device=device)
-    return model
+    return registry.load(path, device=device)[0]
 
 
 def translate(
@@ -41,9 +37,15 @@ def translate(
 
 
 def embed(
-    texts: list[str], model, *, normalize: bool = False, batch_size: int = 32, max_length: int | None = None
+    texts: list[str],
+    model,
+    *,
+    normalize: bool | None = None,
+    batch_size: int = 32,
+    max_length: int | None = None,
 ):
-    """Mean-pooled sentence embeddings (n, hidden) of a BERT directory (see seq2bert/pipelines.py)."""
+    """Sentence embeddings (n, hidden) of an encoder directory, pooled (by default: mean) and normalised as
+    its sentence-transformers modules.json says, unless ``normalize`` is given (see seq2bert/pipelines.py)."""
     from seq2bert.pipelines import embed as _embed
 
     return _embed(texts, model, normalize=normalize, batch_size=batch_size, max_length=max_length)

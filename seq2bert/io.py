@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -104,3 +105,40 @@ def load_weights(model: nn.Module, directory: Path) -> None:
         raise CheckpointError(
             f"{path}: weights do not fit the model (missing: {sorted(missing)[:5]}, unexpected: {sorted(unexpected)[:5]})"
         )
+
+
+# --- where a run keeps its checkpoints: checkpoint-<step>/ folders and best/
+CHECKPOINT_RE = re.compile(r"^checkpoint-(\d+)$")
+
+
+def list_checkpoints(run_dir: Path) -> list[Path]:
+    """The run's ``checkpoint-<step>`` folders, oldest first."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        return []
+    found = [
+        (int(m.group(1)), p) for p in run_dir.iterdir() if p.is_dir() and (m := CHECKPOINT_RE.match(p.name))
+    ]
+    return [p for _, p in sorted(found)]
+
+
+def latest_checkpoint(run_dir: Path) -> Path | None:
+    ckpts = list_checkpoints(run_dir)
+    return ckpts[-1] if ckpts else None
+
+
+def resolve_checkpoint(path: str | Path) -> Path:
+    """A checkpoint directory itself, or a run directory (its ``best/``, else its latest checkpoint)."""
+    path = Path(path)
+    if (path / "model.safetensors").is_file():
+        return path
+    if (path / "best" / "model.safetensors").is_file():
+        return path / "best"
+    latest = latest_checkpoint(path)
+    if latest is not None:
+        return latest
+    if not path.exists():
+        raise CheckpointError(f"{path}: no such checkpoint or run directory")
+    raise CheckpointError(
+        f"{path}: not a checkpoint (no model.safetensors, best/ or checkpoint-<step>/ inside)"
+    )

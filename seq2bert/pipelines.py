@@ -20,18 +20,24 @@ import torch
 import torch.nn.functional as F
 
 from seq2bert.errors import CheckpointError, UserError
+from seq2bert.models import registry
 
 
-def _load(model, architecture: str):
-    from seq2bert.models.bert.pretrained import load_bert
-
+def _load(model, head: str):
+    """(model with ``head`` — "base", "masked_lm", "sequence", "tokens" or "qa" —, tokenizer, its directory)
+    of a checkpoint directory of any family in the registry, or of a ``(model, tokenizer)`` pair."""
     if isinstance(model, (str, Path)):
-        net, tok = load_bert(model, architecture=architecture)
+        net, tok = registry.load(model, head=head)
         if tok is None:
-            raise CheckpointError(f"{model}: no tokenizer.json or vocab.txt")
+            raise CheckpointError(f"{model}: no tokenizer (tokenizer.json, vocab.txt, …) in the directory")
         return net, tok, Path(model)
     net, tok = model
     return net.eval(), tok, None
+
+
+def _base(net):
+    """The bare encoder inside a head model."""
+    return registry.family_of(net).base_model(net)
 
 
 def default_max_length(directory: Path | None, fallback: int) -> int:
@@ -51,25 +57,73 @@ def mean_pool(hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tenso
     return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
 
 
+POOLING = {
+    "pooling_mode_mean_tokens": mean_pool,
+    "pooling_mode_cls_token": lambda hidden, mask: hidden[:, 0],
+    "pooling_mode_max_tokens": lambda hidden, mask: hidden.masked_fill(
+        ~mask.bool()[..., None], float("-inf")
+    ).amax(1),
+}
+
+
+def sentence_modules(directory: Path | None) -> tuple[str, bool]:
+    """What a sentence-transformers directory's modules.json says comes after the encoder: the pooling
+    (its 1_Pooling/config.json: "pooling_mode_mean_tokens", "pooling_mode_cls_token" or
+    "pooling_mode_max_tokens") and whether a Normalize module L2-normalises the result. Without
+    modules.json: mean pooling, not normalised."""
+    modules = directory / "modules.json" if directory is not None else None
+    if modules is None or not modules.is_file():
+        return "pooling_mode_mean_tokens", False
+    try:
+        entries = json.loads(modules.read_text(encoding="utf-8"))
+        kinds = {e["type"].rsplit(".", 1)[-1]: e.get("path", "") for e in entries}
+    except (ValueError, KeyError, TypeError, AttributeError):
+        raise CheckpointError(f'{modules}: expected a list of {{"type", "path"}} modules') from None
+    unknown = sorted(set(kinds) - {"Transformer", "Pooling", "Normalize"})
+    if unknown:
+        raise CheckpointError(
+            f"{modules}: module(s) {', '.join(unknown)} are not supported (Transformer, Pooling, Normalize are)"
+        )
+    pooling = "pooling_mode_mean_tokens"
+    if "Pooling" in kinds:
+        config = directory / kinds["Pooling"] / "config.json"
+        try:
+            modes = [
+                k
+                for k, v in json.loads(config.read_text(encoding="utf-8")).items()
+                if k.startswith("pooling_mode") and v
+            ]
+        except (OSError, ValueError, AttributeError):
+            raise CheckpointError(f"{config}: expected the pooling module's settings") from None
+        if len(modes) != 1 or modes[0] not in POOLING:
+            raise CheckpointError(f"{config}: pooling {modes} is not supported (one of {', '.join(POOLING)})")
+        pooling = modes[0]
+    return pooling, "Normalize" in kinds
+
+
 @torch.no_grad()
 def embed(
     texts: list[str],
     model,
     *,
-    normalize: bool = False,
+    normalize: bool | None = None,
     batch_size: int = 32,
     max_length: int | None = None,
 ) -> torch.Tensor:
-    """Sentence embeddings (n, hidden): each text's final-layer token vectors averaged over its tokens
-    ([CLS] and [SEP] included, padding excluded — as sentence-transformers' mean pooling), L2-normalised when
-    ``normalize``. Texts longer than ``max_length`` tokens are truncated (default: the directory's
-    sentence-transformers setting, else the model's maximum positions)."""
+    """Sentence embeddings (n, hidden): each text's final-layer token vectors pooled as the directory's
+    sentence-transformers modules say — by default averaged over its tokens ([CLS] and [SEP] included,
+    padding excluded) — and L2-normalised when ``normalize``, whose default (None) is what the directory's
+    modules.json says (a Normalize module: normalised, as sentence-transformers' ``encode`` gives). Texts
+    longer than ``max_length`` tokens are truncated (default: the directory's sentence-transformers setting,
+    else the model's maximum positions)."""
     if isinstance(texts, str):
         raise UserError("embed: give a list of texts")
-    net, tok, directory = _load(model, "BertModel")
-    bert = getattr(net, "bert", net)
-    max_length = max_length or default_max_length(directory, bert.config.max_position_embeddings)
-    device = next(bert.parameters()).device
+    net, tok, directory = _load(model, "base")
+    encoder = _base(net)
+    pooling, normalized = sentence_modules(directory)
+    normalize = normalized if normalize is None else normalize
+    max_length = max_length or default_max_length(directory, encoder.config.max_position_embeddings)
+    device = next(encoder.parameters()).device
     out = []
     for start in range(0, len(texts), batch_size):
         batch = tok.encode_batch(
@@ -79,12 +133,10 @@ def embed(
             padding="longest",
             return_tensors="pt",
         )
-        mask = batch["attention_mask"].to(device)
-        hidden = bert(
-            batch["input_ids"].to(device), mask, batch["token_type_ids"].to(device)
-        ).last_hidden_state
-        out.append(mean_pool(hidden.float(), mask))
-    vectors = torch.cat(out) if out else torch.zeros(0, bert.config.hidden_size)
+        batch = {k: v.to(device) for k, v in batch.items()}
+        hidden = encoder(**batch).last_hidden_state
+        out.append(POOLING[pooling](hidden.float(), batch["attention_mask"]))
+    vectors = torch.cat(out) if out else torch.zeros(0, encoder.config.hidden_size)
     return F.normalize(vectors, dim=-1) if normalize else vectors
 
 
@@ -93,8 +145,8 @@ def word_vectors(texts: list[str], word: str, model) -> torch.Tensor:
     """The contextual vector (final layer, averaged over its WordPieces) of the first occurrence of ``word``
     in each text: (n, hidden). The same word in different contexts gets different vectors — the point of
     contextual embeddings ("bank" of a river and of money)."""
-    net, tok, _ = _load(model, "BertModel")
-    bert = getattr(net, "bert", net)
+    net, tok, _ = _load(model, "base")
+    encoder = _base(net)
     pieces = tok.encode(word, add_special_tokens=False).ids
     if not pieces:
         raise UserError(f"word_vectors: {word!r} has no tokens")
@@ -105,7 +157,7 @@ def word_vectors(texts: list[str], word: str, model) -> torch.Tensor:
         at = next((i for i in range(len(ids)) if ids[i : i + len(pieces)] == pieces), None)
         if at is None:
             raise UserError(f"word_vectors: {word!r} is not in {text!r}")
-        hidden = bert(enc["input_ids"], enc["attention_mask"], enc["token_type_ids"]).last_hidden_state
+        hidden = encoder(**enc).last_hidden_state
         out.append(hidden[0, at : at + len(pieces)].float().mean(0))
     return torch.stack(out)
 
@@ -114,7 +166,7 @@ def word_vectors(texts: list[str], word: str, model) -> torch.Tensor:
 def fill_mask(text: str, model, *, top_k: int = 5) -> list[dict] | list[list[dict]]:
     """The ``top_k`` most probable tokens for the [MASK] in ``text``: [{"token", "token_id", "score",
     "sequence"}, …] best first (one such list per [MASK] when there are several)."""
-    net, tok, _ = _load(model, "BertForMaskedLM")
+    net, tok, _ = _load(model, "masked_lm")
     mask_id = tok.mask_token_id
     if mask_id is None:
         raise CheckpointError("fill_mask: the tokenizer has no [MASK] token")
@@ -158,7 +210,7 @@ def classify(texts, model, *, top_k: int | None = 1, batch_size: int = 32, max_l
     {"label": its label name, "score": the predicted value}."""
     if isinstance(texts, str) or (isinstance(texts, tuple) and len(texts) == 2):
         return classify([texts], model, top_k=top_k, batch_size=batch_size, max_length=max_length)[0]
-    net, tok, _ = _load(model, "BertForSequenceClassification")
+    net, tok, _ = _load(model, "sequence")
     max_length = min(max_length, net.config.max_position_embeddings)
     labels = net.config.id2label
     out = []
@@ -187,7 +239,7 @@ def tag(text: str, model, *, aggregate: bool = True, max_length: int = 512) -> l
     offsets into ``text``; otherwise one {"entity", "score", "word", "start", "end"} per word not tagged O."""
     if not isinstance(text, str):
         return [tag(t, model, aggregate=aggregate, max_length=max_length) for t in text]
-    net, tok, _ = _load(model, "BertForTokenClassification")
+    net, tok, _ = _load(model, "tokens")
     max_length = min(max_length, net.config.max_position_embeddings)
     enc = tok.encode(text, max_length=max_length, truncation="longest_first")
     ids = torch.tensor([enc.ids], device=_device(net))
@@ -241,7 +293,7 @@ def answer(question: str, context: str, model, *, max_seq_length: int = 384, doc
     from seq2bert.data.qa import make_features, postprocess
     from seq2bert.data.squad import QAExample
 
-    net, tok, _ = _load(model, "BertForQuestionAnswering")
+    net, tok, _ = _load(model, "qa")
     max_seq_length = min(max_seq_length, net.config.max_position_embeddings)
     example = QAExample(id="q", title="", context=context, question=question, answers=[])
     features = make_features([example], tok, max_seq_length=max_seq_length, doc_stride=doc_stride)

@@ -6,10 +6,12 @@ import pytest
 
 from seq2bert import config as C
 from seq2bert.errors import ConfigError
-from seq2bert.models import MODELS
 from seq2bert.models.attention.config import BahdanauConfig, LuongConfig
+from seq2bert.models.registry import TRANSLATION_FAMILIES
 from seq2bert.models.seq2seq.config import ChoConfig, Seq2SeqConfig
 from seq2bert.recipes.translation import TranslationConfig, check_run_config
+
+MODELS = {f.model_type: (f.config_class, f.architectures[f.base_architecture]) for f in TRANSLATION_FAMILIES}
 
 
 @dataclass

@@ -2,11 +2,13 @@
 normalised sentence embeddings as sentence-transformers; fill-mask on a BertForMaskedLM directory equals
 transformers' fill-mask."""
 
+import json
+
 import pytest
 import torch
 
 import seq2bert
-from seq2bert.errors import UserError
+from seq2bert.errors import CheckpointError, UserError
 
 SENTENCES = [
     "A man is eating food.",
@@ -25,14 +27,53 @@ def minilm(minilm_dir):
 def test_minilm_embeddings_equal_sentence_transformers(minilm):
     st = pytest.importorskip("sentence_transformers")
     reference = st.SentenceTransformer(minilm, device="cpu").encode(SENTENCES, convert_to_tensor=True)
-    ours = seq2bert.embed(SENTENCES, model=minilm, normalize=True)
+    ours = seq2bert.embed(SENTENCES, model=minilm)  # its modules.json: mean pooling, then Normalize
     assert ours.shape == (5, 384)
     torch.testing.assert_close(ours, reference.cpu(), rtol=0, atol=1e-5)
     torch.testing.assert_close(ours.norm(dim=-1), torch.ones(5))
-    raw = seq2bert.embed(SENTENCES[:2], model=minilm)
+    raw = seq2bert.embed(SENTENCES[:2], model=minilm, normalize=False)
     assert not torch.allclose(raw.norm(dim=-1), torch.ones(2))
+    torch.testing.assert_close(torch.nn.functional.normalize(raw, dim=-1), ours[:2], rtol=0, atol=1e-6)
     with pytest.raises(UserError, match="list"):
         seq2bert.embed("one text", model=minilm)
+
+
+def linked_copy(source, target, skip=()):
+    """``target`` with a symbolic link to every file of ``source`` except ``skip`` (no 90 MB copies)."""
+    target.mkdir()
+    for f in source.iterdir():
+        if f.name not in skip:
+            (target / f.name).symlink_to(f.resolve())
+    return target
+
+
+def test_embed_follows_the_directory_modules(minilm_dir, tmp_path):
+    """No modules.json: mean pooling, not normalised; a CLS-pooling module: the [CLS] vector, as
+    sentence-transformers reads the same directory."""
+    st = pytest.importorskip("sentence_transformers")
+    bare = linked_copy(minilm_dir, tmp_path / "bare", skip=("modules.json",))
+    raw = seq2bert.embed(SENTENCES[:3], model=str(bare))
+    assert not torch.allclose(raw.norm(dim=-1), torch.ones(3))
+    normalized = seq2bert.embed(SENTENCES[:3], model=str(minilm_dir))
+    torch.testing.assert_close(torch.nn.functional.normalize(raw, dim=-1), normalized, rtol=0, atol=1e-6)
+    cls = linked_copy(minilm_dir, tmp_path / "cls", skip=("1_Pooling",))
+    (cls / "1_Pooling").mkdir()
+    pooling = {
+        "word_embedding_dimension": 384,
+        "pooling_mode_cls_token": True,
+        "pooling_mode_mean_tokens": False,
+    }
+    (cls / "1_Pooling" / "config.json").write_text(json.dumps(pooling))
+    reference = st.SentenceTransformer(str(cls), device="cpu").encode(SENTENCES[:3], convert_to_tensor=True)
+    torch.testing.assert_close(
+        seq2bert.embed(SENTENCES[:3], model=str(cls)), reference.cpu(), rtol=0, atol=1e-5
+    )
+    (cls / "modules.json").unlink()
+    (cls / "modules.json").write_text(
+        json.dumps([{"idx": 0, "path": "", "type": "sentence_transformers.models.Dense"}])
+    )
+    with pytest.raises(CheckpointError, match=r"modules\.json: module\(s\) Dense are not supported"):
+        seq2bert.embed(["x"], model=str(cls))
 
 
 def test_fill_mask_equals_transformers(tmp_path, minilm, capsys):

@@ -86,7 +86,7 @@ def cmd_variations(args: argparse.Namespace) -> int:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from seq2bert.commands.bert import cmd_evaluate_finetuned, is_finetuned
+    from seq2bert.commands.encoders import cmd_evaluate_finetuned, is_finetuned
 
     if is_finetuned(args.checkpoint):
         return cmd_evaluate_finetuned(args)

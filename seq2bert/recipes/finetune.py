@@ -22,6 +22,7 @@ import json
 import logging
 import math
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -37,23 +38,26 @@ from seq2bert.data.squad import read_squad
 from seq2bert.data.swag import read_swag
 from seq2bert.errors import ConfigError, DataError
 from seq2bert.evaluation.tasks import glue_metrics, ner_metrics, squad_metrics
-from seq2bert.models.bert.pretrained import init_task_model, load_bert_weights, write_bert_files
-from seq2bert.recipes.translation import count_parameters, seed_everything
+from seq2bert.models import registry
+from seq2bert.models.pretrained import init_task_model, load_hf_weights, write_hf_files
 from seq2bert.training import checkpoint as ckpt
 from seq2bert.training.config import TrainConfig
 from seq2bert.training.distributed import cleanup, setup
+from seq2bert.training.run import count_parameters, seed_everything, write_results, write_run_config
 from seq2bert.training.trainer import Trainer
 from seq2bert.viz.curves import plot_training_curves
 
 log = logging.getLogger(__name__)
 
-# task → (shape, model class, default max_seq_length); main metrics: data/glue.py for GLUE, MAIN_METRIC else
-TASKS: dict[str, tuple[str, str, int]] = {
-    **{name: ("sequence", "BertForSequenceClassification", 128) for name in GLUE_TASKS},
-    "conll2003": ("tokens", "BertForTokenClassification", 256),
-    "squad": ("qa", "BertForQuestionAnswering", 384),
-    "squad_v2": ("qa", "BertForQuestionAnswering", 384),
-    "swag": ("choice", "BertForMultipleChoice", 128),
+# task → (shape, default max_seq_length); the shape names the head, which the checkpoint's family maps to
+# its class (registry: BERT's "sequence" is BertForSequenceClassification); main metrics: data/glue.py for
+# GLUE, MAIN_METRIC else
+TASKS: dict[str, tuple[str, int]] = {
+    **{name: ("sequence", 128) for name in GLUE_TASKS},
+    "conll2003": ("tokens", 256),
+    "squad": ("qa", 384),
+    "squad_v2": ("qa", 384),
+    "swag": ("choice", 128),
 }
 MAIN_METRIC = {"tokens": "f1", "qa": "f1", "choice": "accuracy"}
 
@@ -91,12 +95,12 @@ class FinetuneDataConfig:
 
     @property
     def seq_length(self) -> int:
-        return self.max_seq_length or TASKS[self.task][2]
+        return self.max_seq_length or TASKS[self.task][1]
 
 
 @dataclass
 class FinetuneConfig:
-    init: str = ""  # a BERT directory (Hugging Face layout): pretrained, or fine-tuned already
+    init: str = ""  # a checkpoint directory of an encoder family (BERT, …): pretrained, or fine-tuned already
     random_init: bool = False  # the checkpoint's architecture and vocabulary, but fresh weights
     warmup_ratio: float = 0.1  # of all steps, when train.warmup_steps is 0
     # None: the checkpoint's own (BERT: 0.1). On a CPU, P_drop on the attention weights keeps torch from its
@@ -334,10 +338,14 @@ def finetune(
     dev_examples = subset(splits["dev"], data.max_eval_examples, None)
     require_labels("train", train_examples, data)
     require_labels("dev", dev_examples, data)
-    # 3. the model
-    architecture = TASKS[data.task][1]
+    # 3. the model: the checkpoint's family gives the class with this task's head
+    family = registry.family_at(cfg.init)
+    try:
+        architecture = family.architecture_for(data.kind)
+    except KeyError as e:
+        raise ConfigError(f"{cfg.init}: {e.args[0]}") from None
     seed_everything(cfg.train.seed)
-    model, tok, new = init_task_model(cfg.init, architecture, id2label=labels_of(data, train_examples + dev_examples),
+    model, tok, new = init_task_model(family, cfg.init, architecture, id2label=labels_of(data, train_examples + dev_examples),
                                       problem_type=problem_type_of(data), random_init=cfg.random_init,
                                       overrides=dropout_overrides(cfg))  # fmt: skip
     data = fit_length(data, model.config, cfg.init)
@@ -363,9 +371,7 @@ def finetune(
 
     def write_extra(directory: Path) -> None:
         tok.save(directory)
-        config_io.atomic_write_text(
-            directory / "run.json", json.dumps(config_io.to_dict(cfg), indent=2) + "\n"
-        )
+        write_run_config(directory, cfg)
 
     latest: dict = {}  # the last evaluation's predictions: the best checkpoint's when training ended on it
 
@@ -387,8 +393,8 @@ def finetune(
         device=device,
         dist=dist,
         progress_bar=progress_bar,
-        save_model=write_bert_files,
-        load_model=load_bert_weights,
+        save_model=partial(write_hf_files, family),
+        load_model=partial(load_hf_weights, family),
         plot_curves=plot_training_curves,
     )
     log.info("%s on %s: %s parameters; %d training examples (%d features), %d dev", architecture, data.task,
@@ -405,7 +411,7 @@ def finetune(
         if latest and reuse:
             metrics, preds = latest["metrics"], latest["preds"]
         else:
-            load_bert_weights(model, out_dir / "best")
+            load_hf_weights(family, model, out_dir / "best")
             model.eval()
             metrics, preds = score(data, model, dev_examples, dev_features, pad, device)
         row.update({f"dev_{k}": v for k, v in metrics.items()}, best_step=result.progress.best_step)
@@ -419,7 +425,7 @@ def finetune(
             write_predictions(out_dir / "predictions_mismatched.jsonl", mismatched, mm_examples, preds,
                               model.config.id2label)  # fmt: skip
         row["run_dir"] = str(out_dir)
-        config_io.atomic_write_text(out_dir / "results.json", json.dumps(row, indent=2) + "\n")
+        write_results(out_dir, row)
     cleanup()
     return row
 
@@ -428,8 +434,6 @@ def evaluate_checkpoint(checkpoint: str | Path, data: FinetuneDataConfig | None 
                         device: str = "cpu") -> dict:  # fmt: skip
     """Dev metrics of a fine-tuned checkpoint directory (a run's best/, or any directory with run.json);
     ``data`` overrides the task and folder of its run.json. Writes predictions to ``out`` when given."""
-    from seq2bert.models.bert.pretrained import load_bert
-
     checkpoint = (
         ckpt.resolve_checkpoint(checkpoint) if (Path(checkpoint) / "best").is_dir() else Path(checkpoint)
     )
@@ -441,11 +445,10 @@ def evaluate_checkpoint(checkpoint: str | Path, data: FinetuneDataConfig | None 
         data = trained
     elif trained is not None:  # the run's windows, lengths and thresholds, on the task and folder given
         data = replace(trained, task=data.task, path=data.path)
-    model, tok = load_bert(checkpoint, device=device)
-    if type(model).__name__ != TASKS[data.task][1]:
-        raise ConfigError(
-            f"{checkpoint}: a {type(model).__name__}, but task {data.task} needs a {TASKS[data.task][1]}"
-        )
+    model, tok = registry.load(checkpoint, device=device)
+    needed = registry.family_of(model).heads.get(data.kind, f"{data.kind} model")
+    if type(model).__name__ != needed:
+        raise ConfigError(f"{checkpoint}: a {type(model).__name__}, but task {data.task} needs a {needed}")
     if data.kind == "sequence" and model.config.num_labels != len(GLUE_TASKS[data.task].labels or [0]):
         raise ConfigError(
             f"{checkpoint}: has {model.config.num_labels} output(s) ({', '.join(model.config.id2label.values())}), "

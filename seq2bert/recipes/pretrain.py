@@ -15,27 +15,26 @@ Read top to bottom:
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Union
 
 import numpy as np
 import torch
 
-from seq2bert import config as config_io
 from seq2bert.data.pretraining import Corpus, MaskingConfig, PretrainingData, prepare_corpus, shuffled
 from seq2bert.data.tokenization import Tokenizer
 from seq2bert.errors import ConfigError, DataError
-from seq2bert.models.bert.config import BertConfig, bert_mini
-from seq2bert.models.bert.model import BertForPreTraining
-from seq2bert.models.bert.pretrained import load_bert_weights, write_bert_files
+from seq2bert.models import registry
+from seq2bert.models.bert.config import bert_mini
+from seq2bert.models.pretrained import load_hf_weights, write_hf_files
 from seq2bert.objectives.cross_entropy import IGNORE_INDEX
-from seq2bert.recipes.translation import count_parameters, seed_everything
 from seq2bert.training import checkpoint as ckpt
 from seq2bert.training.config import TrainConfig
 from seq2bert.training.distributed import cleanup, setup
+from seq2bert.training.run import count_parameters, seed_everything, write_results, write_run_config
 from seq2bert.training.trainer import Trainer
 from seq2bert.viz.curves import plot_training_curves
 
@@ -94,9 +93,15 @@ class PretrainDataConfig:
         return out
 
 
+# the model section: the config of any family in the registry with a "pretraining" head, chosen by its
+# model_type (default: BERT-mini)
+PRETRAINABLE = [f for f in registry.FAMILIES.values() if "pretraining" in f.heads]
+PretrainModelConfig = Union[tuple(f.config_class for f in PRETRAINABLE)]  # noqa: UP007 (built from a list)
+
+
 @dataclass
 class PretrainConfig:
-    model: BertConfig = field(default_factory=bert_mini)
+    model: PretrainModelConfig = field(default_factory=bert_mini)
     data: PretrainDataConfig = field(default_factory=PretrainDataConfig)
     train: TrainConfig = field(
         default_factory=lambda: TrainConfig(
@@ -135,14 +140,14 @@ def masking_config(data: PretrainDataConfig, tok: Tokenizer) -> MaskingConfig:
 
 @torch.no_grad()
 def evaluate_pretraining(
-    model: BertForPreTraining, data: PretrainingData, indices: list[int], device
+    model, data: PretrainingData, indices: list[int], device, options: dict | None = None
 ) -> dict:
     """MLM loss and accuracy over the held-out masked tokens, NSP loss and accuracy over the held-out pairs;
-    ``loss`` is their sum, the training objective."""
+    ``loss`` is their sum, the training objective. ``options``: the family's pretraining forward options."""
     mlm_loss = nsp_loss = correct = total = nsp_correct = pairs = 0.0
     for start in range(0, len(indices), data.batch_size):
         batch = {k: v.to(device) for k, v in data.collate(indices[start : start + data.batch_size]).items()}
-        out = model(**batch, sparse_prediction=True)
+        out = model(**batch, **(options or {}))
         targets = batch["labels"][batch["labels"].ne(IGNORE_INDEX)]
         n = targets.numel()
         mlm_loss += float(out.mlm_loss) * n
@@ -210,15 +215,15 @@ def pretrain(
     valid_indices = [i for b in valid_data.batches(0) for i in b][: cfg.data.max_valid_instances]
     # 4. the model and the engine
     model_cfg = replace(cfg.model, vocab_size=tok.vocab_size, pad_token_id=tok.pad_token_id)
+    family = registry.family_of(model_cfg)  # the builder, checkpoint layout and objectives of the model
+    options = family.pretraining_options
     seed_everything(cfg.train.seed)
-    model = BertForPreTraining(model_cfg)
+    model = family.make(model_cfg, family.architecture_for("pretraining"))
     torch.manual_seed(cfg.train.seed + dist.rank)
 
     def write_extra(directory: Path) -> None:
         tok.save(directory)
-        config_io.atomic_write_text(
-            directory / "run.json", json.dumps(config_io.to_dict(cfg), indent=2) + "\n"
-        )
+        write_run_config(directory, cfg)
 
     trainer = Trainer(
         model,
@@ -226,22 +231,22 @@ def pretrain(
         plan=train_data,
         collate=train_data.collate,
         out_dir=out_dir,
-        evaluate=lambda m: evaluate_pretraining(m, valid_data, valid_indices, device),
+        evaluate=lambda m: evaluate_pretraining(m, valid_data, valid_indices, device, options),
         write_extra=write_extra,
-        loss_fn=lambda m, batch: m(**batch, sparse_prediction=True).loss,
+        loss_fn=lambda m, batch: m(**batch, **options).loss,
         count_tokens=lambda batch: int(batch["attention_mask"].sum()),
         device=device,
         dist=dist,
         progress_bar=progress_bar,
-        save_model=write_bert_files,
-        load_model=load_bert_weights,
+        save_model=partial(write_hf_files, family),
+        load_model=partial(load_hf_weights, family),
         plot_curves=plot_training_curves,
     )
-    log.info("BERT: %s parameters; %s tokens in %d documents", f"{count_parameters(model):,}",
+    log.info("%s: %s parameters; %s tokens in %d documents", type(model).__name__, f"{count_parameters(model):,}",
              f"{corpus.info['tokens']:,}", corpus.num_documents)  # fmt: skip
     result = trainer.fit(resume=resume)
     row = {
-        "model": f"bert ({model_cfg.num_hidden_layers}/{model_cfg.hidden_size})",
+        "model": f"{family.model_type} ({model_cfg.num_hidden_layers}/{model_cfg.hidden_size})",
         "params": count_parameters(model),
         "steps": result.progress.step,
         "train_seconds": result.progress.train_seconds,
@@ -250,6 +255,6 @@ def pretrain(
         "run_dir": str(out_dir),
     }
     if dist.is_main:
-        config_io.atomic_write_text(out_dir / "results.json", json.dumps(row, indent=2) + "\n")
+        write_results(out_dir, row)
     cleanup()
     return row

@@ -28,12 +28,14 @@ from seq2bert.data.tokenization import Tokenizer
 from seq2bert.decoding.search import generate
 from seq2bert.errors import CheckpointError, ConfigError
 from seq2bert.evaluation import metrics as M
-from seq2bert.models import ModelConfig, build_model, model_config_from_dict
+from seq2bert.models import registry
+from seq2bert.models.registry import ModelConfig, build_model
 from seq2bert.models.seq2seq.config import Seq2SeqConfig
 from seq2bert.objectives.cross_entropy import IGNORE_INDEX
 from seq2bert.training import checkpoint as ckpt
 from seq2bert.training.config import TrainConfig
 from seq2bert.training.distributed import cleanup, setup
+from seq2bert.training.run import count_parameters, seed_everything, write_results
 from seq2bert.training.trainer import Trainer
 from seq2bert.viz.curves import plot_training_curves
 
@@ -62,16 +64,6 @@ def check_run_config(cfg: TranslationConfig) -> None:
         raise ConfigError(
             f"train.metric: expected one of {', '.join(EVAL_METRICS)}, got {cfg.train.metric!r}"
         )
-
-
-def seed_everything(seed: int) -> None:
-    import random
-
-    import numpy as np
-
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
 
 
 # --- 1. data
@@ -263,10 +255,6 @@ def model_label(cfg: ModelConfig) -> str:
     return cfg.model_type
 
 
-def count_parameters(model) -> int:
-    return sum(p.numel() for p in model.parameters())
-
-
 def write_checkpoint_extras(cfg: TranslationConfig, model_cfg: ModelConfig, tok: Tokenizer):
     def write(directory: Path) -> None:
         config_io.save(model_cfg, directory / "config.json")
@@ -363,7 +351,7 @@ def train(
     if dist.is_main and best is not None:
         ckpt.load_weights(model, best)
         row.update(score_best(model, tok, valid, pairs["test"], cfg.data, device=device))
-        config_io.atomic_write_text(out_dir / "results.json", json.dumps(row, indent=2) + "\n")
+        write_results(out_dir, row)
     row["is_main"] = dist.is_main
     cleanup()
     return row
@@ -407,21 +395,15 @@ def rescore_run(run_dir: str | Path) -> dict:
 
 # --- 4. using a checkpoint
 def load(checkpoint: str | Path, device: str = "cpu"):
-    """(model in eval mode, tokenizer, run config or None) from a checkpoint or run directory, or from a
-    Hugging Face MarianMT directory (our Transformer with its SentencePiece tokenizer; no run config)."""
-    from seq2bert.models.transformer.marian import is_marian_dir, load_marian
-
-    if is_marian_dir(checkpoint):
-        model, tok = load_marian(checkpoint, device)
-        return model, tok, None
-    path = ckpt.resolve_checkpoint(checkpoint)
-    model_cfg = model_config_from_dict(ckpt.read_json(path / "config.json"), source=path / "config.json")
-    model = build_model(model_cfg)
-    ckpt.load_weights(model, path)
-    if not (path / "tokenizer.json").is_file():
-        raise CheckpointError(f"{path}: no tokenizer.json")
-    tok = Tokenizer.load(path)
-    return model.to(device).eval(), tok, read_run_config(path)
+    """(model in eval mode, tokenizer, run config or None) of an encoder-decoder: a checkpoint or run
+    directory of ours, or a Hugging Face directory of a family in the registry (MarianMT: our Transformer
+    with its SentencePiece tokenizer; no run config)."""
+    family = registry.family_at(checkpoint)
+    if family.kind != "encoder-decoder":
+        raise CheckpointError(f"{checkpoint}: a {family.model_type} model, not an encoder-decoder")
+    model, tok = registry.load(checkpoint, device=device)
+    run = None if family.huggingface else read_run_config(registry.checkpoint_dir(checkpoint))
+    return model, tok, run
 
 
 def read_run_config(checkpoint: Path) -> TranslationConfig | None:

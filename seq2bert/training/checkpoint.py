@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import random
-import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -29,9 +28,16 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from seq2bert.errors import CheckpointError
-from seq2bert.io import load_weights, read_json, save_weights, write_dir_atomically  # noqa: F401 (re-exported)
-
-CHECKPOINT_RE = re.compile(r"^checkpoint-(\d+)$")
+from seq2bert.io import (  # noqa: F401 (re-exported)
+    CHECKPOINT_RE,
+    latest_checkpoint,
+    list_checkpoints,
+    load_weights,
+    read_json,
+    resolve_checkpoint,
+    save_weights,
+    write_dir_atomically,
+)
 
 
 def rng_state() -> dict[str, Any]:
@@ -95,22 +101,6 @@ def load_trainer_state(directory: Path) -> dict[str, Any]:
     return torch.load(path, map_location="cpu", weights_only=True)  # never executes pickled code
 
 
-def list_checkpoints(run_dir: Path) -> list[Path]:
-    """The run's ``checkpoint-<step>`` folders, oldest first."""
-    run_dir = Path(run_dir)
-    if not run_dir.is_dir():
-        return []
-    found = [
-        (int(m.group(1)), p) for p in run_dir.iterdir() if p.is_dir() and (m := CHECKPOINT_RE.match(p.name))
-    ]
-    return [p for _, p in sorted(found)]
-
-
-def latest_checkpoint(run_dir: Path) -> Path | None:
-    ckpts = list_checkpoints(run_dir)
-    return ckpts[-1] if ckpts else None
-
-
 def check_fresh_run_dir(run_dir: Path) -> None:
     """A new run must not mix with an old one in the same directory (logs, checkpoints, best/)."""
     run_dir = Path(run_dir)
@@ -166,20 +156,3 @@ def average_checkpoints(directories: list[Path], target: Path) -> None:
         )
 
     write_dir_atomically(Path(target), write)
-
-
-def resolve_checkpoint(path: str | Path) -> Path:
-    """A checkpoint directory itself, or a run directory (its ``best/``, else its latest checkpoint)."""
-    path = Path(path)
-    if (path / "model.safetensors").is_file():
-        return path
-    if (path / "best" / "model.safetensors").is_file():
-        return path / "best"
-    latest = latest_checkpoint(path)
-    if latest is not None:
-        return latest
-    if not path.exists():
-        raise CheckpointError(f"{path}: no such checkpoint or run directory")
-    raise CheckpointError(
-        f"{path}: not a checkpoint (no model.safetensors, best/ or checkpoint-<step>/ inside)"
-    )

@@ -44,21 +44,23 @@ def attention_maps(model, text: str, *, pair: str | None = None) -> AttentionMap
     """The attention weights of ``model`` on ``text``: a BERT directory (or loaded ``(model, tokenizer)``) —
     its encoder self-attention, ``pair`` as segment B — or a translation checkpoint directory, whose
     weights come from its own greedy translation of ``text`` (recipes/translation.align)."""
-    from seq2bert.models.hf import model_type_of
+    from seq2bert.models import registry
 
-    if isinstance(model, tuple) or model_type_of(model) == "bert":
-        from seq2bert.pipelines import _load
+    if isinstance(model, tuple) or registry.family_at(model).kind == "encoder":
+        from seq2bert.pipelines import _base, _load
 
-        net, tok, _ = _load(model, "BertModel")
-        bert = getattr(net, "bert", net)
+        net, tok, _ = _load(model, "base")
+        encoder = _base(net)
         enc = tok.encode(text, pair)
-        ids = torch.tensor([enc.ids], device=next(bert.parameters()).device)
+        ids = torch.tensor([enc.ids], device=next(encoder.parameters()).device)
         types = torch.tensor([enc.type_ids], device=ids.device)
-        out = bert(ids, torch.ones_like(ids), types, output_attentions=True)
+        out = encoder(
+            input_ids=ids, attention_mask=torch.ones_like(ids), token_type_ids=types, output_attentions=True
+        )
         layers = [w[0].float().cpu() for w in out.attentions]
         return AttentionMaps({"encoder": layers}, {"encoder": (enc.tokens, enc.tokens)}, text)
     if pair is not None:
-        raise UserError("--pair is for BERT models; a translation model reads one text")
+        raise UserError("--pair is for encoders (BERT); a translation model reads one text")
     from seq2bert.recipes.translation import align
 
     try:

@@ -10,7 +10,7 @@ import torch
 
 from seq2bert import config as C
 from seq2bert.cli import main
-from seq2bert.models import MODELS
+from seq2bert.models.registry import TRANSLATION_FAMILIES
 from seq2bert.recipes.translation import (
     BEAM5,
     GREEDY,
@@ -23,6 +23,8 @@ from seq2bert.recipes.translation import (
     train,
     translate,
 )
+
+MODELS = {f.model_type: (f.config_class, f.architectures[f.base_architecture]) for f in TRANSLATION_FAMILIES}
 
 TINY = [
     "data.task=reverse",

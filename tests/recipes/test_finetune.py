@@ -363,7 +363,7 @@ def test_dropout_set_for_the_run_replaces_the_checkpoints_and_is_saved_with_it(i
     assert model.config.hidden_dropout_prob == 0.1  # the checkpoint's, untouched
     default, _, _ = init_task_model(init_dir, "BertForQuestionAnswering")
     assert all(m.dropout == 0.1 for m in default.modules() if isinstance(m, MultiHeadAttention))
-    with pytest.raises(ConfigError, match="attention_dropout: not a BERT configuration field"):
+    with pytest.raises(ConfigError, match="attention_dropout: not a bert configuration field"):
         init_task_model(init_dir, "BertForQuestionAnswering", overrides={"attention_dropout": 0.0})
 
     write_sst2(tmp_path / "sst2", np.random.default_rng(0))

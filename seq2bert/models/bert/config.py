@@ -47,8 +47,9 @@ class BertConfig:
         return len(self.id2label)
 
     def validate(self) -> None:
-        if self.model_type != "bert":
-            raise ConfigError(f"model_type: expected 'bert', got {self.model_type!r}")
+        expected = type(self).__dataclass_fields__["model_type"].default  # a variant's config sets its own
+        if self.model_type != expected:
+            raise ConfigError(f"model_type: expected {expected!r}, got {self.model_type!r}")
         for name in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
                      "max_position_embeddings", "type_vocab_size"):  # fmt: skip
             if getattr(self, name) < 1:

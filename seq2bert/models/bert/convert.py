@@ -37,8 +37,10 @@ ARCHITECTURES = ("BertModel", "BertForPreTraining", "BertForMaskedLM", *TASK_HEA
 
 def config_from_hf(hf: dict[str, Any], source: str = "config.json") -> BertConfig:
     """Our config from a transformers BertConfig dictionary; variants we do not implement are refused."""
-    if hf.get("model_type", "bert") != "bert":
-        raise CheckpointError(f"{source}: model_type {hf.get('model_type')!r}, expected 'bert'")
+    if hf.get("model_type", BertConfig.model_type) != BertConfig.model_type:
+        raise CheckpointError(
+            f"{source}: model_type {hf.get('model_type')!r}, expected {BertConfig.model_type!r}"
+        )
     if hf.get("position_embedding_type", "absolute") != "absolute" or hf.get("is_decoder"):
         raise CheckpointError(f"{source}: only encoder BERTs with absolute positions are supported")
     fields = {k: hf[k] for k in CONFIG_FIELDS if k in hf}
@@ -55,7 +57,7 @@ def config_from_hf(hf: dict[str, Any], source: str = "config.json") -> BertConfi
 def config_to_hf(cfg: BertConfig, architecture: str) -> dict[str, Any]:
     out = {
         "architectures": [architecture],
-        "model_type": "bert",
+        "model_type": cfg.model_type,
         **{k: getattr(cfg, k) for k in CONFIG_FIELDS},
         "position_embedding_type": "absolute",
     }

@@ -27,6 +27,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from seq2bert.models.bert.config import BertConfig
+from seq2bert.models.pretrained import SavePretrained
 from seq2bert.nn.feed_forward import ACTIVATIONS
 from seq2bert.nn.layers import TransformerLayer, transformer_layer
 from seq2bert.nn.masks import padding_mask
@@ -61,15 +62,6 @@ class MaskedLMOutput:
     logits: torch.Tensor  # (B, T, V); (N, V) with sparse_prediction
     hidden_states: tuple[torch.Tensor, ...] | None = None
     attentions: tuple[torch.Tensor, ...] | None = None
-
-
-class SavePretrained:
-    """``model.save_pretrained(path, tokenizer=None)``: a directory transformers reads (pretrained.py)."""
-
-    def save_pretrained(self, path, tokenizer=None) -> None:
-        from seq2bert.models.bert.pretrained import save_bert
-
-        save_bert(self, path, tokenizer)
 
 
 class BertEmbeddings(nn.Module):

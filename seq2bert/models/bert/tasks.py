@@ -28,7 +28,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from seq2bert.models.bert.config import BertConfig
-from seq2bert.models.bert.model import BertModel, SavePretrained, init_bert_weights
+from seq2bert.models.bert.model import BertModel, init_bert_weights
+from seq2bert.models.pretrained import SavePretrained
 from seq2bert.objectives.cross_entropy import IGNORE_INDEX
 
 

@@ -47,11 +47,13 @@ def cmd_finetune(args: argparse.Namespace) -> int:
 
 
 def is_finetuned(checkpoint: str) -> bool:
-    """A fine-tuning run, its best/ or a BERT task directory (rather than a translation checkpoint)."""
-    from seq2bert.models.hf import model_type_of
+    """A fine-tuning run, its best/ or an encoder's task directory (rather than a translation checkpoint)."""
+    from seq2bert.models import registry
 
-    path = Path(checkpoint)
-    return model_type_of(path) == "bert" or model_type_of(path / "best") == "bert"
+    try:
+        return registry.family_at(checkpoint).kind == "encoder"
+    except UserError:  # not a checkpoint at all: the translation evaluation says so
+        return False
 
 
 def cmd_evaluate_finetuned(args: argparse.Namespace) -> int:
@@ -68,21 +70,24 @@ def cmd_evaluate_finetuned(args: argparse.Namespace) -> int:
     return 0
 
 
-def _load_bert_task(path: str, architecture: str):
-    from seq2bert.models.bert.pretrained import load_bert
+def _load_task(path: str, head: str):
+    """The fine-tuned model of ``path`` (the class its config.json names), which must have ``head``."""
+    from seq2bert.models import registry
 
-    model, tok = load_bert(path)
-    if type(model).__name__ != architecture:
-        raise UserError(f"{path}: a {type(model).__name__}; this command needs a {architecture}")
+    model, tok = registry.load(path)
+    family = registry.family_of(model)
+    needed = family.heads.get(head)
+    if family.architecture_of(model) != needed:
+        raise UserError(f"{path}: a {type(model).__name__}; this command needs a {needed or head + ' model'}")
     if tok is None:
-        raise UserError(f"{path}: no tokenizer.json or vocab.txt")
+        raise UserError(f"{path}: no tokenizer in the directory")
     return model, tok
 
 
 def cmd_classify(args: argparse.Namespace) -> int:
     from seq2bert.pipelines import classify
 
-    model = _load_bert_task(args.model, "BertForSequenceClassification")
+    model = _load_task(args.model, "sequence")
     texts = args.text or [line.rstrip("\n") for line in sys.stdin if line.strip()]
     items = [tuple(t.split("\t", 1)) if "\t" in t else t for t in texts]  # "A<TAB>B": a pair
     for text, result in zip(texts, classify(items, model, top_k=1), strict=True):
@@ -93,7 +98,7 @@ def cmd_classify(args: argparse.Namespace) -> int:
 def cmd_tag(args: argparse.Namespace) -> int:
     from seq2bert.pipelines import tag
 
-    model = _load_bert_task(args.model, "BertForTokenClassification")
+    model = _load_task(args.model, "tokens")
     for i, text in enumerate(args.text or [line.rstrip("\n") for line in sys.stdin if line.strip()]):
         if i:
             print()
@@ -107,7 +112,7 @@ def cmd_tag(args: argparse.Namespace) -> int:
 def cmd_qa(args: argparse.Namespace) -> int:
     from seq2bert.pipelines import answer
 
-    model = _load_bert_task(args.model, "BertForQuestionAnswering")
+    model = _load_task(args.model, "qa")
     context = args.context
     if args.context_file:
         context = Path(args.context_file).read_text(encoding="utf-8")

@@ -1,0 +1,134 @@
+"""What a model family tells the rest of seq2bert about itself: one ``Family`` record per Hugging Face
+``model_type`` (seq2bert/models/registry.py lists them).
+
+Generic code — loading and saving, the pipelines, the CLI, inspection, pretraining and fine-tuning — asks
+the family, never a family's name:
+
+    config_class     the dataclass of the family's hyper-parameters (Hugging Face field names)
+    architectures    transformers' class name → our class ("BertForMaskedLM" → BertForMaskedLM); the first is
+                     the bare model
+    heads            what a job needs → the architecture that has it: "base" (hidden states), "pretraining",
+                     "masked_lm", "sequence" / "tokens" / "qa" / "choice" (the fine-tuning shapes), "seq2seq"
+    kind             "encoder", "encoder-decoder" or "decoder": how its attention is shown and used
+    base_model_prefix  the attribute under which a head model keeps the bare model ("bert"; "" for none)
+    tokenizer        the tokenizer kind its checkpoints carry ("wordpiece", "sentencepiece", "seq2bert", …)
+
+and how its checkpoints are laid out. ``layout="huggingface"``: a directory transformers reads —
+config.json with ``architectures``, model.safetensors, the tokenizer files — through the family's
+conversions (its declarative key maps, convert.py): ``config_from_hf`` / ``config_to_hf`` and
+``state_from_hf`` / ``state_to_hf``. A family of our own (no transformers class) may leave them out: its
+config.json is then the config dataclass plus ``architectures``, and its weights our state dict as is.
+``layout="seq2bert"``: the translation recipe's checkpoints (config.json of the dataclass, model.safetensors
+with tied tensors stored once, tokenizer.json).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+from torch import nn
+
+from seq2bert import config as config_io
+from seq2bert.errors import CheckpointError, ConfigError
+
+KINDS = ("encoder", "encoder-decoder", "decoder")
+
+
+@dataclass(frozen=True)
+class Family:
+    model_type: str
+    config_class: type
+    architectures: dict[str, type[nn.Module]]
+    heads: dict[str, str] = field(default_factory=dict)
+    kind: Literal["encoder", "encoder-decoder", "decoder"] = "encoder"
+    base_model_prefix: str = ""
+    tokenizer: str = "seq2bert"
+    layout: Literal["huggingface", "seq2bert"] = "huggingface"
+    # Hugging Face checkpoints (None: seq2bert's own layout)
+    config_from_hf: Callable[[dict, str], Any] | None = None  # (config.json dict, source) → our config
+    config_to_hf: Callable[[Any, str], dict] | None = None  # (our config, architecture) → config.json dict
+    # (their state, our config, architecture, source, new_heads) → our state dict
+    state_from_hf: Callable[..., dict[str, torch.Tensor]] | None = None
+    state_to_hf: Callable[[dict, Any, str], dict] | None = None  # (our state, config, architecture) → theirs
+    load_tokenizer: Callable[[Path], Any] | None = None  # the checkpoint's tokenizer (None when it has none)
+    # our model for (config, architecture, their weights or None); default: architectures[architecture](config)
+    build: Callable[..., nn.Module] | None = None
+    head_modules: tuple[str, ...] = ()  # top-level modules of every head (dropped when a task starts)
+    pretraining_options: dict = field(default_factory=dict)  # keyword arguments of the pretraining forward
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"{self.model_type}: kind must be one of {KINDS}, got {self.kind!r}")
+        if not self.architectures:
+            raise ValueError(f"{self.model_type}: a family needs at least one architecture")
+        unknown = [a for a in self.heads.values() if a not in self.architectures]
+        if unknown:
+            raise ValueError(f"{self.model_type}: heads name unknown architectures {unknown}")
+
+    @property
+    def base_architecture(self) -> str:
+        return next(iter(self.architectures))
+
+    @property
+    def huggingface(self) -> bool:
+        """Whether its checkpoints are Hugging Face-style directories (else the translation recipe's layout)."""
+        return self.layout == "huggingface"
+
+    # --- checkpoints: the family's conversions, or our own layout as is
+    def read_config(self, data: dict, source: str) -> Any:
+        """Our config from a config.json dictionary."""
+        if self.config_from_hf is not None:
+            return self.config_from_hf(data, source)
+        fields = {k: v for k, v in data.items() if k in self.config_class.__dataclass_fields__}
+        try:
+            return config_io.from_dict(self.config_class, fields)
+        except ConfigError as e:
+            raise CheckpointError(f"{source}: {e}") from None
+
+    def write_config(self, config: Any, architecture: str) -> dict:
+        """config.json's dictionary for ``config`` and ``architecture``."""
+        if self.config_to_hf is not None:
+            return self.config_to_hf(config, architecture)
+        return {"architectures": [architecture], **config_io.to_dict(config)}
+
+    def read_state(
+        self, state: dict[str, torch.Tensor], config: Any, architecture: str, source: str, new_heads: bool
+    ) -> dict[str, torch.Tensor]:
+        """Our state dict from a checkpoint's; ``new_heads`` (a task starting): without any head."""
+        if self.state_from_hf is not None:
+            return self.state_from_hf(state, config, architecture, source, new_heads)
+        if new_heads:
+            return {k: v for k, v in state.items() if k.split(".")[0] not in self.head_modules}
+        return dict(state)
+
+    def write_state(self, state: dict[str, torch.Tensor], config: Any, architecture: str) -> dict:
+        if self.state_to_hf is not None:
+            return self.state_to_hf(state, config, architecture)
+        return dict(state)
+
+    def architecture_for(self, head: str) -> str:
+        """The architecture that has ``head``; a one-line error naming the heads the family has."""
+        if head not in self.heads:
+            raise KeyError(f"{self.model_type} has no {head!r} model (it has: {', '.join(self.heads)})")
+        return self.heads[head]
+
+    def architecture_of(self, model: nn.Module) -> str:
+        for name, cls in self.architectures.items():
+            if type(model) is cls:
+                return name
+        raise TypeError(f"not a {self.model_type} model: {type(model).__name__}")
+
+    def make(self, config: Any, architecture: str | None = None, weights: dict | None = None) -> nn.Module:
+        """A new model of ``architecture`` (default: the bare model) for ``config``."""
+        architecture = architecture or self.base_architecture
+        if self.build is not None:
+            return self.build(config, architecture, weights)
+        return self.architectures[architecture](config)
+
+    def base_model(self, model: nn.Module) -> nn.Module:
+        """The bare model inside a head model (the model itself when it is bare)."""
+        return getattr(model, self.base_model_prefix, model) if self.base_model_prefix else model

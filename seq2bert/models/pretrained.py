@@ -1,0 +1,175 @@
+"""Checkpoint directories in and out, for any family (seq2bert/models/family.py):
+
+- Hugging Face directories — config.json, model.safetensors (or pytorch_model.bin read with
+  weights_only=True) and the tokenizer files — through the family's conversions: the class comes from
+  config.json's ``architectures`` (or the one asked for); ``save_hf`` writes a directory that transformers'
+  ``from_pretrained`` reads with equal outputs; ``init_task_model`` starts a fine-tuning run from any
+  checkpoint of the family;
+- seq2bert's own checkpoints — config.json of the config dataclass, model.safetensors of our state dict,
+  tokenizer.json — for the families transformers has no class for.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from seq2bert import config as config_io
+from seq2bert.data.tokenization import Tokenizer
+from seq2bert.errors import CheckpointError, ConfigError
+from seq2bert.io import load_weights, read_json, resolve_checkpoint, write_dir_atomically
+from seq2bert.models.family import Family
+from seq2bert.models.hf import read_config, read_weights, write_model_files
+
+log = logging.getLogger(__name__)
+
+
+# --- Hugging Face directories
+def load_hf(
+    family: Family, path: str | Path, architecture: str | None = None, device: str | torch.device = "cpu"
+) -> tuple[nn.Module, Any]:
+    """The model (eval mode) of a Hugging Face directory — ``architecture`` or the one config.json names —
+    and its tokenizer (None when the directory has none)."""
+    path = Path(path)
+    hf_config = read_config(path)
+    cfg = family.read_config(hf_config, str(path / "config.json"))
+    named = (hf_config.get("architectures") or [family.base_architecture])[0]
+    architecture = architecture or (named if named in family.architectures else family.base_architecture)
+    if architecture not in family.architectures:
+        raise CheckpointError(
+            f"architecture {architecture!r}: expected one of {', '.join(family.architectures)}"
+        )
+    weights = read_weights(path)
+    model = family.make(cfg, architecture, weights)
+    model.load_state_dict(family.read_state(weights, cfg, architecture, str(path), False))
+    return model.to(device).eval(), hf_tokenizer(family, path)
+
+
+def hf_tokenizer(family: Family, path: Path) -> Any:
+    if family.load_tokenizer is not None:
+        return family.load_tokenizer(path)
+    if (path / "tokenizer.json").is_file() or (path / "vocab.txt").is_file():
+        return Tokenizer.from_file(path)
+    return None
+
+
+def init_task_model(
+    family: Family,
+    path: str | Path,
+    architecture: str,
+    *,
+    id2label: dict[int, str] | None = None,
+    problem_type: str | None = None,
+    random_init: bool = False,
+    overrides: dict | None = None,
+    device: str | torch.device = "cpu",
+) -> tuple[nn.Module, Any, list[str]]:
+    """A task model (``architecture``, e.g. BertForSequenceClassification) whose encoder comes from the
+    directory ``path``; the head — and the pooler when the checkpoint has none — start from the family's
+    initialisation. A head in the checkpoint with the right shape and the same labels is kept (continuing
+    a fine-tuning run); one of another shape, or trained for other ``id2label``, starts new.
+    ``random_init``: the architecture and tokenizer of ``path`` with fresh weights (the baseline that shows
+    what pretraining buys). ``overrides``: config fields set in place of the checkpoint's (dropout
+    probabilities for fine-tuning, say), validated.
+
+    Returns the model (train mode), the tokenizer and the names of the parameters initialised new."""
+    path = Path(path)
+    tasks = [a for h, a in family.heads.items() if h in ("sequence", "tokens", "qa", "choice")]
+    if architecture not in tasks:
+        raise CheckpointError(f"architecture {architecture!r}: expected one of {', '.join(tasks)}")
+    hf_config = read_config(path)
+    cfg = family.read_config(hf_config, str(path / "config.json"))
+    # a head trained for other labels (an RTE classifier starting MRPC, say) starts new even when it fits
+    relabelled = id2label is not None and id2label != cfg.id2label
+    trained_labels = cfg.id2label
+    cfg = replace(cfg, id2label=id2label or cfg.id2label, problem_type=problem_type or cfg.problem_type)
+    for key, value in (overrides or {}).items():
+        if not hasattr(cfg, key):
+            raise ConfigError(f"{key}: not a {family.model_type} configuration field")
+        setattr(cfg, key, value)
+    cfg.validate()
+    model = family.make(cfg, architecture)
+    tokenizer = hf_tokenizer(family, path)
+    if random_init:
+        return model.to(device).train(), tokenizer, sorted(model.state_dict())
+    state = family.read_state(read_weights(path), cfg, architecture, str(path), True)
+    expected = model.state_dict()
+    if relabelled:
+        for key in [k for k in state if k.split(".")[0] in family.head_modules]:
+            log.info("%s: %s was trained for the labels %s: initialised new", path, key,
+                     ", ".join(trained_labels.values()))  # fmt: skip
+            del state[key]
+    for key in [k for k, v in state.items() if k in expected and v.shape != expected[k].shape]:
+        log.info("%s: %s has shape %s, the task needs %s: initialised new", path, key,
+                 tuple(state[key].shape), tuple(expected[key].shape))  # fmt: skip
+        del state[key]
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    if unexpected:  # read_state only returns keys of our layout
+        raise CheckpointError(f"{path}: unexpected keys {', '.join(unexpected)}")
+    if missing:
+        log.info("%s: initialised new (not in the checkpoint): %s", path, ", ".join(missing))
+    return model.to(device).train(), tokenizer, list(missing)
+
+
+def write_hf_files(family: Family, model: nn.Module, directory: Path) -> None:
+    """config.json and model.safetensors of ``model`` in transformers' layout, into an existing folder (a
+    checkpoint being written: the trainer renames the folder into place)."""
+    architecture = family.architecture_of(model)
+    config = {**family.write_config(model.config, architecture), "torch_dtype": "float32"}
+    write_model_files(directory, config, family.write_state(model.state_dict(), model.config, architecture))
+
+
+def load_hf_weights(family: Family, model: nn.Module, directory: Path) -> None:
+    """Read back what ``write_hf_files`` wrote (resuming a run, or taking its best checkpoint)."""
+    architecture = family.architecture_of(model)
+    model.load_state_dict(
+        family.read_state(read_weights(directory), model.config, architecture, str(directory), False)
+    )
+
+
+def save_hf(family: Family, model: nn.Module, path: str | Path, tokenizer: Any = None) -> None:
+    """Write ``model`` (and ``tokenizer``) as a transformers directory, atomically."""
+
+    def write(tmp: Path) -> None:
+        write_hf_files(family, model, tmp)
+        if tokenizer is not None:
+            tokenizer.save(tmp)
+
+    write_dir_atomically(Path(path), write)
+
+
+class SavePretrained:
+    """``model.save_pretrained(path, tokenizer=None)``: the model's family writes a directory transformers
+    reads (a mixin for every model class of a Hugging Face-layout family)."""
+
+    def save_pretrained(self, path, tokenizer=None) -> None:
+        from seq2bert.models.registry import family_of  # the registry imports every family, this one too
+
+        save_hf(family_of(self), self, path, tokenizer)
+
+
+# --- seq2bert's own checkpoints
+def config_from_dict(family: Family, data: dict[str, Any], source: str | Path = "config") -> Any:
+    """The family's config dataclass from a config.json dictionary, checked key by key."""
+    try:
+        return config_io.from_dict(family.config_class, data)
+    except ConfigError as e:
+        raise ConfigError(f"{source}: {e}") from None
+
+
+def load_native(
+    family: Family, path: str | Path, device: str | torch.device = "cpu"
+) -> tuple[nn.Module, Tokenizer]:
+    """The model (eval mode) and tokenizer of a seq2bert checkpoint (or a run directory's best one)."""
+    path = resolve_checkpoint(path)
+    cfg = config_from_dict(family, read_json(path / "config.json"), source=path / "config.json")
+    model = family.make(cfg)
+    load_weights(model, path)
+    if not (path / "tokenizer.json").is_file():
+        raise CheckpointError(f"{path}: no tokenizer.json")
+    return model.to(device).eval(), Tokenizer.load(path)

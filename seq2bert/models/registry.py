@@ -1,0 +1,134 @@
+"""The one registry of model families, keyed by the Hugging Face ``model_type`` (or seq2bert's own, for
+families transformers has no class for). Each family describes itself once (seq2bert/models/family.py);
+this file lists them. ``seq2bert.from_pretrained``, the pipelines, the CLI, inspection, pretraining and
+fine-tuning find a family here — by a checkpoint directory's config.json, a config or a model — and
+never by its name.
+
+A new family: its package under models/ (config.py, model.py, convert.py, a ``FAMILY``), plus one line in
+FAMILIES below; or, for one of your own, ``register(Family(...))`` at run time (docs/architecture.md).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Union
+
+import torch
+from torch import nn
+
+from seq2bert.errors import CheckpointError
+from seq2bert.io import read_json, resolve_checkpoint
+from seq2bert.models import pretrained
+from seq2bert.models.attention.bahdanau import RNNSearch
+from seq2bert.models.attention.config import BahdanauConfig, LuongConfig
+from seq2bert.models.attention.luong import LuongNMT
+from seq2bert.models.bert.pretrained import FAMILY as BERT
+from seq2bert.models.family import Family
+from seq2bert.models.hf import model_type_of
+from seq2bert.models.seq2seq.cho import ChoEncoderDecoder
+from seq2bert.models.seq2seq.config import ChoConfig, Seq2SeqConfig
+from seq2bert.models.seq2seq.model import Seq2Seq
+from seq2bert.models.transformer.config import TransformerConfig
+from seq2bert.models.transformer.marian import FAMILY as MARIAN
+from seq2bert.models.transformer.model import Transformer
+
+
+def translation_family(model_type: str, config_class: type, model_class: type[nn.Module]) -> Family:
+    """An encoder-decoder trained by seq2bert's translation recipe, in seq2bert's checkpoint layout."""
+    return Family(
+        model_type,
+        config_class,
+        {model_class.__name__: model_class},
+        heads={"seq2seq": model_class.__name__},
+        kind="encoder-decoder",
+        layout="seq2bert",
+    )
+
+
+FAMILIES: dict[str, Family] = {
+    f.model_type: f
+    for f in (
+        translation_family("seq2seq", Seq2SeqConfig, Seq2Seq),
+        translation_family("cho", ChoConfig, ChoEncoderDecoder),
+        translation_family("bahdanau", BahdanauConfig, RNNSearch),
+        translation_family("luong", LuongConfig, LuongNMT),
+        translation_family("transformer", TransformerConfig, Transformer),
+        MARIAN,
+        BERT,
+    )
+}
+
+# the families the translation recipe trains (seq2bert's own layout), and the model section of its run
+# configuration: one of their configs, chosen by its model_type (seq2bert/config.py)
+TRANSLATION_FAMILIES = [f for f in FAMILIES.values() if f.kind == "encoder-decoder" and not f.huggingface]
+ModelConfig = Union[tuple(f.config_class for f in TRANSLATION_FAMILIES)]  # noqa: UP007 (built from a list)
+
+
+def register(family: Family) -> Family:
+    """Add a family (one of your own: a model_type not taken yet)."""
+    if family.model_type in FAMILIES and FAMILIES[family.model_type] is not family:
+        raise ValueError(f"model_type {family.model_type!r} is already registered")
+    FAMILIES[family.model_type] = family
+    return family
+
+
+def get(model_type: str | None, source: str | Path = "config.json") -> Family:
+    """The family of ``model_type``; a one-line error naming the known ones otherwise."""
+    if model_type not in FAMILIES:
+        raise CheckpointError(f"{source}: model_type {model_type!r} is not one of {', '.join(FAMILIES)}")
+    return FAMILIES[model_type]
+
+
+def family_of(model_or_config: Any) -> Family:
+    """The family of a model or config (by its ``model_type``)."""
+    config = getattr(model_or_config, "config", model_or_config)
+    return get(getattr(config, "model_type", None), type(config).__name__)
+
+
+def checkpoint_dir(path: str | Path) -> Path:
+    """A checkpoint directory itself (anything with a config.json), or a run directory's best checkpoint."""
+    path = Path(path)
+    return path if (path / "config.json").is_file() else resolve_checkpoint(path)
+
+
+def family_at(path: str | Path) -> Family:
+    """The family of a checkpoint or run directory, from its config.json."""
+    directory = checkpoint_dir(path)
+    return get(model_type_of(directory), directory / "config.json")
+
+
+def load(
+    path: str | Path,
+    *,
+    architecture: str | None = None,
+    head: str | None = None,
+    device: str | torch.device = "cpu",
+) -> tuple[nn.Module, Any]:
+    """(model in eval mode, tokenizer) of a checkpoint or run directory, of whichever family it is: the
+    ``architecture`` asked for, or the one that has ``head`` ("base", "masked_lm", "sequence", …), or the one
+    its config.json names."""
+    directory = checkpoint_dir(path)
+    family = family_at(directory)
+    if head is not None:
+        try:
+            architecture = family.architecture_for(head)
+        except KeyError as e:
+            raise CheckpointError(f"{path}: {e.args[0]}") from None
+    if family.huggingface:
+        return pretrained.load_hf(family, directory, architecture, device)
+    return pretrained.load_native(family, directory, device)
+
+
+def model_config_from_dict(data: dict[str, Any], source: str | Path = "config") -> Any:
+    """The config dataclass named by ``data["model_type"]``, checked key by key."""
+    return pretrained.config_from_dict(get(data.get("model_type"), source), data, source)
+
+
+def read_model_config(directory: str | Path) -> Any:
+    directory = Path(directory)
+    return model_config_from_dict(read_json(directory / "config.json"), directory / "config.json")
+
+
+def build_model(config: Any, architecture: str | None = None) -> nn.Module:
+    """A new model (fresh weights) for ``config``: the bare architecture unless another is named."""
+    return family_of(config).make(config, architecture)
