@@ -4,7 +4,7 @@ Devlin et al. 2018, Sect. 3.1, Task #1 (and the released create_pretraining_data
 that are not [CLS] / [SEP] are chosen — ``round(masked_lm_prob × candidates)``, at least 1, at most
 ``max_predictions_per_seq`` — and of the chosen positions
 
-    80 % become [MASK],  10 % a random token,  10 % stay unchanged        (Sect. 3.1, Appendix C.2)
+    80 % become [MASK],  10 % a random token,  10 % stay unchanged        (Sect. 3.1; ablated in Appendix C.2)
 
 "since the [MASK] token does not appear during fine-tuning". The labels are the original tokens at the
 chosen positions and IGNORE_INDEX elsewhere (seq2bert/objectives/masked_lm.py reads them).
@@ -13,7 +13,7 @@ What differs between the variants of the literature is only *which groups of pos
 together, so that is the one thing a strategy decides (``STRATEGIES``, name → function):
 
     token        every position on its own                                   BERT (Devlin et al. 2018)
-    whole_word   all the WordPieces of a word together                       BERT's whole-word masking (2019)
+    whole_word   all the WordPieces of a word together                       BERT's released code, 2019
 
 A strategy returns disjoint groups of positions in the order they are tried; ``mask_tokens`` takes groups
 while they fit the budget (a group that would overshoot it is skipped, as the original does for whole
@@ -42,6 +42,9 @@ Strategy = Callable[..., list[list[int]]]
 
 @dataclass
 class MaskingConfig:
+    """The budget, the special ids and the vocabulary the masking needs, and the strategy (a key of
+    STRATEGIES). ``whole_word_masking=True``, the released code's flag, sets ``strategy="whole_word"``."""
+
     max_seq_length: int = 128
     masked_lm_prob: float = 0.15
     max_predictions_per_seq: int = 20

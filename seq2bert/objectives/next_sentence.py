@@ -6,7 +6,7 @@ random sentence of the corpus (NotNext). A binary classifier on the pooled [CLS]
     L_NSP = −(1/B) Σ_b log softmax(W_nsp C_b)_{y_b}        y = 0 IsNext, 1 NotNext
 
 Label convention: IsNext = 0, NotNext = 1 (the released code's and transformers'). The same loss serves
-ALBERT's sentence-order prediction (Lan et al. 2019, Sect. 4.2: SOP, where the negative is the same two
+ALBERT's sentence-order prediction (Lan et al. 2019, Sect. 3.1: SOP, where the negative is the same two
 segments swapped, 1 = swapped): only the way the pairs are made differs.
 """
 
