@@ -20,8 +20,9 @@ at any corpus size.
    other document (IsNext = 0, NotNext = 1) and the unused sentences go back to the pool.
 
 3. ``PretrainingData.collate``: [CLS] A [SEP] B [SEP], the pair truncated at random ends to fit, then the
-   masked-LM positions (Task #1): 15 % of the tokens (at most max_predictions_per_seq), of which 80 %
-   become [MASK], 10 % a random token and 10 % stay; whole words with ``whole_word_masking``. Masks are
+   masked-LM positions (Task #1, seq2bert/data/masking.py): 15 % of the tokens (at most
+   max_predictions_per_seq), of which 80 % become [MASK], 10 % a random token and 10 % stay; single
+   tokens or whole words as the config's masking strategy says. Masks are
    drawn from a generator seeded by (seed, pass, instance), so a run resumes exactly. ``masking="static"``
    repeats dupe_factor different maskings of the corpus (the original's dupe_factor, without storing the
    copies); ``"dynamic"`` draws a new one every epoch (Liu et al. 2019, RoBERTa).
@@ -46,6 +47,7 @@ import torch
 from tqdm.auto import tqdm
 
 from seq2bert.config import atomic_write_text
+from seq2bert.data.masking import MaskingConfig, mask_tokens
 from seq2bert.errors import DataError
 from seq2bert.io import write_dir_atomically
 from seq2bert.objectives.cross_entropy import IGNORE_INDEX
@@ -422,20 +424,6 @@ def instance_table(
     return np.frombuffer(rows, dtype=np.dtype(rows.typecode)).reshape(-1, 5)
 
 
-@dataclass
-class MaskingConfig:
-    max_seq_length: int = 128
-    masked_lm_prob: float = 0.15
-    max_predictions_per_seq: int = 20
-    whole_word_masking: bool = False
-    cls_token_id: int = 101
-    sep_token_id: int = 102
-    mask_token_id: int = 103
-    pad_token_id: int = 0
-    vocab_size: int = 30522
-    continuation: tuple[int, ...] = ()  # ids of "##" WordPieces (whole-word masking)
-
-
 def truncate_pair(a: list[int], b: list[int], max_tokens: int, rng: np.random.Generator) -> None:
     """The released code's truncate_seq_pair: drop tokens from the longer side, at a random end, in place."""
     while len(a) + len(b) > max_tokens:
@@ -444,44 +432,6 @@ def truncate_pair(a: list[int], b: list[int], max_tokens: int, rng: np.random.Ge
             del longer[0]
         else:
             longer.pop()
-
-
-def mask_tokens(tokens: list[int], special: np.ndarray, cfg: MaskingConfig, rng: np.random.Generator,
-                is_continuation=None) -> tuple[list[int], list[int]]:  # fmt: skip
-    """Task #1: choose 15 % of the non-special positions (rounded, at least 1, at most
-    max_predictions_per_seq); 80 % [MASK], 10 % random token, 10 % unchanged. Returns (inputs, labels)
-    with labels = the original token at chosen positions, IGNORE_INDEX elsewhere."""
-    candidates: list[list[int]] = []  # groups of positions masked together (whole words with WWM)
-    after_special = True
-    for i, special_i in enumerate(special):
-        if special_i:
-            after_special = True  # a word never continues across [SEP] (truncation may cut its head off)
-            continue
-        if cfg.whole_word_masking and not after_special and is_continuation and is_continuation(tokens[i]):
-            candidates[-1].append(i)
-        else:
-            candidates.append([i])
-        after_special = False
-    rng.shuffle(candidates)
-    n_predict = min(
-        cfg.max_predictions_per_seq, max(1, round(sum(len(c) for c in candidates) * cfg.masked_lm_prob))
-    )
-    inputs, labels = list(tokens), [IGNORE_INDEX] * len(tokens)
-    chosen = 0
-    for group in candidates:
-        if chosen >= n_predict:
-            break
-        if chosen + len(group) > n_predict:  # a whole word that would overshoot is skipped, as the original
-            continue
-        for i in group:
-            r = rng.random()
-            if r < 0.8:
-                inputs[i] = cfg.mask_token_id
-            elif r < 0.9:
-                inputs[i] = int(rng.integers(cfg.vocab_size))
-            labels[i] = tokens[i]
-        chosen += len(group)
-    return inputs, labels
 
 
 def shuffled(n: int, rng: np.random.Generator) -> np.ndarray:

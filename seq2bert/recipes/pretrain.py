@@ -24,7 +24,8 @@ from typing import Literal, Union
 import numpy as np
 import torch
 
-from seq2bert.data.pretraining import Corpus, MaskingConfig, PretrainingData, prepare_corpus, shuffled
+from seq2bert.data.masking import STRATEGIES, MaskingConfig
+from seq2bert.data.pretraining import Corpus, PretrainingData, prepare_corpus, shuffled
 from seq2bert.data.tokenization import Tokenizer
 from seq2bert.errors import ConfigError, DataError
 from seq2bert.models import registry
@@ -56,7 +57,8 @@ class PretrainDataConfig:
     short_seq_prob: float = 0.1
     masked_lm_prob: float = 0.15
     max_predictions_per_seq: int = 20
-    whole_word_masking: bool = False
+    whole_word_masking: bool = False  # the same as masking_strategy=whole_word
+    masking_strategy: str = "token"  # positions masked together: token, whole_word (data/masking.py)
     masking: Literal["static", "dynamic"] = "static"
     dupe_factor: int = 10
     batch_size: int = 32
@@ -72,6 +74,12 @@ class PretrainDataConfig:
                      "shard_tokens", "max_valid_instances"):  # fmt: skip
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name}: must be at least 1, got {getattr(self, name)}")
+        if self.masking_strategy not in STRATEGIES:
+            raise ConfigError(
+                f"masking_strategy: expected one of {', '.join(STRATEGIES)}, got {self.masking_strategy!r}"
+            )
+        if self.whole_word_masking and self.masking_strategy not in ("token", "whole_word"):
+            raise ConfigError(f"whole_word_masking: set, but masking_strategy is {self.masking_strategy!r}")
         if self.max_seq_length < 8:
             raise ConfigError(f"max_seq_length: must be at least 8, got {self.max_seq_length}")
 
@@ -129,6 +137,7 @@ def masking_config(data: PretrainDataConfig, tok: Tokenizer) -> MaskingConfig:
         masked_lm_prob=data.masked_lm_prob,
         max_predictions_per_seq=data.max_predictions_per_seq,
         whole_word_masking=data.whole_word_masking,
+        strategy=data.masking_strategy,
         cls_token_id=tok.cls_token_id,
         sep_token_id=tok.sep_token_id,
         mask_token_id=tok.mask_token_id,

@@ -6,10 +6,10 @@ from collections import Counter
 import numpy as np
 import pytest
 
+from seq2bert.data.masking import MaskingConfig
 from seq2bert.data.pretraining import (
     Batches,
     Corpus,
-    MaskingConfig,
     PretrainingData,
     instance_table,
     prepare_corpus,

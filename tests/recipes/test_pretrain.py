@@ -9,8 +9,12 @@ import torch
 from safetensors.torch import load_file
 
 from seq2bert.cli import main
+from seq2bert.data import masking
+from seq2bert.data.tokenization import Tokenizer
+from seq2bert.errors import ConfigError
 from seq2bert.models.bert.pretrained import load_bert
 from seq2bert.precision import native_bf16
+from seq2bert.recipes.pretrain import PretrainDataConfig, masking_config
 
 WORDS = "the a cat dog sat ran on under mat tree big small red green saw ate".split()
 
@@ -84,6 +88,22 @@ def test_pretrain_writes_hugging_face_checkpoints_and_resumes_exactly(books, tmp
 def test_pretrain_needs_text(tmp_path):
     assert main(["pretrain", "--out", str(tmp_path / "x")]) == 2
     assert main(["pretrain", str(tmp_path / "missing"), "--out", str(tmp_path / "y")]) == 2
+
+
+def test_data_whole_word_masking_and_data_masking_strategy_choose_the_strategy(monkeypatch):
+    tok = Tokenizer.train(
+        ["unbelievable extraordinary " + " ".join(WORDS)] * 10, kind="wordpiece", vocab_size=60
+    )
+    assert masking_config(PretrainDataConfig(), tok).strategy == "token"
+    old_key = masking_config(PretrainDataConfig(whole_word_masking=True), tok)
+    assert old_key.strategy == "whole_word" and old_key.continuation  # the "##" pieces of the vocabulary
+    assert masking_config(PretrainDataConfig(masking_strategy="whole_word"), tok).whole_word_masking
+    with pytest.raises(ConfigError, match="masking_strategy: expected one of token, whole_word"):
+        PretrainDataConfig(masking_strategy="spans")
+    monkeypatch.setitem(masking.STRATEGIES, "spans", masking.token_groups)
+    assert masking_config(PretrainDataConfig(masking_strategy="spans"), tok).strategy == "spans"
+    with pytest.raises(ConfigError, match="whole_word_masking: set, but masking_strategy is 'spans'"):
+        PretrainDataConfig(whole_word_masking=True, masking_strategy="spans")
 
 
 @pytest.mark.slow

@@ -23,7 +23,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from seq2bert.models.bert.config import BertConfig
@@ -33,6 +32,8 @@ from seq2bert.nn.layers import TransformerLayer, transformer_layer
 from seq2bert.nn.masks import padding_mask
 from seq2bert.nn.stack import TransformerStack
 from seq2bert.objectives.cross_entropy import IGNORE_INDEX
+from seq2bert.objectives.masked_lm import masked_lm_loss
+from seq2bert.objectives.next_sentence import next_sentence_loss
 
 
 @dataclass
@@ -220,9 +221,7 @@ def masked_lm(head: MaskedLMHead, hidden: torch.Tensor, labels: torch.Tensor | N
         targets = labels
     loss = None
     if labels is not None:
-        loss = F.cross_entropy(
-            logits.float().view(-1, logits.size(-1)), targets.reshape(-1), ignore_index=IGNORE_INDEX
-        )
+        loss = masked_lm_loss(logits, targets)  # Task #1
     return logits, loss
 
 
@@ -265,7 +264,7 @@ class BertForPreTraining(SavePretrained, nn.Module):
         logits, mlm_loss = masked_lm(self.mlm, out.last_hidden_state, labels, sparse_prediction)
         nsp_logits = self.nsp(out.pooler_output)  # (B, 2)
         nsp_loss = (
-            None if next_sentence_label is None else F.cross_entropy(nsp_logits.float(), next_sentence_label)
+            None if next_sentence_label is None else next_sentence_loss(nsp_logits, next_sentence_label)
         )
         losses = [x for x in (mlm_loss, nsp_loss) if x is not None]
         return BertForPreTrainingOutput(

@@ -24,13 +24,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from seq2bert.models.bert.config import BertConfig
 from seq2bert.models.bert.model import BertModel, init_bert_weights
 from seq2bert.models.pretrained import SavePretrained
-from seq2bert.objectives.cross_entropy import IGNORE_INDEX
+from seq2bert.objectives.classification import (
+    problem_type_of,
+    sequence_classification_loss,
+    token_classification_loss,
+)
+from seq2bert.objectives.span_qa import span_qa_loss
 
 
 @dataclass
@@ -60,9 +64,7 @@ def classifier_dropout(c: BertConfig) -> nn.Dropout:
 
 def problem_type(c: BertConfig) -> str:
     """transformers' rule: one output is regression, more are single-label classification unless set."""
-    if c.problem_type is not None:
-        return c.problem_type
-    return "regression" if c.num_labels == 1 else "single_label_classification"
+    return problem_type_of(c.problem_type, c.num_labels)
 
 
 class TaskModel(SavePretrained, nn.Module):
@@ -107,13 +109,7 @@ class BertForSequenceClassification(TaskModel):
         logits = self.classifier(self.dropout(out.pooler_output))  # C Wᵀ: (B, K)
         loss = None
         if labels is not None:
-            kind = problem_type(self.config)
-            if kind == "regression":
-                loss = F.mse_loss(logits.float().squeeze(-1), labels.float().view(-1))
-            elif kind == "multi_label_classification":
-                loss = F.binary_cross_entropy_with_logits(logits.float(), labels.float())
-            else:
-                loss = F.cross_entropy(logits.float(), labels.view(-1))  # −log softmax(C Wᵀ)_label
+            loss = sequence_classification_loss(logits, labels, problem_type(self.config))
         return ClassifierOutput(loss, logits, out.hidden_states, out.attentions)
 
 
@@ -141,9 +137,7 @@ class BertForTokenClassification(TaskModel):
         logits = self.classifier(self.dropout(out.last_hidden_state))  # (B, T, K)
         loss = None
         if labels is not None:
-            loss = F.cross_entropy(
-                logits.float().view(-1, logits.size(-1)), labels.view(-1), ignore_index=IGNORE_INDEX
-            )
+            loss = token_classification_loss(logits, labels)
         return ClassifierOutput(loss, logits, out.hidden_states, out.attentions)
 
 
@@ -175,13 +169,7 @@ class BertForQuestionAnswering(TaskModel):
         start_logits, end_logits = self.qa_outputs(out.last_hidden_state).unbind(dim=-1)  # (B, T) each
         loss = None
         if start_positions is not None and end_positions is not None:
-            T = start_logits.size(1)
-            start = start_positions.view(-1).clamp(0, T)
-            end = end_positions.view(-1).clamp(0, T)
-            loss = (
-                F.cross_entropy(start_logits.float(), start, ignore_index=T)
-                + F.cross_entropy(end_logits.float(), end, ignore_index=T)
-            ) / 2
+            loss = span_qa_loss(start_logits, end_logits, start_positions, end_positions)
         return QuestionAnsweringOutput(
             loss, start_logits.contiguous(), end_logits.contiguous(), out.hidden_states, out.attentions
         )
@@ -220,7 +208,9 @@ class BertForMultipleChoice(TaskModel):
             output_attentions,
         )
         logits = self.classifier(self.dropout(out.pooler_output)).view(B, C)  # C · w per choice: (B, C)
-        loss = None if labels is None else F.cross_entropy(logits.float(), labels.view(-1))
+        loss = None
+        if labels is not None:  # a softmax over the C choices' scores
+            loss = sequence_classification_loss(logits, labels, "single_label_classification")
         return ClassifierOutput(loss, logits, out.hidden_states, out.attentions)
 
 

@@ -1,0 +1,30 @@
+"""The causal (left-to-right) language model loss (Radford et al. 2018, "Improving Language Understanding
+by Generative Pre-Training", Sect. 3.1, Eq. 1):
+
+    L_1(U) = Σ_i log P(u_i | u_{i−k}, …, u_{i−1}; Θ)
+
+minimised as the mean negative log-likelihood of each token given the ones before it. transformers'
+convention: the labels are the input ids themselves and the shift happens here — the logits at position t
+predict the label at t + 1, so the last position predicts nothing and the first label is never a target.
+Positions labelled IGNORE_INDEX (padding) are left out of the mean.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from seq2bert.objectives.cross_entropy import sequence_cross_entropy
+
+
+def causal_lm_loss(
+    logits: torch.Tensor, labels: torch.Tensor, *, shift: bool = True, label_smoothing: float = 0.0
+) -> torch.Tensor:
+    """−(1/N) Σ_t log p(x_{t+1} | x_≤t) over the N positions whose next label is not IGNORE_INDEX.
+
+    logits (B, T, V); labels (B, T): the input ids (IGNORE_INDEX on padding). ``shift=False``: the labels
+    are already the next tokens (labels[:, t] is the target of logits[:, t]). fp32 even under autocast.
+    """
+    if shift:
+        logits = logits[:, :-1]  # (B, T − 1, V): positions 0 … T − 2 predict …
+        labels = labels[:, 1:]  # (B, T − 1): … tokens 1 … T − 1
+    return sequence_cross_entropy(logits, labels, label_smoothing=label_smoothing)
