@@ -101,6 +101,13 @@ class Family:
         """Our state dict from a checkpoint's; ``new_heads`` (a task starting): without any head."""
         if self.state_from_hf is not None:
             return self.state_from_hf(state, config, architecture, source, new_heads)
+        # our own layout: a head model keeps the bare model under base_model_prefix; either loads from either
+        prefix = f"{self.base_model_prefix}." if self.base_model_prefix else ""
+        prefixed = bool(prefix) and any(k.startswith(prefix) for k in state)
+        if architecture == self.base_architecture and prefixed:
+            state = {k[len(prefix) :]: v for k, v in state.items() if k.startswith(prefix)}
+        elif architecture != self.base_architecture and prefix and not prefixed:
+            state = {prefix + k: v for k, v in state.items()}
         if new_heads:
             return {k: v for k, v in state.items() if k.split(".")[0] not in self.head_modules}
         return dict(state)

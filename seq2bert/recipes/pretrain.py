@@ -160,7 +160,10 @@ def evaluate_pretraining(
         targets = batch["labels"][batch["labels"].ne(IGNORE_INDEX)]
         n = targets.numel()
         mlm_loss += float(out.mlm_loss) * n
-        correct += float((out.prediction_logits.argmax(-1) == targets).sum())
+        logits = out.prediction_logits  # (N, V) at the labelled positions (sparse), or (B, T, V)
+        if logits.dim() == 3:
+            logits = logits[batch["labels"].ne(IGNORE_INDEX)]
+        correct += float((logits.argmax(-1) == targets).sum())
         total += n
         nsp_correct += float((out.seq_relationship_logits.argmax(-1) == batch["next_sentence_label"]).sum())
         nsp_loss += float(out.nsp_loss) * batch["next_sentence_label"].numel()
