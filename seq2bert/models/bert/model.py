@@ -225,6 +225,20 @@ def masked_lm(head: MaskedLMHead, hidden: torch.Tensor, labels: torch.Tensor | N
     return logits, loss
 
 
+def encode_and_predict(
+    model: nn.Module, input_ids, attention_mask, token_type_ids, labels, sparse: bool, *outputs: bool
+) -> tuple[BertModelOutput, torch.Tensor, torch.Tensor | None]:
+    """The encoder ``model.bert`` — its last layer only at the predicted positions with ``sparse`` — and the
+    MLM head ``model.mlm``: (encoder output, logits, MLM loss). ``outputs``: output_hidden_states,
+    output_attentions."""
+    rows, labels = sparse_rows(labels, sparse, *outputs)
+    hidden_states, attentions = outputs
+    out = model.bert(input_ids, attention_mask, token_type_ids, output_hidden_states=hidden_states,
+                     output_attentions=attentions, positions=rows)  # fmt: skip
+    logits, loss = masked_lm(model.mlm, out.last_hidden_state, labels, sparse)
+    return out, logits, loss
+
+
 class BertForPreTraining(SavePretrained, nn.Module):
     """BERT with both pretraining heads; loss = MLM loss + NSP loss (as the released code and transformers)."""
 
@@ -252,16 +266,10 @@ class BertForPreTraining(SavePretrained, nn.Module):
 
         ``sparse_prediction``: the MLM head runs only at the labelled positions, and so does the last layer
         (``prediction_rows``) unless per-layer outputs are asked for; same loss, logits (N, V)."""
-        rows, labels = sparse_rows(labels, sparse_prediction, output_hidden_states, output_attentions)
-        out = self.bert(
-            input_ids,
-            attention_mask,
-            token_type_ids,
-            output_hidden_states=output_hidden_states,
-            output_attentions=output_attentions,
-            positions=rows,
-        )
-        logits, mlm_loss = masked_lm(self.mlm, out.last_hidden_state, labels, sparse_prediction)
+        out, logits, mlm_loss = encode_and_predict(
+            self, input_ids, attention_mask, token_type_ids, labels, sparse_prediction, output_hidden_states,
+            output_attentions,
+        )  # fmt: skip
         nsp_logits = self.nsp(out.pooler_output)  # (B, 2)
         nsp_loss = (
             None if next_sentence_label is None else next_sentence_loss(nsp_logits, next_sentence_label)
@@ -300,16 +308,10 @@ class BertForMaskedLM(SavePretrained, nn.Module):
         output_attentions: bool = False,
     ) -> MaskedLMOutput:
         """As BertForPreTraining.forward, without NSP."""
-        rows, labels = sparse_rows(labels, sparse_prediction, output_hidden_states, output_attentions)
-        out = self.bert(
-            input_ids,
-            attention_mask,
-            token_type_ids,
-            output_hidden_states=output_hidden_states,
-            output_attentions=output_attentions,
-            positions=rows,
-        )
-        logits, loss = masked_lm(self.mlm, out.last_hidden_state, labels, sparse_prediction)
+        out, logits, loss = encode_and_predict(
+            self, input_ids, attention_mask, token_type_ids, labels, sparse_prediction, output_hidden_states,
+            output_attentions,
+        )  # fmt: skip
         return MaskedLMOutput(loss, logits, out.hidden_states, out.attentions)
 
 
