@@ -255,11 +255,17 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_fill_mask)
 
     p = sub.add_parser(
-        "embed", help="mean-pooled sentence embeddings of texts; prints their cosine similarities"
+        "embed",
+        help="sentence embeddings of texts (pooled as the directory says); prints their cosine similarities",
     )
-    p.add_argument("model", help="a Hugging Face-format BERT directory")
+    p.add_argument("model", help="an encoder directory (BERT, a sentence-transformers model, …)")
     p.add_argument("text", nargs="*", help="texts (default: one per line on stdin)")
-    p.add_argument("--normalize", action="store_true", help="L2-normalise the vectors")
+    p.add_argument(
+        "--normalize",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="L2-normalise the vectors (default: as the directory's modules.json says)",
+    )
     p.add_argument("--word", help="the contextual vector of this word in each text instead of the sentence's")
     p.add_argument("--out", help="save the (n, hidden) vectors as a .npy file")
     p.add_argument("--plot", metavar="PNG", help="draw the cosine-similarity matrix of the texts")
