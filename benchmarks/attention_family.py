@@ -22,8 +22,8 @@ import time
 
 import torch
 
-from seq2bert.decoding.beam import beam_search
-from seq2bert.decoding.greedy import greedy_decode
+from seq2bert.decoding.config import GenerationConfig
+from seq2bert.decoding.generation import generate
 from seq2bert.models.attention.config import BahdanauConfig, LuongConfig
 from seq2bert.models.registry import build_model
 from seq2bert.models.seq2seq.config import ChoConfig, Seq2SeqConfig
@@ -70,32 +70,20 @@ def training_tokens_per_second(model, batches, *, bf16: bool) -> float:
 def sentences_per_second(model, src: torch.Tensor, *, beams: int, batched: bool, bf16: bool) -> float:
     model.eval()
     rows = [src] if batched else list(src.split(1))
+    # at most |x| + 10 tokens; beam search ranks with the recipes' GNMT length penalty
+    config = GenerationConfig(
+        decoder_start_token_id=BOS,
+        eos_token_id=EOS,
+        pad_token_id=PAD,
+        num_beams=beams,
+        max_len_a=1.0,
+        max_len_b=10,
+        length_penalty_form="wu",
+    )
     start = time.perf_counter()
     with torch.autocast(src.device.type, dtype=torch.bfloat16, enabled=bf16):
         for x in rows:
-            mask = torch.ones_like(x)
-            if beams == 1:
-                greedy_decode(
-                    model,
-                    x,
-                    mask,
-                    bos_token_id=BOS,
-                    eos_token_id=EOS,
-                    pad_token_id=PAD,
-                    max_len=x.size(1) + 10,
-                )
-            else:
-                beam_search(
-                    model,
-                    x,
-                    mask,
-                    bos_token_id=BOS,
-                    eos_token_id=EOS,
-                    pad_token_id=PAD,
-                    num_beams=beams,
-                    max_len_a=1.0,
-                    max_len_b=10,
-                )
+            generate(model, x, torch.ones_like(x), config)
     if src.device.type == "cuda":
         torch.cuda.synchronize()
     return src.size(0) / (time.perf_counter() - start)

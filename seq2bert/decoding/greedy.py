@@ -1,70 +1,53 @@
-"""Greedy decoding for any seq2bert encoder-decoder.
+"""Greedy decoding over the incremental-decoder protocol (seq2bert/decoding/protocol.py).
 
-At each step the most probable next token is taken: ŷ_t = argmax_y p(y | x, ŷ_<t). A hypothesis ends at
-[EOS]; decoding stops when every hypothesis has ended or after ``max_len`` tokens.
+At each step the most probable next token is taken: ŷ_t = argmax_y p(y | x, ŷ_<t), after the rules of
+rules.py (min_new_tokens, no-repeat n-grams, the forced last token). A row ends at [EOS] or at its maximum
+length and is then fed [PAD]; decoding stops when every row has ended. Among equal log-probabilities the
+lower token id is taken (``torch.max`` returns the first maximal index).
 
-The model must offer ``encode(input_ids, attention_mask) -> state`` and
-``decode_step(tokens, state) -> (logits, state)`` (see models/seq2seq/model.py).
+This is beam search with one beam (beam.py gives the same hypotheses with ``num_beams=1``,
+tests/decoding/test_generation.py), without the bookkeeping of K beams: the fast path of ``generate``.
 """
 
 from __future__ import annotations
 
 import torch
 
+from seq2bert.decoding.config import GenerationConfig
+from seq2bert.decoding.protocol import IncrementalDecoder, begin
+from seq2bert.decoding.rules import Hypothesis, apply_rules, hypothesis
+
 
 @torch.no_grad()
-def greedy_decode(
-    model,
+def greedy_search(
+    model: IncrementalDecoder,
     input_ids: torch.Tensor,
-    attention_mask: torch.Tensor | None = None,
-    *,
-    bos_token_id: int,
-    eos_token_id: int,
-    pad_token_id: int = 0,
-    max_len: int = 100,
-    force_eos: bool = False,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Decode a batch greedily.
-
-    input_ids, attention_mask: (B, S) → (tokens (B, T) without [BOS], padded with pad_token_id after [EOS]
-    (which is kept), and the sum of log-probabilities of each hypothesis (B,)). ``force_eos``: a hypothesis
-    still open at ``max_len`` takes [EOS] as its last token (transformers' forced_eos_token_id).
-    """
-    B = input_ids.size(0)
-    state = model.encode(input_ids, attention_mask)
-    tokens = torch.full((B,), bos_token_id, dtype=torch.long, device=input_ids.device)  # (B,)
-    finished = torch.zeros(B, dtype=torch.bool, device=input_ids.device)  # (B,)
-    scores = torch.zeros(B, device=input_ids.device)  # (B,)
-    out = []
-    for t in range(max_len):
-        logits, state = model.decode_step(tokens, state)  # (B, V)
-        log_probs = logits.float().log_softmax(dim=-1)  # (B, V)
-        if force_eos and t == max_len - 1:
-            log_probs = force_token(log_probs, eos_token_id)
+    attention_mask: torch.Tensor | None,
+    config: GenerationConfig,
+) -> list[list[Hypothesis]]:
+    """input_ids, attention_mask (B, S) → one hypothesis per input: its new tokens up to [EOS] (included) or
+    its maximum length, and their log-probability."""
+    start = begin(model, input_ids, attention_mask, config)
+    state, tokens, history = start.state, start.tokens, start.prompt  # history (B, P + t)
+    device = input_ids.device
+    max_lengths = torch.tensor(start.max_lengths, device=device)  # (B,)
+    finished = max_lengths.eq(0)  # (B,) rows that have ended
+    lengths = torch.zeros_like(max_lengths)  # (B,) tokens taken by each row until it ended
+    log_prob = torch.zeros(len(start.max_lengths), device=device)  # (B,)
+    t = 0
+    while not bool(finished.all()):
+        logits, state = model.step(tokens, state)  # (B, V)
+        log_probs = logits.float().log_softmax(dim=-1)  # (B, V) log p(y | x, ŷ_≤t)
+        log_probs = apply_rules(log_probs, t, history, max_lengths.eq(t + 1), config)
         best, tokens = log_probs.max(dim=-1)  # (B,), (B,)
-        scores = scores + torch.where(finished, torch.zeros_like(best), best)
-        tokens = tokens.masked_fill(finished, pad_token_id)
-        out.append(tokens)
-        finished = finished | tokens.eq(eos_token_id)
-        if bool(finished.all()):
-            break
-    return torch.stack(out, dim=1), scores  # (B, T), (B,)
-
-
-def force_token(log_probs: torch.Tensor, token: int) -> torch.Tensor:
-    """Every row must continue with ``token``: its log-probability becomes 0 (certain), the others −∞, as
-    transformers' ForcedEOSTokenLogitsProcessor does. (N, V) → (N, V)."""
-    forced = torch.full_like(log_probs, float("-inf"))
-    forced[:, token] = 0.0
-    return forced
-
-
-def strip_special(ids: list[int], *, eos_token_id: int, pad_token_id: int) -> list[int]:
-    """Cut a decoded row at its first [EOS] and drop padding."""
-    cut = []
-    for i in ids:
-        if i == eos_token_id:
-            break
-        if i != pad_token_id:
-            cut.append(i)
-    return cut
+        log_prob = log_prob + torch.where(finished, torch.zeros_like(best), best)
+        lengths = lengths + (~finished).long()
+        tokens = tokens.masked_fill(finished, config.pad_token_id)  # ended rows are fed [PAD]
+        history = torch.cat([history, tokens[:, None]], dim=1)
+        t += 1
+        finished = finished | tokens.eq(config.eos_token_id) | max_lengths.eq(t)
+    P = start.prompt.size(1)
+    return [
+        [hypothesis(row[P : P + n], s, config)]
+        for row, n, s in zip(history.tolist(), lengths.tolist(), log_prob.tolist(), strict=True)
+    ]

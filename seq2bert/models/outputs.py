@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -16,6 +17,21 @@ class Seq2SeqLMOutput:
     loss: torch.Tensor | None = None
     attentions: torch.Tensor | None = None
     # Transformers, with output_attentions: one (B, h, T_q, T_k) tensor per layer
+    encoder_attentions: tuple[torch.Tensor, ...] | None = None
+    decoder_attentions: tuple[torch.Tensor, ...] | None = None
+    cross_attentions: tuple[torch.Tensor, ...] | None = None
+
+
+@dataclass
+class DecoderOutput:
+    """What an encoder-decoder's ``decode`` returns for decoder inputs (B, T): next-token ``logits`` (B, T, V),
+    the ``state`` after the T steps, and, when asked, the attention weights of Seq2SeqLMOutput — ``attentions``
+    (B, T, S) over the source, and, for a Transformer, every layer's weights (the encoder's, kept in its state
+    by ``encode``, included)."""
+
+    logits: torch.Tensor
+    state: Any
+    attentions: torch.Tensor | None = None
     encoder_attentions: tuple[torch.Tensor, ...] | None = None
     decoder_attentions: tuple[torch.Tensor, ...] | None = None
     cross_attentions: tuple[torch.Tensor, ...] | None = None

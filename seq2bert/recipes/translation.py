@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +24,8 @@ from seq2bert.data.config import SYNTHETIC_TASKS, DataConfig
 from seq2bert.data.parallel import read_parallel
 from seq2bert.data.synthetic import make_splits
 from seq2bert.data.tokenization import Tokenizer
-from seq2bert.decoding.search import generate
+from seq2bert.decoding.config import GenerationConfig
+from seq2bert.decoding.generation import generate
 from seq2bert.errors import CheckpointError, ConfigError
 from seq2bert.evaluation import metrics as M
 from seq2bert.models import registry
@@ -165,26 +165,30 @@ def make_plan(enc: Encoded, data: DataConfig, *, shuffle: bool, seed: int = 0, r
 # --- evaluation
 @dataclass(frozen=True)
 class Decoding:
-    """How translations are searched: greedy (``num_beams`` = 1) or beam search, and their length limits."""
+    """How translations are searched: greedy (``num_beams`` = 1) or beam search, at most ⌊max_len_a · |x| +
+    max_len_b⌋ tokens per sentence; GNMT's length penalty ("wu" form) and no forced token, the settings the
+    recipes' results were decoded with (``generation_config`` is the full GenerationConfig)."""
 
     num_beams: int = 1
     length_penalty: float = 1.0
     max_len_a: float = 1.5
     max_len_b: int = 10
 
-    def ids(self, model, tok: Tokenizer, input_ids: torch.Tensor, mask: torch.Tensor) -> list[list[int]]:
-        return generate(
-            model,
-            input_ids,
-            mask,
-            bos_token_id=tok.bos_token_id,
-            eos_token_id=tok.eos_token_id,
-            pad_token_id=tok.pad_token_id,
+    def generation_config(self, tok: Tokenizer) -> GenerationConfig:
+        return GenerationConfig(
             num_beams=self.num_beams,
+            length_penalty=self.length_penalty,
+            length_penalty_form="wu",
             max_len_a=self.max_len_a,
             max_len_b=self.max_len_b,
-            length_penalty=self.length_penalty,
+            eos_token_id=tok.eos_token_id,
+            pad_token_id=tok.pad_token_id,
+            decoder_start_token_id=tok.bos_token_id,
         )
+
+    def ids(self, model, tok: Tokenizer, input_ids: torch.Tensor, mask: torch.Tensor) -> list[list[int]]:
+        """The best translation of each source, without [BOS] / [EOS] / padding."""
+        return generate(model, input_ids, mask, self.generation_config(tok)).token_ids()
 
 
 GREEDY = Decoding()
@@ -543,7 +547,7 @@ def align(
         )
     hyp = decoding.ids(model, tokenizer, input_ids, mask)[0]
     # the search stopped at [EOS] unless it reached the maximum length
-    ended = len(hyp) < math.floor(decoding.max_len_a * len(src) + decoding.max_len_b)
+    ended = len(hyp) < decoding.generation_config(tokenizer).max_lengths([len(src)])[0]
     tokens = [*hyp, tokenizer.eos_token_id] if ended else hyp
     decoder_input_ids = torch.tensor([[tokenizer.bos_token_id, *tokens[:-1]]], device=device)
     out = model(input_ids, mask, decoder_input_ids, output_attentions=True)

@@ -5,8 +5,11 @@ import random
 import pytest
 import torch
 
-from seq2bert.decoding.beam import BeamSearchOutput, Hypothesis, _topk, _topk_exact, beam_search
-from seq2bert.decoding.greedy import greedy_decode
+from seq2bert.decoding.beam import _topk, _topk_exact, beam_search
+from seq2bert.decoding.config import GenerationConfig
+from seq2bert.decoding.generation import generate, pad_hypotheses
+from seq2bert.decoding.greedy import greedy_search
+from seq2bert.decoding.rules import Hypothesis
 from seq2bert.models.seq2seq.config import Seq2SeqConfig
 from seq2bert.models.seq2seq.model import Seq2Seq
 
@@ -23,7 +26,8 @@ EOS_ONLY = dist(eos=1.0)
 
 
 class PrefixTableModel:
-    """A fake encoder-decoder whose next-token probabilities depend on the source and the whole prefix.
+    """A fake encoder-decoder, implementing only the decoding protocol, whose next-token probabilities depend on
+    the source and the whole prefix.
 
     ``next_probs(source, prefix)`` gives the probabilities over the vocabulary after the generated tokens
     ``prefix`` (a tuple, [BOS] excluded) for an input whose first source token is ``source``. The state is
@@ -33,16 +37,16 @@ class PrefixTableModel:
     def __init__(self, next_probs):
         self.next_probs = next_probs
 
-    def encode(self, input_ids, attention_mask):
+    def start(self, input_ids, attention_mask):
         return input_ids[:, :1].clone()  # (B, 1)
 
-    def decode_step(self, tokens, state):
+    def step(self, tokens, state):
         state = torch.cat([state, tokens[:, None]], dim=1)  # (N, 2 + t): source, [BOS], y_1 … y_t
         probs = [self.next_probs(row[0], tuple(row[2:])) for row in state.tolist()]
         return torch.tensor(probs).log(), state  # (N, V)
 
     @staticmethod
-    def reorder_state(state, index):
+    def reorder(state, index):
         return state.index_select(0, index)
 
 
@@ -50,11 +54,21 @@ def table_model(table, default=EOS_ONLY):
     return PrefixTableModel(lambda source, prefix: table.get(prefix, default))
 
 
-def search(model, input_ids=None, attention_mask=None, **kwargs):
+def config(**settings):
+    """A GenerationConfig with this file's special ids; by default 5 beams, GNMT's length penalty and a
+    limit of 200 new tokens."""
+    special = dict(decoder_start_token_id=BOS, eos_token_id=EOS, pad_token_id=PAD)
+    defaults = dict(num_beams=5, length_penalty_form="wu")
+    if "max_new_tokens" not in settings:
+        defaults["max_len_b"] = 200
+    return GenerationConfig(**special, **{**defaults, **settings})
+
+
+def search(model, input_ids=None, attention_mask=None, **settings):
+    """generate() (greedy for one beam, beam search otherwise) on one source [7] unless told."""
     if input_ids is None:
         input_ids = torch.tensor([[7]])
-    kwargs = {"bos_token_id": BOS, "eos_token_id": EOS, "pad_token_id": PAD, **kwargs}
-    return beam_search(model, input_ids, attention_mask, **kwargs)
+    return generate(model, input_ids, attention_mask, config(**settings))
 
 
 def summary(output):
@@ -80,10 +94,7 @@ GREEDY_TRAP = {
 
 def test_beam_finds_the_sequence_greedy_misses():
     model = table_model(GREEDY_TRAP)
-    greedy_tokens, _ = greedy_decode(
-        model, torch.tensor([[7]]), bos_token_id=BOS, eos_token_id=EOS, max_len=5
-    )
-    assert greedy_tokens.tolist() == [[A, EOS]]
+    assert search(model, num_beams=1, max_new_tokens=5).sequences.tolist() == [[BOS, A, EOS]]
     out = search(model, num_beams=2, num_return_sequences=2, length_penalty=0.0)
     assert_hypotheses(
         out.hypotheses[0],
@@ -91,7 +102,7 @@ def test_beam_finds_the_sequence_greedy_misses():
     )
 
 
-def test_state_follows_its_beam_through_reorder_state():
+def test_state_follows_its_beam_through_reorder():
     # Step 2 keeps b a and b c, both extensions of beam 1 (b): the decoder state of row 0 must be
     # replaced by that of row 1, or row 0 would go on from the prefix a.
     table = {
@@ -194,11 +205,11 @@ def test_early_stopping_stops_at_num_beams_finished():
     )
 
 
-def test_min_length_forbids_eos_before_n_tokens():
+def test_min_new_tokens_forbids_eos_before_n_tokens():
     model = PrefixTableModel(lambda source, prefix: dist(eos=0.9, a=0.1))
-    out = search(model, num_beams=1, min_length=0)
+    out = search(model, num_beams=1, min_new_tokens=0)
     assert [h.tokens for h in out.hypotheses[0]] == [[EOS]]
-    out = search(model, num_beams=2, num_return_sequences=2, min_length=2, length_penalty=0.0)
+    out = search(model, num_beams=2, num_return_sequences=2, min_new_tokens=2, length_penalty=0.0)
     # [EOS] is masked, not renormalised: log_prob stays the model's.
     log_p1, log_p2 = math.log(0.1 * 0.1 * 0.9), math.log(0.1 * 0.1 * 0.1 * 0.9)
     assert_hypotheses(out.hypotheses[0], [([A, A, EOS], log_p1, log_p1), ([A, A, A, EOS], log_p2, log_p2)])
@@ -297,15 +308,16 @@ def test_n_best_list_size_and_sequences_tensor():
         length_penalty=0.0,
     )
     assert [len(hyps) for hyps in out.hypotheses] == [2, 2]
-    assert out.sequences(pad_token_id=PAD).tolist() == [[B_, EOS], [A, EOS], [B_, EOS], [A, EOS]]
+    assert out.sequences.tolist() == [[BOS, B_, EOS], [BOS, A, EOS], [BOS, B_, EOS], [BOS, A, EOS]]
 
 
 def test_sequences_pads_to_the_longest_and_fills_missing_rows():
-    out = BeamSearchOutput(
-        [[Hypothesis([A, EOS], -1.0, -1.0)], [Hypothesis([A, B_, C], -2.0, -2.0), Hypothesis([], 0.0, 0.0)]],
-        num_return_sequences=2,
-    )
-    assert out.sequences(pad_token_id=PAD).tolist() == [[A, EOS, PAD], [PAD] * 3, [A, B_, C], [PAD] * 3]
+    hypotheses = [
+        [Hypothesis([A, EOS], -1.0, -1.0)],
+        [Hypothesis([A, B_, C], -2.0, -2.0), Hypothesis([], 0.0, 0.0)],
+    ]
+    sequences = pad_hypotheses(hypotheses, torch.tensor([[BOS], [BOS]]), 2, PAD)
+    assert sequences.tolist() == [[BOS, A, EOS, PAD], [BOS] + [PAD] * 3, [BOS, A, B_, C], [BOS] + [PAD] * 3]
 
 
 def test_max_length_depends_on_each_source_length():
@@ -359,69 +371,62 @@ def random_sources(seed, lengths, vocab=11, pad=0):
 
 @pytest.mark.parametrize("seed, init_range, eos_bias", [(1, 1.0, 0.5), (1, 0.5, 0.0)])
 def test_one_beam_is_greedy_on_a_random_seq2seq(seed, init_range, eos_bias):
-    model, config = tiny_seq2seq(seed, init_range)
+    model, cfg = tiny_seq2seq(seed, init_range)
     with torch.no_grad():
-        model.output.bias[config.eos_token_id] += eos_bias  # some hypotheses end before the maximum length
+        model.output.bias[cfg.eos_token_id] += eos_bias  # some hypotheses end before the maximum length
     input_ids, mask = random_sources(seed, [5, 3, 7, 1, 4, 6])
-    special = dict(bos_token_id=config.bos_token_id, eos_token_id=config.eos_token_id, pad_token_id=0)
-    greedy_tokens, greedy_scores = greedy_decode(model, input_ids, mask, max_len=8, **special)
+    special = dict(decoder_start_token_id=cfg.bos_token_id, eos_token_id=cfg.eos_token_id, pad_token_id=0)
     for alpha in (0.0, 1.0):
-        out = beam_search(model, input_ids, mask, num_beams=1, max_len_b=8, length_penalty=alpha, **special)
-        for row, score, hyps in zip(
-            greedy_tokens.tolist(), greedy_scores.tolist(), out.hypotheses, strict=True
-        ):
-            expected = row[: row.index(config.eos_token_id) + 1] if config.eos_token_id in row else row
-            assert hyps[0].tokens == expected
-            assert hyps[0].log_prob == pytest.approx(score, abs=1e-5)
-    lengths = {len(hyps[0].tokens) for hyps in out.hypotheses}
+        settings = GenerationConfig(num_beams=1, max_new_tokens=8, length_penalty=alpha, **special)
+        greedy = greedy_search(model, input_ids, mask, settings)
+        beam = beam_search(model, input_ids, mask, settings)
+        for g, b in zip(greedy, beam, strict=True):
+            assert [h.tokens for h in g] == [h.tokens for h in b]
+            assert g[0].log_prob == pytest.approx(b[0].log_prob, abs=1e-5)
+            assert g[0].score == pytest.approx(b[0].score, abs=1e-5)
+    lengths = {len(hyps[0].tokens) for hyps in beam}
     assert len(lengths) > 1  # the comparison covered early [EOS] as well as the maximum length
 
 
 def test_seq2seq_batch_and_source_padding_do_not_change_the_result():
-    model, config = tiny_seq2seq(seed=4)
+    model, cfg = tiny_seq2seq(seed=4)
     with torch.no_grad():
-        model.output.bias[config.eos_token_id] += 0.5  # a mix of finished and cut hypotheses
+        model.output.bias[cfg.eos_token_id] += 0.5  # a mix of finished and cut hypotheses
     lengths = [4, 2, 6]
     input_ids, mask = random_sources(4, lengths)
-    kwargs = dict(
-        bos_token_id=config.bos_token_id,
-        eos_token_id=config.eos_token_id,
+    settings = GenerationConfig(
+        decoder_start_token_id=cfg.bos_token_id,
+        eos_token_id=cfg.eos_token_id,
+        pad_token_id=0,
         num_beams=4,
         num_return_sequences=3,
         max_len_a=1.0,
         max_len_b=2,
+        length_penalty_form="wu",
     )
-    batched = beam_search(model, input_ids, mask, **kwargs)
+    batched = generate(model, input_ids, mask, settings)
     extra = torch.zeros(3, 5, dtype=torch.long)  # five more padding columns
-    padded = beam_search(model, torch.cat([input_ids, extra], 1), torch.cat([mask, extra], 1), **kwargs)
+    padded = generate(model, torch.cat([input_ids, extra], 1), torch.cat([mask, extra], 1), settings)
     for i, n in enumerate(lengths):
-        alone = beam_search(model, input_ids[i : i + 1, :n], **kwargs).hypotheses[0]
+        alone = generate(model, input_ids[i : i + 1, :n], None, settings).hypotheses[0]
         for other in (batched.hypotheses[i], padded.hypotheses[i]):
             assert [h.tokens for h in other] == [h.tokens for h in alone]
             assert [h.score for h in other] == pytest.approx([h.score for h in alone], abs=1e-5)
         assert len(alone) == 3
         assert max(len(h.tokens) for h in alone) <= n + 2  # max_len_a · |x| + max_len_b
-    finished = [config.eos_token_id in h.tokens for hyps in batched.hypotheses for h in hyps]
+    finished = [cfg.eos_token_id in h.tokens for hyps in batched.hypotheses for h in hyps]
     assert any(finished) and not all(finished)
 
 
-def test_invalid_arguments():
-    model = table_model(GREEDY_TRAP)
-    with pytest.raises(ValueError, match="num_return_sequences"):
-        search(model, num_beams=2, num_return_sequences=3)
-    with pytest.raises(ValueError, match="length_penalty_form"):
-        search(model, length_penalty_form="gnmt")
-
-
 def test_forced_eos_at_the_maximum_length_is_certain():
-    """force_eos (transformers' forced_eos_token_id): the last allowed token is [EOS] with log-probability
-    0, so a hypothesis that reached the limit ranks by its other tokens; without it the beam is cut bare."""
+    """forced_eos_token_id = [EOS]: the last allowed token is [EOS] with log-probability 0, so a hypothesis
+    that reached the limit ranks by its other tokens; without it the beam is cut bare."""
     table = {(): dist(a=0.6, b=0.4), (A,): dist(a=0.9, eos=0.1), (B_,): dist(eos=0.5, c=0.5)}
     model = table_model(table, default=dist(c=1.0))
     cut = search(model, num_beams=2, max_len_b=2, length_penalty=0.0, num_return_sequences=2)
     assert [h.tokens for h in cut.hypotheses[0]] == [[A, A], [B_, EOS]]
     forced = search(
-        model, num_beams=2, max_len_b=2, length_penalty=0.0, num_return_sequences=2, force_eos=True
+        model, num_beams=2, max_len_b=2, length_penalty=0.0, num_return_sequences=2, forced_eos_token_id=EOS
     )
     (h1, h2) = forced.hypotheses[0]
     assert [h1.tokens, h2.tokens] == [
@@ -431,11 +436,10 @@ def test_forced_eos_at_the_maximum_length_is_certain():
     assert h1.log_prob == pytest.approx(math.log(0.6))  # the forced [EOS] costs nothing
     assert h2.log_prob == pytest.approx(math.log(0.4))
     forced3 = search(
-        model, num_beams=2, max_len_b=3, length_penalty=0.0, num_return_sequences=2, force_eos=True
+        model, num_beams=2, max_len_b=3, length_penalty=0.0, num_return_sequences=2, forced_eos_token_id=EOS
     )
     assert forced3.hypotheses[0][0].tokens == [A, A, EOS]
     assert forced3.hypotheses[0][0].log_prob == pytest.approx(math.log(0.6) + math.log(0.9))  # forced: + 0
-    tokens, scores = greedy_decode(
-        model, torch.tensor([[7]]), None, bos_token_id=BOS, eos_token_id=EOS, max_len=3, force_eos=True
-    )
-    assert tokens.tolist() == [[A, A, EOS]] and scores.item() == pytest.approx(math.log(0.6) + math.log(0.9))
+    greedy = search(model, num_beams=1, max_new_tokens=3, forced_eos_token_id=EOS)
+    assert greedy.sequences.tolist() == [[BOS, A, A, EOS]]
+    assert greedy.hypotheses[0][0].log_prob == pytest.approx(math.log(0.6) + math.log(0.9))

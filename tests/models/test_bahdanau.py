@@ -47,7 +47,7 @@ def test_incremental_decoding_equals_teacher_forcing(num_layers):
         full = model(SRC, mask, DEC).logits
         state = model.encode(SRC, mask)
         for t in range(DEC.size(1)):
-            step, state = model.decode_step(DEC[:, t], state)
+            step, state = model.step(DEC[:, t], state)
             torch.testing.assert_close(step, full[:, t], rtol=0, atol=1e-6)
 
 
@@ -145,12 +145,12 @@ def test_paper_initialisation():
     torch.testing.assert_close(alpha[1, :, :3], torch.full((DEC.size(1), 3), 1 / 3))
 
 
-def test_reorder_state_selects_rows():
+def test_reorder_selects_rows():
     model = tiny()
     with torch.no_grad():
         state = model.encode(torch.tensor([[3, 4, 5], [5, 6, 0], [7, 8, 9]]))
     index = torch.tensor([2, 2, 1])
-    r = model.reorder_state(state, index)
+    r = model.reorder(state, index)
     for i, j in enumerate(index.tolist()):
         assert torch.equal(r.s[i], state.s[j])
         assert torch.equal(r.annotations[i], state.annotations[j])
@@ -191,8 +191,8 @@ def test_recurrent_states_stay_fp32_under_bf16_autocast():
     for model in models:
         with torch.autocast("cpu", dtype=torch.bfloat16):
             state = model.encode(x)
-            logits, state = model.decode_step(tokens, state)
-            logits, state = model.decode_step(tokens, state)
+            logits, state = model.step(tokens, state)
+            logits, state = model.step(tokens, state)
         assert logits.dtype == torch.bfloat16, type(model).__name__  # the output layer did run in bf16
         for name in ("s", "h", "c"):
             if hasattr(state, name) and not (name == "c" and isinstance(model, ChoEncoderDecoder)):

@@ -46,7 +46,7 @@ def test_incremental_decoding_equals_teacher_forcing(num_layers):
         full = model(SRC, mask, DEC).logits  # (B, T, V)
         state = model.encode(SRC, mask)
         for t in range(DEC.size(1)):
-            step, state = model.decode_step(DEC[:, t], state)
+            step, state = model.step(DEC[:, t], state)
             torch.testing.assert_close(step, full[:, t], rtol=0, atol=1e-6)
 
 
@@ -89,15 +89,15 @@ def test_decoder_sees_the_context_at_every_step():
     model = tiny()
     with torch.no_grad():
         state = model.encode(SRC)
-        _, after_first = model.decode(DEC[:, :1], state)
+        after_first = model.decode(DEC[:, :1], state).state
         other_c = torch.randn_like(state.c)
-        same, _ = model.decode(DEC[:, 1:], after_first)
-        changed, _ = model.decode(DEC[:, 1:], ChoState(after_first.h, other_c))
+        same = model.decode(DEC[:, 1:], after_first).logits
+        changed = model.decode(DEC[:, 1:], ChoState(after_first.h, other_c)).logits
         # same h' after step 1, another c: every later step's logits move
         for t in range(DEC.size(1) - 1):
             assert (same[:, t] - changed[:, t]).abs().max() > 1e-3
         # and c stays the same c through decoding: the state hands it on unchanged
-        _, final = model.decode(DEC, state)
+        final = model.decode(DEC, state).state
         assert torch.equal(final.c, state.c)
 
 
@@ -106,7 +106,7 @@ def test_maxout_deep_output_by_hand():
     model = tiny().double()
     with torch.no_grad():
         state = model.encode(SRC)
-        logits, _ = model.decode(DEC, state)
+        logits = model.decode(DEC, state).logits
         gru = torch.nn.GRU(E + N, N, batch_first=True).double()
         gru.load_state_dict(model.decoder.rnn.state_dict())
         y = model.tgt_embed(DEC)  # (B, T, E)
@@ -163,12 +163,12 @@ def test_paper_configuration():
     assert cho2014(hidden_size=64).hidden_size == 64
 
 
-def test_reorder_state_selects_rows():
+def test_reorder_selects_rows():
     model = tiny()
     with torch.no_grad():
         state = model.encode(torch.tensor([[3, 4], [5, 6], [7, 8]]))
     index = torch.tensor([2, 2, 0])
-    r = model.reorder_state(state, index)
+    r = model.reorder(state, index)
     for i, j in enumerate(index.tolist()):
         torch.testing.assert_close(r.h[:, i], state.h[:, j], rtol=0, atol=0)
         torch.testing.assert_close(r.c[i], state.c[j], rtol=0, atol=0)

@@ -81,7 +81,7 @@ def test_incremental_decoding_equals_teacher_forcing(score, attention, input_fee
         full = model(SRC, SRC.ne(0).long(), DEC).logits
         state = model.encode(SRC)
         for t in range(DEC.size(1)):
-            step, state = model.decode_step(DEC[:, t], state)
+            step, state = model.step(DEC[:, t], state)
             torch.testing.assert_close(step, full[:, t], rtol=0, atol=1e-6)
         assert state.t == DEC.size(1)
 
@@ -189,10 +189,10 @@ def test_input_feeding_makes_the_next_step_depend_on_the_last_attentional_state(
     model = tiny(input_feeding=True)
     with torch.no_grad():
         state = model.encode(SRC)
-        _, after, _ = model.decode(DEC[:, :1], state)
-        same, _, _ = model.decode(DEC[:, 1:2], after)
+        after = model.decode(DEC[:, :1], state).state
+        same = model.decode(DEC[:, 1:2], after).logits
         after.feed = torch.zeros_like(after.feed)
-        changed, _, _ = model.decode(DEC[:, 1:2], after)
+        changed = model.decode(DEC[:, 1:2], after).logits
     assert (same - changed).abs().max() > 1e-3
 
 
@@ -215,20 +215,20 @@ def test_reverse_source_reads_the_reversed_sentence(attention):
         assert not torch.allclose(a.memory, fwd.encode(SRC).memory)
 
 
-def test_reorder_state_selects_rows():
+def test_reorder_selects_rows():
     model = tiny(attention="local-p")
     with torch.no_grad():
         state = model.encode(torch.tensor([[3, 4, 5], [5, 6, 0], [7, 8, 9]]))
-        _, state, _ = model.decode(torch.tensor([[5], [6], [7]]), state)
+        state = model.decode(torch.tensor([[5], [6], [7]]), state).state
     index = torch.tensor([2, 2, 1])
-    r = model.reorder_state(state, index)
+    r = model.reorder(state, index)
     for i, j in enumerate(index.tolist()):
         assert torch.equal(r.h[:, i], state.h[:, j]) and torch.equal(r.c[:, i], state.c[:, j])
         for name in ("feed", "memory", "keys", "mask", "lengths"):
             assert torch.equal(getattr(r, name)[i], getattr(state, name)[j]), name
     assert r.t == state.t == 1 and r.lengths.tolist() == [3, 3, 2]
     assert tiny(score="dot").encode(torch.tensor([[3, 4]])).keys is None
-    r = LuongNMT.reorder_state(tiny(score="dot").encode(torch.tensor([[3, 4], [5, 6]])), torch.tensor([1]))
+    r = LuongNMT.reorder(tiny(score="dot").encode(torch.tensor([[3, 4], [5, 6]])), torch.tensor([1]))
     assert r.keys is None and r.memory.size(0) == 1
 
 

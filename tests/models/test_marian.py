@@ -50,7 +50,7 @@ SHAPES = {
 }
 
 
-def marian(shape: str, vocab: int = 53):
+def marian(shape: str, vocab: int = 53, **overrides):
     kw = dict(
         vocab_size=vocab,
         max_position_embeddings=64,
@@ -63,7 +63,7 @@ def marian(shape: str, vocab: int = 53):
         dropout=0.0,
     )
     torch.manual_seed(0)
-    hf = transformers.MarianMTModel(transformers.MarianConfig(**{**kw, **SHAPES[shape]})).eval()
+    hf = transformers.MarianMTModel(transformers.MarianConfig(**{**kw, **SHAPES[shape], **overrides})).eval()
     with torch.no_grad():
         hf.final_logits_bias.normal_()  # zero in a fresh model: make it count
     return hf
@@ -142,3 +142,72 @@ def test_generate_equals_transformers(shape, num_beams, length_penalty):
         expected = hf.generate(input_ids=src, attention_mask=mask, do_sample=False, **settings)
     got = ours.generate(src, mask, **settings)
     assert got.tolist() == expected.tolist()
+
+
+def with_eos_bias(hf, bias: float):
+    """[EOS] (id 0) favoured by ``bias`` over a zero final_logits_bias."""
+    with torch.no_grad():
+        hf.final_logits_bias.zero_()
+        hf.final_logits_bias[0, 0] = bias
+    return hf
+
+
+FORCED = {"equal to eos": 0, "another token": 7, "null": None}
+
+
+@pytest.mark.parametrize("forced", list(FORCED))
+@pytest.mark.parametrize("num_beams", [1, 4])
+def test_forced_eos_token_follows_the_config_as_transformers_does(forced, num_beams):
+    """transformers forces the config's forced_eos_token_id at the last step — [EOS], another token, or
+    nothing — and so do we, at a limit the hypotheses reach."""
+    hf = with_eos_bias(marian("1+2 d24 h3/h2 relu", init_std=0.3, forced_eos_token_id=FORCED[forced]), 0.0)
+    ours = ours_from(hf)
+    assert ours.config.forced_eos_token_id == FORCED[forced]
+    src, mask, _ = inputs(hf, batch=4)
+    settings = dict(num_beams=num_beams, max_new_tokens=5, num_return_sequences=min(num_beams, 2))
+    with torch.no_grad():
+        expected = hf.generate(input_ids=src, attention_mask=mask, do_sample=False, **settings)
+    got = ours.generate(src, mask, **settings)
+    assert got.tolist() == expected.tolist()
+    assert expected.size(1) == 1 + 5  # some hypotheses reached the limit …
+    if forced != "null":
+        assert (expected[:, -1] == FORCED[forced]).any()  # … and took the forced token there
+
+
+def test_forced_eos_of_a_config_without_the_key_is_transformers_default():
+    """A config.json without forced_eos_token_id: transformers' MarianConfig default (0), not eos_token_id."""
+    hf = marian("1+2 d24 h3/h2 relu")
+    data = {k: v for k, v in hf.config.to_dict().items() if k != "forced_eos_token_id"}
+    data["eos_token_id"] = 3
+    default = transformers.MarianConfig.from_dict(data).forced_eos_token_id
+    assert default == 0 and config_from_marian(data).forced_eos_token_id == default
+    assert config_from_marian({**data, "forced_eos_token_id": None}).forced_eos_token_id is None
+    assert config_to_marian(config_from_marian(data))["forced_eos_token_id"] == 0
+
+
+RULES = {  # setting → an [EOS] bias under which it changes the result
+    "min_new_tokens": (dict(min_new_tokens=4), 3.0),
+    "no_repeat_ngram_size": (dict(no_repeat_ngram_size=2), 0.0),
+    "early_stopping and n-best": (dict(early_stopping=True, num_return_sequences=3), 2.0),
+}
+
+
+@pytest.mark.parametrize("rule", list(RULES))
+@pytest.mark.parametrize("num_beams", [1, 4])
+def test_generation_rules_equal_transformers(rule, num_beams):
+    settings, bias = RULES[rule]
+    hf = with_eos_bias(marian("3+3 d64 h4 swish", init_std=0.3), bias)
+    ours = ours_from(hf)
+    src, mask, _ = inputs(hf, batch=4)
+    settings = dict(settings, num_beams=num_beams, max_new_tokens=10)
+    settings["num_return_sequences"] = min(num_beams, settings.get("num_return_sequences", 1))
+    if num_beams == 1:
+        settings.pop("early_stopping", None)
+    with torch.no_grad():
+        expected = hf.generate(input_ids=src, attention_mask=mask, do_sample=False, **settings)
+    got = ours.generate(src, mask, **settings)
+    assert got.tolist() == expected.tolist()
+    if num_beams > 1 or rule != "early_stopping and n-best":  # the setting matters: the case is not vacuous
+        plain = {k: v for k, v in settings.items() if k not in ("min_new_tokens", "no_repeat_ngram_size")}
+        plain["early_stopping"] = False
+        assert ours.generate(src, mask, **plain).tolist() != got.tolist()

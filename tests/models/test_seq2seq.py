@@ -66,7 +66,7 @@ def test_incremental_decoding_equals_teacher_forcing():
     full = model(src, mask, dec).logits  # (B, T, V)
     state = model.encode(src, mask)
     for t in range(dec.size(1)):
-        step, state = model.decode_step(dec[:, t], state)
+        step, state = model.step(dec[:, t], state)
         torch.testing.assert_close(step, full[:, t], rtol=0, atol=1e-5)
 
 
@@ -91,10 +91,10 @@ def test_initialisation_is_uniform_in_init_range():
     assert abs(float(weights.std()) - 0.3 / 3**0.5) < 0.01
 
 
-def test_reorder_state_selects_rows():
+def test_reorder_selects_rows():
     model = tiny()
     state = model.encode(torch.tensor([[3, 4], [5, 6], [7, 8]]))
-    r = model.reorder_state(state, torch.tensor([2, 2, 0]))
+    r = model.reorder(state, torch.tensor([2, 2, 0]))
     torch.testing.assert_close(r.h[:, 0], state.h[:, 2])
     torch.testing.assert_close(r.c[:, 2], state.c[:, 0])
 

@@ -6,8 +6,8 @@ from dataclasses import replace
 import pytest
 import torch
 
-from seq2bert.decoding.beam import beam_search
-from seq2bert.decoding.greedy import greedy_decode
+from seq2bert.decoding.config import GenerationConfig
+from seq2bert.decoding.generation import generate
 from seq2bert.errors import ConfigError
 from seq2bert.models.transformer.config import TransformerConfig, transformer_base, transformer_big
 from seq2bert.models.transformer.model import Transformer, TransformerState
@@ -67,7 +67,7 @@ def test_cached_decoding_equals_full_recomputation(variant):
     state = m.encode(src, mask)
     steps = []
     for t in range(tgt.size(1)):
-        logits, state = m.decode_step(tgt[:, t], state)
+        logits, state = m.step(tgt[:, t], state)
         steps.append(logits)
     assert state.t == tgt.size(1) and state.caches[0].self_attn.length == tgt.size(1)
     torch.testing.assert_close(torch.stack(steps, 1), full, rtol=0, atol=1e-5)
@@ -110,19 +110,19 @@ class Uncached(torch.nn.Module):
         super().__init__()
         self.m = m
 
-    def encode(self, input_ids, attention_mask):
+    def start(self, input_ids, attention_mask):
         return (self.m.encode(input_ids, attention_mask), input_ids.new_zeros(input_ids.size(0), 0))
 
-    def decode_step(self, tokens, state):
+    def step(self, tokens, state):
         enc, prefix = state
         prefix = torch.cat([prefix, tokens[:, None]], 1)
         fresh = TransformerState(enc.memory, enc.mask, [type(c)() for c in enc.caches])
-        logits, _ = self.m.decode(prefix, fresh)
+        logits = self.m.decode(prefix, fresh).logits
         return logits[:, -1], (enc, prefix)
 
-    def reorder_state(self, state, index):
+    def reorder(self, state, index):
         enc, prefix = state
-        return self.m.reorder_state(enc, index), prefix.index_select(0, index)
+        return self.m.reorder(enc, index), prefix.index_select(0, index)
 
 
 def test_greedy_and_beam_search_with_the_cache_equal_full_recomputation():
@@ -130,15 +130,14 @@ def test_greedy_and_beam_search_with_the_cache_equal_full_recomputation():
     with torch.no_grad():
         m.output.weight.mul_(8.0)  # sharper distributions: hypotheses that end early
     src, mask, _ = batch()
-    kw = dict(bos_token_id=BOS, eos_token_id=EOS, pad_token_id=PAD)
-    g1, s1 = greedy_decode(m, src, mask, max_len=9, **kw)
-    g2, s2 = greedy_decode(Uncached(m), src, mask, max_len=9, **kw)
-    assert torch.equal(g1, g2)
-    torch.testing.assert_close(s1, s2, rtol=0, atol=1e-5)
-    b1 = beam_search(m, src, mask, num_beams=4, max_len_a=1.0, max_len_b=3, num_return_sequences=4, **kw)
-    b2 = beam_search(
-        Uncached(m), src, mask, num_beams=4, max_len_a=1.0, max_len_b=3, num_return_sequences=4, **kw
-    )
+    kw = dict(decoder_start_token_id=BOS, eos_token_id=EOS, pad_token_id=PAD)
+    greedy = GenerationConfig(max_new_tokens=9, **kw)
+    g1, g2 = generate(m, src, mask, greedy), generate(Uncached(m), src, mask, greedy)
+    assert torch.equal(g1.sequences, g2.sequences)
+    s1, s2 = ([h[0].log_prob for h in g.hypotheses] for g in (g1, g2))
+    torch.testing.assert_close(torch.tensor(s1), torch.tensor(s2), rtol=0, atol=1e-5)
+    beam = GenerationConfig(num_beams=4, max_len_a=1.0, max_len_b=3, num_return_sequences=4, **kw)
+    b1, b2 = generate(m, src, mask, beam), generate(Uncached(m), src, mask, beam)
     for h1, h2 in zip(b1.hypotheses, b2.hypotheses, strict=True):
         assert [h.tokens for h in h1] == [h.tokens for h in h2]
         torch.testing.assert_close(torch.tensor([h.score for h in h1]), torch.tensor([h.score for h in h2]))

@@ -35,12 +35,12 @@ import torch
 from torch import nn
 
 from seq2bert.models.attention.config import BahdanauConfig
-from seq2bert.models.outputs import Seq2SeqLMOutput
+from seq2bert.models.encoder_decoder import EncoderDecoder
+from seq2bert.models.outputs import DecoderOutput
 from seq2bert.models.seq2seq.cho import init_paper_style
 from seq2bert.nn.attention import AdditiveAttention
 from seq2bert.nn.heads import MaxoutDeepOutput
 from seq2bert.nn.rnn import FusedRNN, gru_cell, widen
-from seq2bert.objectives.cross_entropy import sequence_cross_entropy
 
 
 @dataclass
@@ -53,14 +53,11 @@ class BahdanauState:
     mask: torch.Tensor
 
 
-class RNNSearch(nn.Module):
+class RNNSearch(EncoderDecoder):
     """Bidirectional GRU encoder, additive attention, GRU decoder, maxout deep output (Bahdanau et al. 2015)."""
 
     def __init__(self, config: BahdanauConfig):
-        super().__init__()
-        config.validate()
-        config.check_vocab()
-        self.config = config
+        super().__init__(config)
         E, n, A, p = config.embedding_dim, config.hidden_size, config.attention_size, config.dropout
         self.src_embed = nn.Embedding(config.src_vocab_size, E, padding_idx=config.pad_token_id)
         self.tgt_embed = nn.Embedding(config.tgt_vocab_size, E, padding_idx=config.pad_token_id)
@@ -78,8 +75,15 @@ class RNNSearch(nn.Module):
             nn.init.normal_(self.attention.U_a.weight, 0.0, 0.001)
             nn.init.zeros_(self.attention.v_a.weight)
 
-    def encode(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> BahdanauState:
-        """input_ids, attention_mask: (B, S) → annotations and the initial decoder state s_0."""
+    def encode(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        *,
+        output_attentions: bool = False,
+    ) -> BahdanauState:
+        """input_ids, attention_mask: (B, S) → annotations and the initial decoder state s_0. (The encoder has
+        no attention weights.)"""
         if attention_mask is None:
             attention_mask = input_ids.ne(self.config.pad_token_id)
         mask = attention_mask.bool()
@@ -90,7 +94,9 @@ class RNNSearch(nn.Module):
         s0 = widen(torch.tanh(self.W_s(h_n[-1])))  # (B, n)
         return BahdanauState(s0, h, self.attention.project_keys(h), mask)
 
-    def step(self, y: torch.Tensor, state: BahdanauState) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def decoder_step(
+        self, y: torch.Tensor, state: BahdanauState
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """One decoder step from embedded y_{i−1} (B, E) → s_i (B, n), c_i (B, 2n), α_i (B, S)."""
         c, alpha = self.attention(
             state.s, state.annotations, state.mask, projected_keys=state.keys
@@ -102,50 +108,26 @@ class RNNSearch(nn.Module):
         return s, c, alpha
 
     def decode(
-        self, decoder_input_ids: torch.Tensor, state: BahdanauState, output_attentions: bool = False
-    ) -> tuple[torch.Tensor, BahdanauState, torch.Tensor | None]:
+        self, decoder_input_ids: torch.Tensor, state: BahdanauState, *, output_attentions: bool = False
+    ) -> DecoderOutput:
         """decoder_input_ids (B, T) → logits (B, T, V), the state after step T, and α (B, T, S) if asked."""
         y = self.dropout(self.tgt_embed(decoder_input_ids))  # E y_{i−1}: (B, T, E)
         states, contexts, alphas = [], [], []
         for i in range(y.size(1)):
-            s, c, alpha = self.step(y[:, i], state)
+            s, c, alpha = self.decoder_step(y[:, i], state)
             state = replace(state, s=s)
             states.append(s)
             contexts.append(c)
             alphas.append(alpha)
         s_all, c_all = torch.stack(states, dim=1), torch.stack(contexts, dim=1)  # (B, T, n), (B, T, 2n)
         logits = self.output(y, self.dropout(s_all), c_all)  # Eq. 4: g(y_{i−1}, s_i, c_i) → (B, T, V)
-        return logits, state, torch.stack(alphas, dim=1) if output_attentions else None
-
-    def decode_step(self, tokens: torch.Tensor, state: BahdanauState) -> tuple[torch.Tensor, BahdanauState]:
-        """tokens (B,) → next-token logits (B, V), new state."""
-        logits, state, _ = self.decode(tokens[:, None], state)
-        return logits[:, -1], state
+        return DecoderOutput(
+            logits, state, attentions=torch.stack(alphas, dim=1) if output_attentions else None
+        )
 
     @staticmethod
-    def reorder_state(state: BahdanauState, index: torch.Tensor) -> BahdanauState:
+    def reorder(state: BahdanauState, index: torch.Tensor) -> BahdanauState:
         """Select batch rows ``index`` (N,) for beam search."""
         return BahdanauState(
             *(t.index_select(0, index) for t in (state.s, state.annotations, state.keys, state.mask))
         )
-
-    def forward(
-        self,
-        input_ids: torch.Tensor,
-        attention_mask: torch.Tensor | None = None,
-        decoder_input_ids: torch.Tensor | None = None,
-        labels: torch.Tensor | None = None,
-        label_smoothing: float = 0.0,
-        output_attentions: bool = False,
-    ) -> Seq2SeqLMOutput:
-        """Teacher forcing: logits (B, T, V); ``loss`` with labels; α (B, T, S) with ``output_attentions``."""
-        if decoder_input_ids is None:
-            raise ValueError("RNNSearch.forward needs decoder_input_ids ([BOS] y_1 … y_{T-1})")
-        state = self.encode(input_ids, attention_mask)
-        logits, _, alphas = self.decode(decoder_input_ids, state, output_attentions)
-        loss = (
-            None
-            if labels is None
-            else sequence_cross_entropy(logits, labels, label_smoothing=label_smoothing)
-        )
-        return Seq2SeqLMOutput(logits=logits, loss=loss, attentions=alphas)

@@ -32,10 +32,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from seq2bert.models.attention.config import LuongConfig
-from seq2bert.models.outputs import Seq2SeqLMOutput
+from seq2bert.models.encoder_decoder import EncoderDecoder
+from seq2bert.models.outputs import DecoderOutput
 from seq2bert.nn.attention import LuongAttention
 from seq2bert.nn.rnn import FusedRNN, lstm_cell, reverse_padded, run_fused, widen
-from seq2bert.objectives.cross_entropy import sequence_cross_entropy
 from seq2bert.precision import full_precision
 
 LOCAL = {"global": None, "local-m": "monotonic", "local-p": "predictive"}
@@ -56,14 +56,11 @@ class LuongState:
     t: int = 0
 
 
-class LuongNMT(nn.Module):
+class LuongNMT(EncoderDecoder):
     """Stacked LSTM encoder-decoder with Luong's global or local attention and input feeding."""
 
     def __init__(self, config: LuongConfig):
-        super().__init__()
-        config.validate()
-        config.check_vocab()
-        self.config = config
+        super().__init__(config)
         E, H, L, p = config.embedding_dim, config.hidden_size, config.num_layers, config.dropout
         self.src_embed = nn.Embedding(config.src_vocab_size, E, padding_idx=config.pad_token_id)
         self.tgt_embed = nn.Embedding(config.tgt_vocab_size, E, padding_idx=config.pad_token_id)
@@ -87,8 +84,15 @@ class LuongNMT(nn.Module):
             self.src_embed.weight[config.pad_token_id].zero_()
             self.tgt_embed.weight[config.pad_token_id].zero_()
 
-    def encode(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> LuongState:
-        """input_ids, attention_mask: (B, S) → source states h̄ and the decoder's initial state."""
+    def encode(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        *,
+        output_attentions: bool = False,
+    ) -> LuongState:
+        """input_ids, attention_mask: (B, S) → source states h̄ and the decoder's initial state. (The encoder
+        has no attention weights.)"""
         if attention_mask is None:
             attention_mask = input_ids.ne(self.config.pad_token_id)
         mask = attention_mask.bool()
@@ -127,8 +131,8 @@ class LuongNMT(nn.Module):
         return x, torch.stack(hs), torch.stack(cs)
 
     def decode(
-        self, decoder_input_ids: torch.Tensor, state: LuongState, output_attentions: bool = False
-    ) -> tuple[torch.Tensor, LuongState, torch.Tensor | None]:
+        self, decoder_input_ids: torch.Tensor, state: LuongState, *, output_attentions: bool = False
+    ) -> DecoderOutput:
         """decoder_input_ids (B, T) → logits (B, T, V), the state after step T, and a (B, T, S) if asked."""
         y = self.dropout(self.tgt_embed(decoder_input_ids))  # (B, T, E)
         T = y.size(1)
@@ -148,15 +152,12 @@ class LuongNMT(nn.Module):
         h_tilde = torch.stack(tildes, dim=1)  # (B, T, H)
         logits = self.W_s(self.dropout(h_tilde))  # Eq. 6: (B, T, V)
         new = LuongState(h, c, feed, state.memory, state.keys, state.mask, state.lengths, state.t + T)
-        return logits, new, torch.stack(alphas, dim=1) if output_attentions else None
-
-    def decode_step(self, tokens: torch.Tensor, state: LuongState) -> tuple[torch.Tensor, LuongState]:
-        """tokens (B,) → next-token logits (B, V), new state."""
-        logits, state, _ = self.decode(tokens[:, None], state)
-        return logits[:, -1], state
+        return DecoderOutput(
+            logits, new, attentions=torch.stack(alphas, dim=1) if output_attentions else None
+        )
 
     @staticmethod
-    def reorder_state(state: LuongState, index: torch.Tensor) -> LuongState:
+    def reorder(state: LuongState, index: torch.Tensor) -> LuongState:
         """Select batch rows ``index`` (N,) for beam search."""
 
         def rows(x: torch.Tensor | None) -> torch.Tensor | None:
@@ -172,24 +173,3 @@ class LuongNMT(nn.Module):
             rows(state.lengths),
             state.t,
         )
-
-    def forward(
-        self,
-        input_ids: torch.Tensor,
-        attention_mask: torch.Tensor | None = None,
-        decoder_input_ids: torch.Tensor | None = None,
-        labels: torch.Tensor | None = None,
-        label_smoothing: float = 0.0,
-        output_attentions: bool = False,
-    ) -> Seq2SeqLMOutput:
-        """Teacher forcing: logits (B, T, V); ``loss`` with labels; a (B, T, S) with ``output_attentions``."""
-        if decoder_input_ids is None:
-            raise ValueError("LuongNMT.forward needs decoder_input_ids ([BOS] y_1 … y_{T-1})")
-        state = self.encode(input_ids, attention_mask)
-        logits, _, alphas = self.decode(decoder_input_ids, state, output_attentions)
-        loss = (
-            None
-            if labels is None
-            else sequence_cross_entropy(logits, labels, label_smoothing=label_smoothing)
-        )
-        return Seq2SeqLMOutput(logits=logits, loss=loss, attentions=alphas)

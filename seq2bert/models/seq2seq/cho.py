@@ -27,11 +27,11 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from seq2bert.models.outputs import Seq2SeqLMOutput
+from seq2bert.models.encoder_decoder import EncoderDecoder
+from seq2bert.models.outputs import DecoderOutput
 from seq2bert.models.seq2seq.config import ChoConfig
 from seq2bert.nn.heads import MaxoutDeepOutput
 from seq2bert.nn.rnn import FusedRNN, widen
-from seq2bert.objectives.cross_entropy import sequence_cross_entropy
 
 
 @dataclass
@@ -42,14 +42,11 @@ class ChoState:
     c: torch.Tensor
 
 
-class ChoEncoderDecoder(nn.Module):
+class ChoEncoderDecoder(EncoderDecoder):
     """GRU encoder → context c → GRU decoder that sees c at every step, with a maxout deep output."""
 
     def __init__(self, config: ChoConfig):
-        super().__init__()
-        config.validate()
-        config.check_vocab()
-        self.config = config
+        super().__init__(config)
         E, n, L, p = config.embedding_dim, config.hidden_size, config.num_layers, config.dropout
         self.src_embed = nn.Embedding(config.src_vocab_size, E, padding_idx=config.pad_token_id)
         self.tgt_embed = nn.Embedding(config.tgt_vocab_size, E, padding_idx=config.pad_token_id)
@@ -61,8 +58,14 @@ class ChoEncoderDecoder(nn.Module):
         self.output = MaxoutDeepOutput(n + E + n, config.maxout_size, config.tgt_vocab_size, dropout=p)
         init_paper_style(self, pad_token_id=config.pad_token_id)
 
-    def encode(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> ChoState:
-        """input_ids, attention_mask: (B, S) → the initial decoder state (h'_0, c)."""
+    def encode(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        *,
+        output_attentions: bool = False,
+    ) -> ChoState:
+        """input_ids, attention_mask: (B, S) → the initial decoder state (h'_0, c). (No attention weights.)"""
         if attention_mask is None:
             attention_mask = input_ids.ne(self.config.pad_token_id)
         lengths = attention_mask.sum(dim=1).clamp(min=1)  # (B,)
@@ -74,43 +77,21 @@ class ChoEncoderDecoder(nn.Module):
         # the recurrent state stays fp32 under bf16 autocast
         return ChoState(widen(h0), c)
 
-    def decode(self, decoder_input_ids: torch.Tensor, state: ChoState) -> tuple[torch.Tensor, ChoState]:
-        """decoder_input_ids (B, T) = [BOS] y_1 … y_{T−1} → logits (B, T, V) and the state after step T."""
+    def decode(
+        self, decoder_input_ids: torch.Tensor, state: ChoState, *, output_attentions: bool = False
+    ) -> DecoderOutput:
+        """decoder_input_ids (B, T) = [BOS] y_1 … y_{T−1} → logits (B, T, V) and the state after step T.
+        No attention: the decoder sees the one context c."""
         y = self.dropout(self.tgt_embed(decoder_input_ids))  # e(y_{t−1}): (B, T, E)
         c = state.c.unsqueeze(1).expand(-1, y.size(1), -1)  # the same c at every step: (B, T, n)
         out, h = self.decoder(torch.cat([y, c], dim=-1), state.h)  # h'_t = f(h'_{t−1}, y_{t−1}, c): (B, T, n)
         logits = self.output(self.dropout(out), y, c)  # g(h'_t, y_{t−1}, c): (B, T, V)
-        return logits, ChoState(widen(h), state.c)
-
-    def decode_step(self, tokens: torch.Tensor, state: ChoState) -> tuple[torch.Tensor, ChoState]:
-        """tokens (B,) → next-token logits (B, V), new state."""
-        logits, state = self.decode(tokens[:, None], state)
-        return logits[:, -1], state
+        return DecoderOutput(logits, ChoState(widen(h), state.c))
 
     @staticmethod
-    def reorder_state(state: ChoState, index: torch.Tensor) -> ChoState:
+    def reorder(state: ChoState, index: torch.Tensor) -> ChoState:
         """Select batch rows ``index`` (N,) for beam search."""
         return ChoState(state.h.index_select(1, index), state.c.index_select(0, index))
-
-    def forward(
-        self,
-        input_ids: torch.Tensor,
-        attention_mask: torch.Tensor | None = None,
-        decoder_input_ids: torch.Tensor | None = None,
-        labels: torch.Tensor | None = None,
-        label_smoothing: float = 0.0,
-        output_attentions: bool = False,
-    ) -> Seq2SeqLMOutput:
-        """Teacher forcing: logits for every target position; ``loss`` with labels. No attention to return."""
-        if decoder_input_ids is None:
-            raise ValueError("ChoEncoderDecoder.forward needs decoder_input_ids ([BOS] y_1 … y_{T-1})")
-        logits, _ = self.decode(decoder_input_ids, self.encode(input_ids, attention_mask))
-        loss = (
-            None
-            if labels is None
-            else sequence_cross_entropy(logits, labels, label_smoothing=label_smoothing)
-        )
-        return Seq2SeqLMOutput(logits=logits, loss=loss)
 
 
 def init_paper_style(model: nn.Module, std: float = 0.01, pad_token_id: int | None = None) -> None:

@@ -14,9 +14,8 @@ Departures from the paper, marked where they happen:
 
 As in the paper, the encoder and decoder are two different LSTMs with their own embeddings.
 
-The model exposes the interface every encoder-decoder of seq2bert offers to the shared decoders:
-``encode(input_ids, attention_mask) -> state``, ``decode_step(tokens, state) -> (logits, state)`` and
-``reorder_state(state, index)``.
+The model implements ``encode``, ``decode`` and ``reorder``; the teacher-forced ``forward``, the decoding
+protocol and ``generate`` are every encoder-decoder's (seq2bert/models/encoder_decoder.py).
 """
 
 from __future__ import annotations
@@ -27,10 +26,10 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
-from seq2bert.models.outputs import Seq2SeqLMOutput
+from seq2bert.models.encoder_decoder import EncoderDecoder
+from seq2bert.models.outputs import DecoderOutput
 from seq2bert.models.seq2seq.config import Seq2SeqConfig
 from seq2bert.nn.rnn import reverse_padded, run_fused
-from seq2bert.objectives.cross_entropy import sequence_cross_entropy
 
 
 @dataclass
@@ -41,14 +40,11 @@ class LSTMState:
     c: torch.Tensor
 
 
-class Seq2Seq(nn.Module):
+class Seq2Seq(EncoderDecoder):
     """Deep LSTM encoder → fixed vector v = (h_T, c_T) of every layer → deep LSTM decoder."""
 
     def __init__(self, config: Seq2SeqConfig):
-        super().__init__()
-        config.validate()
-        config.check_vocab()
-        self.config = config
+        super().__init__(config)
         E, H, L, p = config.embedding_dim, config.hidden_size, config.num_layers, config.dropout
         self.src_embed = nn.Embedding(config.src_vocab_size, E, padding_idx=config.pad_token_id)
         self.tgt_embed = nn.Embedding(config.tgt_vocab_size, E, padding_idx=config.pad_token_id)
@@ -68,8 +64,15 @@ class Seq2Seq(nn.Module):
             self.tgt_embed.weight[self.config.pad_token_id].zero_()
 
     # --- encoder: x_1 … x_T → v
-    def encode(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> LSTMState:
-        """input_ids, attention_mask: (B, S) with right padding → v: LSTMState with h, c of shape (L, B, H)."""
+    def encode(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        *,
+        output_attentions: bool = False,
+    ) -> LSTMState:
+        """input_ids, attention_mask: (B, S) with right padding → v: LSTMState with h, c of shape (L, B, H).
+        (There are no attention weights to output.)"""
         if attention_mask is None:
             attention_mask = input_ids.ne(self.config.pad_token_id)
         lengths = attention_mask.sum(dim=1).clamp(min=1)  # (B,)
@@ -83,39 +86,17 @@ class Seq2Seq(nn.Module):
         return LSTMState(h, c)
 
     # --- decoder: p(y_t | v, y_<t)
-    def decode(self, decoder_input_ids: torch.Tensor, state: LSTMState) -> tuple[torch.Tensor, LSTMState]:
-        """decoder_input_ids: (B, T) = [BOS] y_1 … y_{T−1} → logits (B, T, V) and the state after step T."""
+    def decode(
+        self, decoder_input_ids: torch.Tensor, state: LSTMState, *, output_attentions: bool = False
+    ) -> DecoderOutput:
+        """decoder_input_ids: (B, T) = [BOS] y_1 … y_{T−1} → logits (B, T, V) and the state after step T.
+        There is no attention: the decoder sees only the fixed vector v."""
         y = self.dropout(self.tgt_embed(decoder_input_ids))  # (B, T, E)
         out, (h, c) = run_fused(self.decoder, y, (state.h, state.c))  # out: (B, T, H)
         logits = self.output(self.dropout(out))  # (B, T, V)
-        return logits, LSTMState(h, c)
-
-    def decode_step(self, tokens: torch.Tensor, state: LSTMState) -> tuple[torch.Tensor, LSTMState]:
-        """One step of incremental decoding: tokens (B,) → next-token logits (B, V), new state."""
-        logits, state = self.decode(tokens[:, None], state)
-        return logits[:, -1], state
+        return DecoderOutput(logits, LSTMState(h, c))
 
     @staticmethod
-    def reorder_state(state: LSTMState, index: torch.Tensor) -> LSTMState:
+    def reorder(state: LSTMState, index: torch.Tensor) -> LSTMState:
         """Select batch rows ``index`` (N,) of the state (for beam search): (L, B, H) → (L, N, H)."""
         return LSTMState(state.h.index_select(1, index), state.c.index_select(1, index))
-
-    def forward(
-        self,
-        input_ids: torch.Tensor,
-        attention_mask: torch.Tensor | None = None,
-        decoder_input_ids: torch.Tensor | None = None,
-        labels: torch.Tensor | None = None,
-        label_smoothing: float = 0.0,
-        output_attentions: bool = False,
-    ) -> Seq2SeqLMOutput:
-        """Teacher forcing: logits for every target position; ``loss`` (mean token cross-entropy) with labels.
-
-        There is no attention to return: the decoder sees only the fixed vector v."""
-        if decoder_input_ids is None:
-            raise ValueError("Seq2Seq.forward needs decoder_input_ids ([BOS] y_1 … y_{T-1})")
-        logits, _ = self.decode(decoder_input_ids, self.encode(input_ids, attention_mask))
-        loss = None
-        if labels is not None:
-            loss = sequence_cross_entropy(logits, labels, label_smoothing=label_smoothing)
-        return Seq2SeqLMOutput(logits=logits, loss=loss)

@@ -28,7 +28,9 @@ class TransformerConfig:
     then all cosines as Marian and fairseq) or learned positions (Table 3, row E).
     ``share_embeddings``: one embedding matrix for source and target (needs one vocabulary);
     ``tie_word_embeddings``: the target embedding is the pre-softmax projection (both Sect. 3.4).
-    ``final_logits_bias``: a bias on the output logits (Marian checkpoints have one)."""
+    ``final_logits_bias``: a bias on the output logits (Marian checkpoints have one).
+    ``forced_eos_token_id``: the token ``generate`` forces at the maximum length (transformers' field; Marian
+    configs set it to [EOS]); None, our models' default, forces nothing."""
 
     model_type: str = "transformer"
     src_vocab_size: int = 0
@@ -58,6 +60,7 @@ class TransformerConfig:
     pad_token_id: int = 0
     bos_token_id: int = 5
     eos_token_id: int = 6
+    forced_eos_token_id: int | None = None
 
     def validate(self) -> None:
         if self.model_type != "transformer":
@@ -94,6 +97,10 @@ class TransformerConfig:
             )
         if self.layer_norm_eps <= 0:
             raise ConfigError(f"layer_norm_eps: must be > 0, got {self.layer_norm_eps}")
+        if self.forced_eos_token_id is not None and self.forced_eos_token_id < 0:
+            raise ConfigError(
+                f"forced_eos_token_id: must be a token id (>= 0) or null, got {self.forced_eos_token_id}"
+            )
         if self.share_embeddings and self.src_vocab_size != self.tgt_vocab_size:
             raise ConfigError(
                 f"share_embeddings: needs one vocabulary, got src_vocab_size {self.src_vocab_size} "

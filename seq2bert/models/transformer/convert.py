@@ -57,9 +57,17 @@ SAME_FIELDS = (
 )
 
 
+# transformers' MarianConfig default for forced_eos_token_id, used when config.json has no such key
+MARIAN_FORCED_EOS_DEFAULT = 0
+
+
 def config_from_marian(hf: dict[str, Any], source: str = "config.json") -> TransformerConfig:
     """Our config from a MarianConfig dictionary (config.json). The decoder starts from
-    ``decoder_start_token_id`` (Marian: the pad token): that is our ``bos_token_id``."""
+    ``decoder_start_token_id`` (Marian: the pad token): that is our ``bos_token_id``.
+
+    ``forced_eos_token_id`` is taken as it is, null included (nothing forced); a config.json without the key
+    gets what transformers' MarianConfig gives it, 0 — not ``eos_token_id``, so that a checkpoint whose
+    [EOS] is not 0 still decodes as transformers decodes it."""
     if hf.get("model_type") != "marian":
         raise CheckpointError(f"{source}: model_type {hf.get('model_type')!r}, expected 'marian'")
     if hf.get("normalize_before") or hf.get("add_bias_logits") or hf.get("normalize_embedding"):
@@ -68,6 +76,10 @@ def config_from_marian(hf: dict[str, Any], source: str = "config.json") -> Trans
         fields = {name: hf[name] for name in SAME_FIELDS if name in hf}
         vocab = hf.get("vocab_size", 58101)
         fields["eos_token_id"] = _single(fields.get("eos_token_id", 0), "eos_token_id", source)
+        forced = hf.get("forced_eos_token_id", MARIAN_FORCED_EOS_DEFAULT)
+        fields["forced_eos_token_id"] = (
+            None if forced is None else _single(forced, "forced_eos_token_id", source)
+        )
         return TransformerConfig(
             **fields,
             src_vocab_size=vocab,
@@ -94,7 +106,7 @@ def config_to_marian(cfg: TransformerConfig) -> dict[str, Any]:
         "vocab_size": cfg.src_vocab_size,
         "decoder_vocab_size": cfg.tgt_vocab_size,
         "decoder_start_token_id": cfg.bos_token_id,
-        "forced_eos_token_id": cfg.eos_token_id,
+        "forced_eos_token_id": cfg.forced_eos_token_id,
         "share_encoder_decoder_embeddings": cfg.share_embeddings,
         "normalize_before": False,
         "is_encoder_decoder": True,

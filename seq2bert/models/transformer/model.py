@@ -11,9 +11,9 @@ Figure 1, read bottom to top (section numbers of arXiv:1706.03762v7):
 
 The blocks are the generic ones of seq2bert/nn (multihead.py, layers.py, embeddings.py, feed_forward.py,
 masks.py); this file only assembles them. Decoding is incremental: ``encode`` runs the encoder once;
-``decode_step`` feeds one token per row and keeps every layer's self-attention keys/values in a cache, and
-the cross-attention keys/values of the source are computed on the first step only (decoding/beam.py and
-greedy.py drive it).
+each ``step`` (seq2bert/models/encoder_decoder.py) feeds one token per row and keeps every layer's
+self-attention keys/values in a cache, and the cross-attention keys/values of the source are computed on the
+first step only (seq2bert/decoding drives it).
 
 Departures from the paper, and choices it leaves open, marked where they happen: ``normalize_before``
 (pre-norm) adds a final LayerNorm after each stack; weights start from Xavier-uniform matrices and
@@ -28,12 +28,12 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from seq2bert.models.outputs import Seq2SeqLMOutput
+from seq2bert.models.encoder_decoder import EncoderDecoder
+from seq2bert.models.outputs import DecoderOutput
 from seq2bert.models.transformer.config import TransformerConfig
 from seq2bert.nn.embeddings import ScaledEmbedding, SinusoidalPositionalEncoding
 from seq2bert.nn.layers import LayerCache, TransformerLayer, transformer_layer
 from seq2bert.nn.stack import TransformerStack
-from seq2bert.objectives.cross_entropy import sequence_cross_entropy
 
 
 @dataclass
@@ -43,13 +43,15 @@ class TransformerState:
 
     The decoder may run ``group`` rows per source row (beam search: the K beams of an input, rows b·K …
     b·K + K − 1): the source side (memory, mask, cross-attention keys/values) is then kept once per input
-    and the self-attention caches once per decoder row."""
+    and the self-attention caches once per decoder row. ``encoder_attentions``: each encoder layer's
+    self-attention weights (B, h, S, S), when ``encode`` was asked for them."""
 
     memory: torch.Tensor
     mask: torch.Tensor
     caches: list[LayerCache]
     t: int = 0
     group: int = 1
+    encoder_attentions: tuple[torch.Tensor, ...] | None = None
 
 
 class Embedder(nn.Module):
@@ -67,15 +69,13 @@ class Embedder(nn.Module):
         return self.dropout(self.tokens(input_ids) + self.positions(positions))
 
 
-class Transformer(nn.Module):
+class Transformer(EncoderDecoder):
     """The encoder-decoder of Figure 1: two stacks of seq2bert/nn/stack.py; ``forward`` trains with teacher
-    forcing, ``encode`` / ``decode_step`` / ``reorder_state`` decode incrementally."""
+    forcing, ``start`` / ``step`` / ``reorder`` / ``repeat`` decode incrementally (encoder_decoder.py)."""
 
     def __init__(self, config: TransformerConfig):
-        super().__init__()
-        config.validate()
-        config.check_vocab()
-        self.config = c = config
+        super().__init__(config)
+        c = config
         d = c.d_model
         scale = d**0.5 if c.scale_embedding else 1.0  # Sect. 3.4: "we multiply those weights by √d_model"
         src_tokens = ScaledEmbedding(c.src_vocab_size, d, padding_idx=c.pad_token_id, scale=scale)
@@ -146,61 +146,59 @@ class Transformer(nn.Module):
         input_ids: torch.Tensor,
         attention_mask: torch.Tensor | None = None,
         *,
-        attentions: list | None = None,
+        output_attentions: bool = False,
     ) -> TransformerState:
-        """input_ids, attention_mask (B, S) → the encoder output and an empty decoder cache.
-        ``attentions``: a list that receives each layer's self-attention weights (B, h, S, S)."""
+        """input_ids, attention_mask (B, S) → the encoder output and an empty decoder cache; with
+        ``output_attentions``, each layer's self-attention weights (B, h, S, S) in the state."""
         if attention_mask is None:
             attention_mask = input_ids.ne(self.config.pad_token_id)
         mask = attention_mask.bool()
-        out = self.encoder(input_ids, mask, output_attentions=attentions is not None)  # (B, S, d_model)
-        if attentions is not None:
-            attentions.extend(out.attentions)
-        return TransformerState(out.last_hidden_state, mask, self.decoder.new_caches())
+        out = self.encoder(input_ids, mask, output_attentions=output_attentions)  # (B, S, d_model)
+        attentions = tuple(out.attentions) if output_attentions else None
+        return TransformerState(
+            out.last_hidden_state, mask, self.decoder.new_caches(), encoder_attentions=attentions
+        )
 
     # --- the decoder: y_<t, memory → logits
     def decode(
-        self,
-        decoder_input_ids: torch.Tensor,
-        state: TransformerState,
-        *,
-        self_attentions: list | None = None,
-        cross_attentions: list | None = None,
-    ) -> tuple[torch.Tensor, TransformerState]:
+        self, decoder_input_ids: torch.Tensor, state: TransformerState, *, output_attentions: bool = False
+    ) -> DecoderOutput:
         """decoder_input_ids (B, T) at positions t … t + T − 1 → logits (B, T, V) and the state after them.
+        ``output_attentions``: every layer's weights, and ``attentions`` (B, T, S) = the last decoder layer's
+        attention over the source, averaged over heads (what the alignment plots draw).
 
         The new steps' keys and values join each layer's cache, so decoding all at once (teacher forcing,
         state.t = 0) or one step at a time gives the same logits (tests/models/test_transformer.py)."""
-        need = self_attentions is not None or cross_attentions is not None
         out = self.decoder(
             decoder_input_ids,  # causal: Sect. 3.2.3
             memory=state.memory,
             memory_mask=state.mask,
             caches=state.caches,
             offset=state.t,
-            output_attentions=need,
+            output_attentions=output_attentions,
         )
-        if self_attentions is not None:
-            self_attentions.extend(out.attentions)
-        if cross_attentions is not None:
-            cross_attentions.extend(out.cross_attentions)
         logits = self.output(out.last_hidden_state)  # (B, T, V)
         t = state.t + decoder_input_ids.size(1)
-        return logits, TransformerState(state.memory, state.mask, state.caches, t, state.group)
-
-    def decode_step(
-        self, tokens: torch.Tensor, state: TransformerState
-    ) -> tuple[torch.Tensor, TransformerState]:
-        """tokens (B,) → next-token logits (B, V) and the state with one more cached step."""
-        logits, state = self.decode(tokens[:, None], state)
-        return logits[:, -1], state
+        new = TransformerState(
+            state.memory, state.mask, state.caches, t, state.group, state.encoder_attentions
+        )
+        if not output_attentions:
+            return DecoderOutput(logits, new)
+        return DecoderOutput(
+            logits,
+            new,
+            attentions=out.cross_attentions[-1].mean(dim=1),
+            encoder_attentions=state.encoder_attentions,
+            decoder_attentions=tuple(out.attentions),
+            cross_attentions=tuple(out.cross_attentions),
+        )
 
     @staticmethod
-    def reorder_state(state: TransformerState, index: torch.Tensor) -> TransformerState:
+    def reorder(state: TransformerState, index: torch.Tensor) -> TransformerState:
         """Rows ``index`` (N,) of the batch, caches included (beam search).
 
-        After ``repeat_state`` only the self-attention caches move: each row must stay within its group
-        (an input's beams), so the source side, kept once per input, is unchanged."""
+        After ``repeat`` only the self-attention caches move: each row must stay within its group (an
+        input's beams), so the source side, kept once per input, is unchanged."""
         if state.group > 1:
             caches = [c.reorder(index, source=False) for c in state.caches]
             return TransformerState(state.memory, state.mask, caches, state.t, state.group)
@@ -212,76 +210,13 @@ class Transformer(nn.Module):
         )
 
     @staticmethod
-    def repeat_state(state: TransformerState, k: int) -> TransformerState:
+    def repeat(state: TransformerState, k: int) -> TransformerState:
         """Each decoder row becomes k consecutive rows that share one copy of its source (beam search)."""
         if state.group != 1:
-            raise ValueError("repeat_state: the state is already repeated")
+            raise ValueError("repeat: the state is already repeated")
         index = torch.arange(state.memory.size(0), device=state.memory.device).repeat_interleave(k)
         caches = [c.reorder(index, source=False) for c in state.caches]
         return TransformerState(state.memory, state.mask, caches, state.t, k)
-
-    def generate(
-        self,
-        input_ids: torch.Tensor,
-        attention_mask: torch.Tensor | None = None,
-        *,
-        num_beams: int = 1,
-        max_new_tokens: int = 64,
-        length_penalty: float = 1.0,
-        early_stopping: bool = False,
-        num_return_sequences: int = 1,
-    ) -> torch.Tensor:
-        """Token ids (B · R, 1 + L) as transformers' ``generate`` returns them; the search itself lives in
-        seq2bert/decoding (greedy.py, beam.py), this only fills in the model's special ids."""
-        from seq2bert.decoding.search import generate_sequences
-
-        c = self.config
-        return generate_sequences(
-            self,
-            input_ids,
-            attention_mask,
-            decoder_start_token_id=c.bos_token_id,
-            eos_token_id=c.eos_token_id,
-            pad_token_id=c.pad_token_id,
-            num_beams=num_beams,
-            max_new_tokens=max_new_tokens,
-            length_penalty=length_penalty,
-            early_stopping=early_stopping,
-            num_return_sequences=num_return_sequences,
-        )
-
-    def forward(
-        self,
-        input_ids: torch.Tensor,
-        attention_mask: torch.Tensor | None = None,
-        decoder_input_ids: torch.Tensor | None = None,
-        labels: torch.Tensor | None = None,
-        label_smoothing: float = 0.0,
-        output_attentions: bool = False,
-    ) -> Seq2SeqLMOutput:
-        """Teacher forcing: logits (B, T, V); ``loss`` with labels (label smoothing ε_ls, Sect. 5.4);
-        ``output_attentions``: every layer's weights, and ``attentions`` (B, T, S) = the last decoder layer's
-        attention over the source, averaged over heads (what the alignment plots draw)."""
-        if decoder_input_ids is None:
-            raise ValueError("Transformer.forward needs decoder_input_ids ([BOS] y_1 … y_{T-1})")
-        enc, dec, cross = ([], [], []) if output_attentions else (None, None, None)
-        state = self.encode(input_ids, attention_mask, attentions=enc)
-        logits, _ = self.decode(decoder_input_ids, state, self_attentions=dec, cross_attentions=cross)
-        loss = (
-            None
-            if labels is None
-            else sequence_cross_entropy(logits, labels, label_smoothing=label_smoothing)
-        )
-        if not output_attentions:
-            return Seq2SeqLMOutput(logits=logits, loss=loss)
-        return Seq2SeqLMOutput(
-            logits=logits,
-            loss=loss,
-            attentions=cross[-1].mean(dim=1),
-            encoder_attentions=tuple(enc),
-            decoder_attentions=tuple(dec),
-            cross_attentions=tuple(cross),
-        )
 
 
 # the keys of checkpoints written before the encoder and decoder were stacks (seq2bert/nn/stack.py)

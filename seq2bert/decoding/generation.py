@@ -1,0 +1,94 @@
+"""One decoding path: ``generate(model, input_ids, attention_mask, config)``.
+
+Any model that implements the incremental-decoder protocol (protocol.py: ``start``, ``step``, ``reorder``,
+optionally ``repeat``) is decoded by the search the config asks for — greedy for ``num_beams`` = 1 (greedy.py,
+the fast path), beam search otherwise (beam.py) — with the same rules (rules.py) and the same limits
+(config.py). The result holds both views callers want:
+
+- ``sequences``: the tensor transformers' ``generate`` returns, each row [decoder prompt] y_1 … y_n then
+  [PAD] (an encoder-decoder's prompt is [decoder start]; a decoder-only model's is its prompt);
+- ``hypotheses``: the n-best list of each input with scores and log-probabilities, and ``token_ids()``,
+  the best hypothesis of each input as a clean token list (no [EOS], no padding).
+
+Every caller goes through here: the models' ``generate`` (seq2bert/models/encoder_decoder.py) and the
+translation recipes (``Decoding`` in seq2bert/recipes/translation.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from seq2bert.decoding.beam import beam_search
+from seq2bert.decoding.config import GenerationConfig
+from seq2bert.decoding.greedy import greedy_search
+from seq2bert.decoding.protocol import IncrementalDecoder
+from seq2bert.decoding.rules import Hypothesis
+
+
+@dataclass
+class GenerationOutput:
+    """What ``generate`` found.
+
+    ``sequences`` (B · R, P + L), R = num_return_sequences, L the longest hypothesis: row b · R + i is the
+    i-th best hypothesis of input b after the decoder prompt (P tokens), then ``pad_token_id`` (an input with
+    fewer than R hypotheses gets rows of padding after its prompt).
+    ``hypotheses``: per input, up to R hypotheses, best first."""
+
+    sequences: torch.Tensor
+    hypotheses: list[list[Hypothesis]]
+    config: GenerationConfig
+
+    def token_ids(self) -> list[list[int]]:
+        """The best hypothesis of each input, cut at its first [EOS] and without padding."""
+        c = self.config
+        return [
+            strip_special(
+                hyps[0].tokens if hyps else [], eos_token_id=c.eos_token_id, pad_token_id=c.pad_token_id
+            )
+            for hyps in self.hypotheses
+        ]
+
+
+@torch.no_grad()
+def generate(
+    model: IncrementalDecoder,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    config: GenerationConfig,
+) -> GenerationOutput:
+    """Decode a batch: input_ids, attention_mask (B, S) (None: the tokens ≠ ``pad_token_id`` are real) →
+    ``GenerationOutput``. Right-padded sources for an encoder-decoder, left-padded prompts for a
+    decoder-only model (protocol.py)."""
+    search = greedy_search if config.num_beams == 1 else beam_search
+    hypotheses = search(model, input_ids, attention_mask, config)
+    if config.decoder_start_token_id is not None:
+        prompt = torch.full((input_ids.size(0), 1), config.decoder_start_token_id, device=input_ids.device)
+    else:
+        prompt = input_ids
+    sequences = pad_hypotheses(hypotheses, prompt, config.num_return_sequences, config.pad_token_id)
+    return GenerationOutput(sequences, hypotheses, config)
+
+
+def pad_hypotheses(
+    hypotheses: list[list[Hypothesis]], prompt: torch.Tensor, n: int, pad_token_id: int
+) -> torch.Tensor:
+    """The n best hypotheses of each input as one tensor, each after its input's prompt (B, P):
+    → (B · n, P + L), L the longest hypothesis, padded with ``pad_token_id``."""
+    rows = [hyps[i].tokens if i < len(hyps) else [] for hyps in hypotheses for i in range(n)]
+    L = max((len(row) for row in rows), default=0)
+    padded = [row + [pad_token_id] * (L - len(row)) for row in rows]
+    new = torch.tensor(padded, dtype=torch.long, device=prompt.device).view(len(rows), L)  # (B · n, L)
+    return torch.cat([prompt.repeat_interleave(n, dim=0), new], dim=1)  # (B · n, P + L)
+
+
+def strip_special(ids: list[int], *, eos_token_id: int, pad_token_id: int) -> list[int]:
+    """Cut a decoded row at its first [EOS] and drop padding."""
+    cut = []
+    for i in ids:
+        if i == eos_token_id:
+            break
+        if i != pad_token_id:
+            cut.append(i)
+    return cut

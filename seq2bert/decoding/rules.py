@@ -1,0 +1,94 @@
+"""What both searches (greedy.py, beam.py) do to the next-token log-probabilities before they choose, and how
+they score what they find.
+
+At step t (t new tokens so far in every live row), in transformers' order of its logits processors:
+
+    min_new_tokens          t < min_new_tokens → log p([EOS]) = −∞
+    no_repeat_ngram_size    a token completing an n-gram already in the row → −∞ (Paulus et al. 2018); the row is
+                            the decoder prompt ([decoder start], or a decoder-only model's prompt) and the new
+                            tokens, as transformers takes it
+    forced_eos_token_id     at the row's last step (t + 1 = its maximum length) that token has log-probability 0
+                            and every other −∞ (transformers' ForcedEOSTokenLogitsProcessor): it overrides the
+                            two rules above
+
+The −∞ are set after the softmax, without renormalising the other tokens, so a hypothesis' ``log_prob`` stays
+the model's log-probability of its tokens (a forced token adds 0).
+
+A hypothesis Y is ranked by score = log P(Y | x) / lp(|Y|), |Y| its new tokens ([EOS] included):
+
+    "power":  lp(Y) = |Y|^α                  transformers: ``(cur_len + 1 − decoder_prompt_len) ** length_penalty``
+    "wu":     lp(Y) = ((5 + |Y|) / 6)^α      Wu et al. (2016), Eq. 14 (GNMT; its coverage penalty is not used)
+
+An empty hypothesis (maximum length 0) gets lp = 1 in the "power" form, where 0^α would divide by zero.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from seq2bert.decoding.config import GenerationConfig
+
+
+@dataclass
+class Hypothesis:
+    """One complete hypothesis of one input."""
+
+    # the new tokens, decoder prompt excluded; they end with [EOS] unless cut at the maximum length
+    tokens: list[int]
+    score: float  # log_prob / lp(|tokens|): the length-penalised score hypotheses are ranked by
+    log_prob: float  # the sum of the tokens' log-probabilities
+
+
+def length_penalty(length: int, alpha: float, form: str) -> float:
+    """lp(Y) for a hypothesis of ``length`` new tokens ([EOS] included)."""
+    if form == "wu":
+        return ((5 + length) / 6) ** alpha  # Wu et al. (2016), Eq. 14: (5 + |Y|)^α / (5 + 1)^α
+    return max(length, 1) ** alpha  # transformers: |Y|^α
+
+
+def hypothesis(tokens: list[int], log_prob: float, config: GenerationConfig) -> Hypothesis:
+    """A finished hypothesis, scored by ``log_prob / lp(|tokens|)``."""
+    lp = length_penalty(len(tokens), config.length_penalty, config.length_penalty_form)
+    return Hypothesis(tokens, log_prob / lp, log_prob)
+
+
+def apply_rules(
+    log_probs: torch.Tensor, t: int, history: torch.Tensor, last: torch.Tensor, config: GenerationConfig
+) -> torch.Tensor:
+    """The rules of the module docstring at step t.
+
+    log_probs (N, V) log p(y | x, y_≤t) of each row, changed in place; history (N, P + t) its decoder prompt
+    and new tokens; last (N,) bool, the rows whose next token is their last → (N, V)."""
+    if t < config.min_new_tokens:
+        log_probs[:, config.eos_token_id] = -math.inf
+    n = config.no_repeat_ngram_size
+    if n and history.size(1) >= n:
+        log_probs = log_probs.masked_fill(repeated_ngrams(history, n, log_probs.size(-1)), -math.inf)
+    if config.forced_eos_token_id is not None and bool(last.any()):
+        log_probs[last] = force_token(log_probs[last], config.forced_eos_token_id)
+    return log_probs
+
+
+def repeated_ngrams(history: torch.Tensor, n: int, vocab_size: int) -> torch.Tensor:
+    """Tokens that would complete an n-gram already present in the row.
+
+    history: (N, T) tokens, T ≥ n → (N, V) bool, True where (last n−1 tokens, y) occurs in the row."""
+    N, T = history.shape
+    ngrams = history.unfold(1, n, 1)  # (N, T − n + 1, n) every n-gram of each row
+    prefix = history[:, T - (n - 1) :]  # (N, n − 1) the n−1 tokens the next token would follow
+    seen = ngrams[:, :, :-1].eq(prefix[:, None, :]).all(dim=-1)  # (N, T − n + 1) n-grams starting with prefix
+    counts = torch.zeros(N, vocab_size, dtype=torch.long, device=history.device)  # (N, V)
+    # count, for each token, the n-grams it would repeat
+    counts.scatter_add_(1, ngrams[:, :, -1], seen.long())
+    return counts > 0
+
+
+def force_token(log_probs: torch.Tensor, token: int) -> torch.Tensor:
+    """Every row must continue with ``token``: its log-probability becomes 0 (certain), the others −∞, as
+    transformers' ForcedEOSTokenLogitsProcessor does. (N, V) → (N, V)."""
+    forced = torch.full_like(log_probs, -math.inf)
+    forced[:, token] = 0.0
+    return forced
