@@ -29,8 +29,8 @@ def translate(
 ) -> list[str]:
     """Translate ``texts`` with the checkpoint at ``model``: greedy decoding, or beam search with ``num_beams``;
     at most ⌊max_len_a · |x| + max_len_b⌋ tokens per sentence."""
-    from seq2bert.recipes.translation import Decoding
-    from seq2bert.recipes.translation import translate as _translate
+    from seq2bert.decoding.generation import Decoding
+    from seq2bert.pipelines import translate as _translate
 
     decoding = Decoding(num_beams, length_penalty, max_len_a, max_len_b)
     return _translate(model, list(texts), decoding=decoding, batch_size=batch_size)

@@ -1,6 +1,7 @@
-"""Pipelines over a BERT directory: sentence embeddings (mean-pooled contextual vectors), fill-mask, and the
-fine-tuned task shapes — text classification, token classification (entities with character spans) and
-extractive question answering.
+"""Pipelines over a checkpoint directory of any family in the registry: for encoders, sentence embeddings
+(pooled contextual vectors), fill-mask, and the fine-tuned task shapes — text classification, token
+classification (entities with character spans) and extractive question answering; for encoder-decoders,
+translation.
 
     seq2bert.embed(["A man is eating."], model="all-MiniLM-L6-v2/", normalize=True)   # (n, hidden)
     seq2bert.fill_mask("Paris is the [MASK] of France.", model="my-bert/", top_k=5)
@@ -8,7 +9,10 @@ extractive question answering.
     seq2bert.tag("EU rejects German call", model="runs/ner/best")         # [{"entity_group", "word", …}]
     seq2bert.answer("What does NUS mean?", context, model="runs/squad/best")  # {"answer", "score", …}
 
-``model`` is a Hugging Face-format BERT directory (or a ``(model, tokenizer)`` pair already loaded).
+    seq2bert.translate(["ein Hund läuft ."], model="runs/m30k")          # ["a dog runs ."]
+
+``model`` is a checkpoint directory (or a ``(model, tokenizer)`` pair already loaded); the registry finds
+the class with the head the pipeline needs.
 """
 
 from __future__ import annotations
@@ -19,8 +23,11 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from seq2bert.data.batching import pad_sequences
+from seq2bert.decoding.generation import GREEDY, Decoding
 from seq2bert.errors import CheckpointError, UserError
 from seq2bert.models import registry
+from seq2bert.models.alignment import loaded, source_ids
 
 
 def _load(model, head: str):
@@ -306,3 +313,29 @@ def answer(question: str, context: str, model, *, max_seq_length: int = 384, doc
     found = postprocess([example], features, starts, ends, max_answer_length=max_answer_length,
                         version_2=handle_impossible_answer)["q"]  # fmt: skip
     return {"answer": found.text, "score": found.probability, "start": found.start, "end": found.end}
+
+
+@torch.no_grad()
+def translate(
+    checkpoint_or_model,
+    texts: list[str],
+    *,
+    tokenizer=None,
+    batch_size: int = 64,
+    decoding: Decoding = GREEDY,
+) -> list[str]:
+    """Translations of ``texts`` (greedy, or beam search with ``decoding=Decoding(num_beams=5)``) by a
+    checkpoint (path) or a loaded model with its tokenizer."""
+    model, tokenizer = loaded(checkpoint_or_model, tokenizer)
+    device = next(model.parameters()).device
+    out: list[str] = [""] * len(texts)
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    for b in range(0, len(order), batch_size):
+        idx = order[b : b + batch_size]
+        input_ids, mask = pad_sequences(
+            source_ids(tokenizer, [texts[i] for i in idx]), tokenizer.pad_token_id
+        )
+        rows = decoding.ids(model, tokenizer, input_ids.to(device), mask.to(device))
+        for i, text in zip(idx, tokenizer.decode_batch(rows), strict=True):
+            out[i] = text
+    return out

@@ -106,7 +106,7 @@ def data_dir_overrides(directory: Path, src: str, tgt: str, valid: str, test: st
 
 
 def decoding_of(args: argparse.Namespace):
-    from seq2bert.recipes.translation import Decoding
+    from seq2bert.decoding.generation import Decoding
 
     if args.beam < 1:
         raise UserError(f"--beam: expected a beam size of at least 1, got {args.beam}")

@@ -140,7 +140,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def cmd_translate(args: argparse.Namespace) -> int:
-    from seq2bert.recipes.translation import translate
+    from seq2bert.pipelines import translate
 
     if args.text:
         texts = args.text
@@ -151,7 +151,7 @@ def cmd_translate(args: argparse.Namespace) -> int:
     else:
         texts = [line.rstrip("\n") for line in sys.stdin]
     if args.show_alignment:
-        from seq2bert.recipes.translation import align
+        from seq2bert.models.alignment import align
         from seq2bert.viz.attention import plot_alignment
 
         out = Path(args.show_alignment)
@@ -171,7 +171,7 @@ def cmd_translate(args: argparse.Namespace) -> int:
 
 
 def cmd_align(args: argparse.Namespace) -> int:
-    from seq2bert.recipes.translation import align
+    from seq2bert.models.alignment import align
     from seq2bert.viz.attention import plot_alignment
 
     try:

@@ -92,3 +92,36 @@ def strip_special(ids: list[int], *, eos_token_id: int, pad_token_id: int) -> li
         if i != pad_token_id:
             cut.append(i)
     return cut
+
+
+# --- the translation recipes' settings: ``tok`` gives the special ids (bos starts the decoder)
+@dataclass(frozen=True)
+class Decoding:
+    """How translations are searched: greedy (``num_beams`` = 1) or beam search, at most ⌊max_len_a · |x| +
+    max_len_b⌋ tokens per sentence; GNMT's length penalty ("wu" form) and no forced token, the settings the
+    recipes' results were decoded with (``generation_config`` is the full GenerationConfig)."""
+
+    num_beams: int = 1
+    length_penalty: float = 1.0
+    max_len_a: float = 1.5
+    max_len_b: int = 10
+
+    def generation_config(self, tok) -> GenerationConfig:
+        return GenerationConfig(
+            num_beams=self.num_beams,
+            length_penalty=self.length_penalty,
+            length_penalty_form="wu",
+            max_len_a=self.max_len_a,
+            max_len_b=self.max_len_b,
+            eos_token_id=tok.eos_token_id,
+            pad_token_id=tok.pad_token_id,
+            decoder_start_token_id=tok.bos_token_id,
+        )
+
+    def ids(self, model, tok, input_ids: torch.Tensor, mask: torch.Tensor) -> list[list[int]]:
+        """The best translation of each source, without [BOS] / [EOS] / padding."""
+        return generate(model, input_ids, mask, self.generation_config(tok)).token_ids()
+
+
+GREEDY = Decoding()
+BEAM5 = Decoding(num_beams=5)

@@ -5,7 +5,12 @@ Read top to bottom:
 2. ``build_tokenizer``: train a vocabulary on the training pairs (or load one);
 3. ``train``: build the model, hand it to the engine with an evaluation function, evaluate the best
    checkpoint on the test split and return one results row;
-4. ``evaluate`` / ``translate``: reload a checkpoint and use it.
+4. ``evaluate`` / ``rescore_run``: score a checkpoint again.
+
+Using a checkpoint is not this recipe's: the registry loads it (seq2bert/models/registry.py), the search is
+seq2bert/decoding (``Decoding`` holds the recipes' settings), ``translate`` is a pipeline
+(seq2bert/pipelines.py) and ``align`` is models/alignment.py; they are re-exported here for the callers
+written before.
 """
 
 from __future__ import annotations
@@ -24,14 +29,15 @@ from seq2bert.data.config import SYNTHETIC_TASKS, DataConfig
 from seq2bert.data.parallel import read_parallel
 from seq2bert.data.synthetic import make_splits
 from seq2bert.data.tokenization import Tokenizer
-from seq2bert.decoding.config import GenerationConfig
-from seq2bert.decoding.generation import generate
+from seq2bert.decoding.generation import BEAM5, GREEDY, Decoding  # noqa: F401 (the recipe's settings, re-exported)
 from seq2bert.errors import CheckpointError, ConfigError
 from seq2bert.evaluation import metrics as M
 from seq2bert.models import registry
+from seq2bert.models.alignment import Alignment, align  # noqa: F401 (re-exported: used by the recipes' users)
 from seq2bert.models.registry import ModelConfig, build_model
 from seq2bert.models.seq2seq.config import Seq2SeqConfig
 from seq2bert.objectives.cross_entropy import IGNORE_INDEX
+from seq2bert.pipelines import translate  # noqa: F401 (re-exported)
 from seq2bert.training import checkpoint as ckpt
 from seq2bert.training.config import TrainConfig
 from seq2bert.training.distributed import cleanup, setup
@@ -163,36 +169,6 @@ def make_plan(enc: Encoded, data: DataConfig, *, shuffle: bool, seed: int = 0, r
 
 
 # --- evaluation
-@dataclass(frozen=True)
-class Decoding:
-    """How translations are searched: greedy (``num_beams`` = 1) or beam search, at most ⌊max_len_a · |x| +
-    max_len_b⌋ tokens per sentence; GNMT's length penalty ("wu" form) and no forced token, the settings the
-    recipes' results were decoded with (``generation_config`` is the full GenerationConfig)."""
-
-    num_beams: int = 1
-    length_penalty: float = 1.0
-    max_len_a: float = 1.5
-    max_len_b: int = 10
-
-    def generation_config(self, tok: Tokenizer) -> GenerationConfig:
-        return GenerationConfig(
-            num_beams=self.num_beams,
-            length_penalty=self.length_penalty,
-            length_penalty_form="wu",
-            max_len_a=self.max_len_a,
-            max_len_b=self.max_len_b,
-            eos_token_id=tok.eos_token_id,
-            pad_token_id=tok.pad_token_id,
-            decoder_start_token_id=tok.bos_token_id,
-        )
-
-    def ids(self, model, tok: Tokenizer, input_ids: torch.Tensor, mask: torch.Tensor) -> list[list[int]]:
-        """The best translation of each source, without [BOS] / [EOS] / padding."""
-        return generate(model, input_ids, mask, self.generation_config(tok)).token_ids()
-
-
-GREEDY = Decoding()
-BEAM5 = Decoding(num_beams=5)
 
 
 @torch.no_grad()
@@ -469,97 +445,3 @@ def evaluate(
     result = evaluate_pairs(model, tok, pairs, data, decoding=decoding, by_length=by_length)
     result["seconds"] = time.perf_counter() - start
     return result
-
-
-def _loaded(checkpoint_or_model, tokenizer: Tokenizer | None):
-    if isinstance(checkpoint_or_model, (str, Path)):
-        model, tokenizer, _ = load(checkpoint_or_model)
-    else:
-        model = checkpoint_or_model.eval()
-    if tokenizer is None:
-        raise ValueError("pass tokenizer= with a model object")
-    return model, tokenizer
-
-
-def _source_ids(tokenizer: Tokenizer, texts: list[str]) -> list[list[int]]:
-    if hasattr(tokenizer, "source_ids"):  # a checkpoint's own source convention (Marian: pieces + </s>)
-        return tokenizer.source_ids(texts)
-    return [ids or [tokenizer.unk_token_id] for ids in tokenizer.ids_batch(texts)]
-
-
-@torch.no_grad()
-def translate(
-    checkpoint_or_model,
-    texts: list[str],
-    *,
-    tokenizer: Tokenizer | None = None,
-    batch_size: int = 64,
-    decoding: Decoding = GREEDY,
-) -> list[str]:
-    """Translations of ``texts`` (greedy, or beam search with ``decoding=Decoding(num_beams=5)``) by a
-    checkpoint (path) or a loaded model with its tokenizer."""
-    model, tokenizer = _loaded(checkpoint_or_model, tokenizer)
-    device = next(model.parameters()).device
-    out: list[str] = [""] * len(texts)
-    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-    for b in range(0, len(order), batch_size):
-        idx = order[b : b + batch_size]
-        input_ids, mask = pad_sequences(
-            _source_ids(tokenizer, [texts[i] for i in idx]), tokenizer.pad_token_id
-        )
-        rows = decoding.ids(model, tokenizer, input_ids.to(device), mask.to(device))
-        for i, text in zip(idx, tokenizer.decode_batch(rows), strict=True):
-            out[i] = text
-    return out
-
-
-@dataclass
-class Alignment:
-    """What the decoder looked at: ``weights[t, s]`` is the attention of target token t on source token s."""
-
-    source_tokens: list[str]
-    target_tokens: list[str]  # the translation's tokens, then [EOS]
-    weights: torch.Tensor  # (T, S)
-    translation: str
-    # every layer and head where the model has them: "encoder" (h, S, S), "decoder" (h, T, T) and "cross"
-    # (h, T, S) per layer (the Transformer); a recurrent model has one "cross" layer of one head: weights
-    layers: dict[str, list[torch.Tensor]] = field(default_factory=dict)
-
-
-@torch.no_grad()
-def align(
-    checkpoint_or_model, text: str, *, tokenizer: Tokenizer | None = None, decoding: Decoding = GREEDY
-) -> Alignment:
-    """Translate ``text`` and return the attention weights of the translation (for plotting, Bahdanau Fig. 3).
-
-    The weights come from a teacher-forced pass over the model's own translation, which gives the same
-    weights as the search did. Models without attention raise ValueError.
-    """
-    model, tokenizer = _loaded(checkpoint_or_model, tokenizer)
-    device = next(model.parameters()).device
-    src = _source_ids(tokenizer, [text])[0]
-    input_ids = torch.tensor([src], device=device)
-    mask = torch.ones_like(input_ids)
-    bos = torch.tensor([[tokenizer.bos_token_id]], device=device)
-    if model(input_ids, mask, bos, output_attentions=True).attentions is None:
-        raise ValueError(
-            f"{type(model).__name__} has no attention to show (model_type {model.config.model_type})"
-        )
-    hyp = decoding.ids(model, tokenizer, input_ids, mask)[0]
-    # the search stopped at [EOS] unless it reached the maximum length
-    ended = len(hyp) < decoding.generation_config(tokenizer).max_lengths([len(src)])[0]
-    tokens = [*hyp, tokenizer.eos_token_id] if ended else hyp
-    decoder_input_ids = torch.tensor([[tokenizer.bos_token_id, *tokens[:-1]]], device=device)
-    out = model(input_ids, mask, decoder_input_ids, output_attentions=True)
-    weights = out.attentions[0].float().cpu()
-    layers = {"cross": [weights[None]]}
-    if getattr(out, "encoder_attentions", None):
-        layers = {kind: [w[0].float().cpu() for w in getattr(out, f"{kind}_attentions")]
-                  for kind in ("encoder", "decoder", "cross")}  # fmt: skip
-    return Alignment(
-        source_tokens=[tokenizer.id_to_token(i) for i in src],
-        target_tokens=[tokenizer.id_to_token(i) for i in hyp] + (["[EOS]"] if ended else []),
-        weights=weights,
-        translation=tokenizer.decode(hyp),
-        layers=layers,
-    )

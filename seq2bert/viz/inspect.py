@@ -43,7 +43,7 @@ class AttentionMaps:
 def attention_maps(model, text: str, *, pair: str | None = None) -> AttentionMaps:
     """The attention weights of ``model`` on ``text``: a BERT directory (or loaded ``(model, tokenizer)``) —
     its encoder self-attention, ``pair`` as segment B — or a translation checkpoint directory, whose
-    weights come from its own greedy translation of ``text`` (recipes/translation.align)."""
+    weights come from its own greedy translation of ``text`` (models/alignment.align)."""
     from seq2bert.models import registry
 
     if isinstance(model, tuple) or registry.family_at(model).kind == "encoder":
@@ -61,7 +61,7 @@ def attention_maps(model, text: str, *, pair: str | None = None) -> AttentionMap
         return AttentionMaps({"encoder": layers}, {"encoder": (enc.tokens, enc.tokens)}, text)
     if pair is not None:
         raise UserError("--pair is for encoders (BERT); a translation model reads one text")
-    from seq2bert.recipes.translation import align
+    from seq2bert.models.alignment import align
 
     try:
         a = align(model, text)

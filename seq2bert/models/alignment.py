@@ -1,0 +1,90 @@
+"""What a translation looked at: the attention weights of an encoder-decoder over its source while it
+produced its own translation (Bahdanau et al. 2015, Figure 3), per layer and head for the Transformer.
+
+The weights come from a teacher-forced pass over the model's translation, which gives the weights the search
+saw (every model's attention at step t depends only on the source and the tokens before t)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from seq2bert.decoding.generation import GREEDY, Decoding
+from seq2bert.errors import CheckpointError
+from seq2bert.models import registry
+
+
+def loaded(checkpoint_or_model, tokenizer=None):
+    """(model in eval mode, tokenizer) of an encoder-decoder checkpoint (path), or of a model object and the
+    tokenizer given with it."""
+    if isinstance(checkpoint_or_model, (str, Path)):
+        family = registry.family_at(checkpoint_or_model)
+        if family.kind != "encoder-decoder":
+            raise CheckpointError(
+                f"{checkpoint_or_model}: a {family.model_type} model, not an encoder-decoder"
+            )
+        model, tokenizer = registry.load(checkpoint_or_model)
+    else:
+        model = checkpoint_or_model.eval()
+    if tokenizer is None:
+        raise ValueError("pass tokenizer= with a model object")
+    return model, tokenizer
+
+
+def source_ids(tokenizer, texts: list[str]) -> list[list[int]]:
+    """The source token ids of ``texts``, as the checkpoint's tokenizer encodes a source."""
+    if hasattr(tokenizer, "source_ids"):  # a checkpoint's own source convention (Marian: pieces + </s>)
+        return tokenizer.source_ids(texts)
+    return [ids or [tokenizer.unk_token_id] for ids in tokenizer.ids_batch(texts)]
+
+
+@dataclass
+class Alignment:
+    """What the decoder looked at: ``weights[t, s]`` is the attention of target token t on source token s."""
+
+    source_tokens: list[str]
+    target_tokens: list[str]  # the translation's tokens, then [EOS]
+    weights: torch.Tensor  # (T, S)
+    translation: str
+    # every layer and head where the model has them: "encoder" (h, S, S), "decoder" (h, T, T) and "cross"
+    # (h, T, S) per layer (the Transformer); a recurrent model has one "cross" layer of one head: weights
+    layers: dict[str, list[torch.Tensor]] = field(default_factory=dict)
+
+
+@torch.no_grad()
+def align(checkpoint_or_model, text: str, *, tokenizer=None, decoding: Decoding = GREEDY) -> Alignment:
+    """Translate ``text`` and return the attention weights of the translation (for plotting, Bahdanau Fig. 3).
+
+    The weights come from a teacher-forced pass over the model's own translation, which gives the same
+    weights as the search did. Models without attention raise ValueError.
+    """
+    model, tokenizer = loaded(checkpoint_or_model, tokenizer)
+    device = next(model.parameters()).device
+    src = source_ids(tokenizer, [text])[0]
+    input_ids = torch.tensor([src], device=device)
+    mask = torch.ones_like(input_ids)
+    bos = torch.tensor([[tokenizer.bos_token_id]], device=device)
+    if model(input_ids, mask, bos, output_attentions=True).attentions is None:
+        raise ValueError(
+            f"{type(model).__name__} has no attention to show (model_type {model.config.model_type})"
+        )
+    hyp = decoding.ids(model, tokenizer, input_ids, mask)[0]
+    # the search stopped at [EOS] unless it reached the maximum length
+    ended = len(hyp) < decoding.generation_config(tokenizer).max_lengths([len(src)])[0]
+    tokens = [*hyp, tokenizer.eos_token_id] if ended else hyp
+    decoder_input_ids = torch.tensor([[tokenizer.bos_token_id, *tokens[:-1]]], device=device)
+    out = model(input_ids, mask, decoder_input_ids, output_attentions=True)
+    weights = out.attentions[0].float().cpu()
+    layers = {"cross": [weights[None]]}
+    if getattr(out, "encoder_attentions", None):
+        layers = {kind: [w[0].float().cpu() for w in getattr(out, f"{kind}_attentions")]
+                  for kind in ("encoder", "decoder", "cross")}  # fmt: skip
+    return Alignment(
+        source_tokens=[tokenizer.id_to_token(i) for i in src],
+        target_tokens=[tokenizer.id_to_token(i) for i in hyp] + (["[EOS]"] if ended else []),
+        weights=weights,
+        translation=tokenizer.decode(hyp),
+        layers=layers,
+    )
