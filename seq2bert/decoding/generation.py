@@ -11,7 +11,7 @@ the fast path), beam search otherwise (beam.py) — with the same rules (rules.p
   the best hypothesis of each input as a clean token list (no [EOS], no padding).
 
 Every caller goes through here: the models' ``generate`` (seq2bert/models/encoder_decoder.py) and the
-translation recipes (``Decoding`` in seq2bert/recipes/translation.py).
+translation recipes (``Decoding``, at the end of this file: the settings their results were decoded with).
 """
 
 from __future__ import annotations
