@@ -57,8 +57,16 @@ class GenerationConfig:
     num_return_sequences: int = 1  # the n-best list kept per input, at most num_beams
     no_repeat_ngram_size: int = 0  # 0: off; n: no n-gram may occur twice (Paulus et al. 2018)
     forced_eos_token_id: int | None = None
+    # token sequences never generated (transformers' bad_words_ids; Marian checkpoints ban [PAD]: [[pad]])
+    bad_words_ids: tuple[tuple[int, ...], ...] = ()
 
     def __post_init__(self) -> None:
+        words = tuple(tuple(w) for w in self.bad_words_ids)
+        if any(not w or any(not isinstance(i, int) or i < 0 for i in w) for w in words):
+            raise ConfigError(
+                f"bad_words_ids: expected lists of token ids (ints >= 0), got {self.bad_words_ids!r}"
+            )
+        object.__setattr__(self, "bad_words_ids", words)
         for name in ("eos_token_id", "pad_token_id", "decoder_start_token_id", "forced_eos_token_id"):
             value = getattr(self, name)
             required = name in ("eos_token_id", "pad_token_id")

@@ -28,26 +28,30 @@ def greedy_search(
     """input_ids, attention_mask (B, S) → one hypothesis per input: its new tokens up to [EOS] (included) or
     its maximum length, and their log-probability."""
     start = begin(model, input_ids, attention_mask, config)
-    state, tokens, history = start.state, start.tokens, start.prompt  # history (B, P + t)
+    state, tokens, prompt = start.state, start.tokens, start.prompt  # prompt (B, P)
     device = input_ids.device
     max_lengths = torch.tensor(start.max_lengths, device=device)  # (B,)
     finished = max_lengths.eq(0)  # (B,) rows that have ended
     lengths = torch.zeros_like(max_lengths)  # (B,) tokens taken by each row until it ended
     log_prob = torch.zeros(len(start.max_lengths), device=device)  # (B,)
+    needs_history = config.no_repeat_ngram_size > 0 or any(len(w) > 1 for w in config.bad_words_ids)
+    steps: list[torch.Tensor] = []  # the token of every row at each step
     t = 0
     while not bool(finished.all()):
         logits, state = model.step(tokens, state)  # (B, V)
         log_probs = logits.float().log_softmax(dim=-1)  # (B, V) log p(y | x, ŷ_≤t)
-        log_probs = apply_rules(log_probs, t, history, max_lengths.eq(t + 1), config)
+        history = torch.cat([prompt, *[s[:, None] for s in steps]], dim=1) if needs_history else prompt
+        last = max_lengths.eq(t + 1) if config.forced_eos_token_id is not None else finished
+        log_probs = apply_rules(log_probs, t, history, last, config)
         best, tokens = log_probs.max(dim=-1)  # (B,), (B,)
         log_prob = log_prob + torch.where(finished, torch.zeros_like(best), best)
         lengths = lengths + (~finished).long()
         tokens = tokens.masked_fill(finished, config.pad_token_id)  # ended rows are fed [PAD]
-        history = torch.cat([history, tokens[:, None]], dim=1)
+        steps.append(tokens)
         t += 1
         finished = finished | tokens.eq(config.eos_token_id) | max_lengths.eq(t)
-    P = start.prompt.size(1)
+    new_tokens = torch.stack(steps, dim=1).tolist() if steps else [[] for _ in start.max_lengths]  # (B, t)
     return [
-        [hypothesis(row[P : P + n], s, config)]
-        for row, n, s in zip(history.tolist(), lengths.tolist(), log_prob.tolist(), strict=True)
+        [hypothesis(row[:n], s, config)]
+        for row, n, s in zip(new_tokens, lengths.tolist(), log_prob.tolist(), strict=True)
     ]

@@ -7,6 +7,8 @@ At step t (t new tokens so far in every live row), in transformers' order of its
     no_repeat_ngram_size    a token completing an n-gram already in the row → −∞ (Paulus et al. 2018); the row is
                             the decoder prompt ([decoder start], or a decoder-only model's prompt) and the new
                             tokens, as transformers takes it
+    bad_words_ids           the last token of a banned sequence whose other tokens end the row → −∞ (a
+                            one-token sequence is never generated: Marian bans [PAD])
     forced_eos_token_id     at the row's last step (t + 1 = its maximum length) that token has log-probability 0
                             and every other −∞ (transformers' ForcedEOSTokenLogitsProcessor): it overrides the
                             two rules above
@@ -67,6 +69,13 @@ def apply_rules(
     n = config.no_repeat_ngram_size
     if n and history.size(1) >= n:
         log_probs = log_probs.masked_fill(repeated_ngrams(history, n, log_probs.size(-1)), -math.inf)
+    for word in config.bad_words_ids:
+        *prefix, banned = word
+        if not prefix:
+            log_probs[:, banned] = -math.inf
+        elif history.size(1) >= len(prefix):  # rows that end with the sequence's first tokens
+            ends = history[:, history.size(1) - len(prefix) :].eq(torch.tensor(prefix, device=history.device))
+            log_probs[ends.all(dim=1), banned] = -math.inf
     if config.forced_eos_token_id is not None and bool(last.any()):
         log_probs[last] = force_token(log_probs[last], config.forced_eos_token_id)
     return log_probs

@@ -114,9 +114,9 @@ class EncoderDecoder(nn.Module):
             eos_token_id=c.eos_token_id,
             pad_token_id=c.pad_token_id,
             decoder_start_token_id=c.bos_token_id,
-            forced_eos_token_id=getattr(
-                c, "forced_eos_token_id", None
-            ),  # only the Transformer's config has it
+            # only the Transformer's config has these (Marian checkpoints set them)
+            forced_eos_token_id=getattr(c, "forced_eos_token_id", None),
+            bad_words_ids=tuple(tuple(w) for w in getattr(c, "bad_words_ids", ())),
         )
         return GenerationConfig(**{**special, **settings})
 

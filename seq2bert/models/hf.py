@@ -26,8 +26,22 @@ def model_type_of(path: str | Path) -> str | None:
     return data.get("model_type") if isinstance(data, dict) else None
 
 
+# the settings of generation_config.json that our configs hold: special ids, and the rules of the search
+GENERATION_IDS = ("decoder_start_token_id", "eos_token_id", "pad_token_id")
+GENERATION_RULES = ("forced_eos_token_id", "bad_words_ids")
+
+
 def read_config(path: Path) -> dict[str, Any]:
-    return read_json(Path(path) / "config.json")
+    """config.json, with the generation settings of generation_config.json over it when the directory has
+    one: transformers then reads them from there alone (a rule absent there is off, whatever config.json
+    says); a special id absent there stays config.json's."""
+    config = read_json(Path(path) / "config.json")
+    generation = Path(path) / "generation_config.json"
+    if generation.is_file():
+        settings = read_json(generation)
+        config.update({k: settings[k] for k in GENERATION_IDS if k in settings})
+        config.update({k: settings.get(k) for k in GENERATION_RULES})
+    return config
 
 
 def read_weights(path: str | Path) -> dict[str, torch.Tensor]:

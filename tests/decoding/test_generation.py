@@ -91,6 +91,7 @@ def test_config_limits():
         dict(max_new_tokens=6, min_new_tokens=4, no_repeat_ngram_size=2),
         dict(max_len_a=1.0, max_len_b=2, forced_eos_token_id=6),
         dict(max_new_tokens=4, forced_eos_token_id=3, length_penalty_form="wu"),
+        dict(max_new_tokens=6, bad_words_ids=[[7], [8, 9]]),
     ],
 )
 def test_greedy_through_generate_equals_beam_search_with_one_beam(rules):
@@ -254,3 +255,23 @@ def test_decoder_only_no_repeat_counts_the_prompt_and_limits_follow_the_prompt_l
         lm, torch.tensor([[0, 0, 4], [2, 3, 4]]), None, lm_settings(max_len_a=1.0, max_len_b=1)
     )
     assert [len(h[0].tokens) for h in by_length.hypotheses] == [2, 4]  # |x| = 1 and 3 real prompt tokens
+
+
+@pytest.mark.parametrize("num_beams", [1, 3])
+def test_bad_words_are_never_generated(num_beams):
+    """A banned token never appears; a banned pair never appears in a row, its first token still may."""
+    model = tiny_model(eos_bias=-5.0)
+    x, mask = batch()
+    plain = generate(model, x, mask, settings(num_beams=num_beams, max_new_tokens=8)).sequences[:, 1:]
+    token = int(plain.flatten().mode().values)  # the most generated token
+    pairs = list(zip(plain[:, :-1].flatten().tolist(), plain[:, 1:].flatten().tolist(), strict=True))
+    a, b = max(set(pairs), key=pairs.count)  # the most generated pair
+    banned = generate(
+        model, x, mask, settings(num_beams=num_beams, max_new_tokens=8, bad_words_ids=[[token]])
+    )
+    assert token in plain and token not in banned.sequences[:, 1:]
+    out = generate(model, x, mask, settings(num_beams=num_beams, max_new_tokens=8, bad_words_ids=[[a, b]]))
+    rows = out.sequences[:, 1:].tolist()
+    assert all((a, b) not in zip(r[:-1], r[1:], strict=True) for r in rows)
+    with pytest.raises(ConfigError, match="bad_words_ids"):
+        settings(max_new_tokens=8, bad_words_ids=[[]])

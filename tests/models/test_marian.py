@@ -1,10 +1,13 @@
 """Marian checkpoints: random-weight MarianMTModels of odd shapes, created with transformers, convert to our
 Transformer with every key consumed, round-trip, and give equal logits."""
 
+import json
+
 import pytest
 import torch
 
 from seq2bert.errors import CheckpointError
+from seq2bert.models.hf import read_config
 from seq2bert.models.transformer.convert import (
     config_from_marian,
     config_to_marian,
@@ -71,6 +74,14 @@ def marian(shape: str, vocab: int = 53, **overrides):
 
 def ours_from(hf) -> Transformer:
     cfg = config_from_marian(hf.config.to_dict())
+    model = Transformer(cfg).eval()
+    model.load_state_dict(from_marian_state_dict(hf.state_dict(), cfg))
+    return model
+
+
+def ours_from_dir(path, hf) -> Transformer:
+    """As a saved directory is read (config.json with generation_config.json over it), weights from ``hf``."""
+    cfg = config_from_marian(read_config(path))
     model = Transformer(cfg).eval()
     model.load_state_dict(from_marian_state_dict(hf.state_dict(), cfg))
     return model
@@ -211,3 +222,47 @@ def test_generation_rules_equal_transformers(rule, num_beams):
         plain = {k: v for k, v in settings.items() if k not in ("min_new_tokens", "no_repeat_ngram_size")}
         plain["early_stopping"] = False
         assert ours.generate(src, mask, **plain).tolist() != got.tolist()
+
+
+@pytest.mark.parametrize("num_beams", [1, 4])
+def test_bad_words_are_never_generated_as_in_transformers(num_beams, tmp_path):
+    """Published opus-mt configs ban [PAD] (the decoder start token): bad_words_ids=[[pad]]; a longer banned
+    sequence bans its last token after the others."""
+    hf = marian("1+2 d24 h3/h2 relu", init_std=0.3)
+    pad = hf.config.pad_token_id
+    with torch.no_grad():
+        hf.final_logits_bias.zero_()
+        hf.final_logits_bias[0, pad] = 4.0  # [PAD] would win most steps
+    src, mask, _ = inputs(hf, batch=4)
+    settings = dict(num_beams=num_beams, max_new_tokens=6, num_return_sequences=min(num_beams, 2))
+    plain = ours_from(hf).generate(src, mask, **settings)
+    assert (plain[:, 1:] == pad).any()  # without the ban, [PAD] is generated
+    first = int(plain[0, 2]) if plain[0, 2] != pad else 5
+    hf.generation_config.bad_words_ids = [[pad], [first, 7]]  # where transformers 5 keeps it
+    hf.save_pretrained(tmp_path)  # generation_config.json
+    ours = ours_from_dir(tmp_path, hf)
+    assert ours.config.bad_words_ids == [[pad], [first, 7]]
+    with torch.no_grad():
+        expected = hf.generate(input_ids=src, attention_mask=mask, do_sample=False, **settings)
+    got = ours.generate(src, mask, **settings)
+    assert got.tolist() == expected.tolist()
+    assert not (expected[:, 1:] == pad).all(dim=1).any()  # no row is [PAD] only: the ban is real
+    assert config_to_marian(ours.config)["bad_words_ids"] == [[pad], [first, 7]]
+
+
+def test_generation_config_json_overrides_config_json_as_in_transformers(tmp_path):
+    """A directory's generation_config.json decides the generation rules; a rule it leaves out is off."""
+    hf = with_eos_bias(marian("1+2 d24 h3/h2 relu", init_std=0.3, forced_eos_token_id=0), 0.0)
+    hf.generation_config.forced_eos_token_id = 7
+    hf.save_pretrained(tmp_path)
+    ours = ours_from_dir(tmp_path, hf)
+    assert ours.config.forced_eos_token_id == 7
+    theirs = transformers.MarianMTModel.from_pretrained(tmp_path).eval()
+    src, mask, _ = inputs(hf, batch=4)
+    with torch.no_grad():
+        expected = theirs.generate(input_ids=src, attention_mask=mask, do_sample=False, max_new_tokens=5)
+    assert ours.generate(src, mask, max_new_tokens=5).tolist() == expected.tolist()
+    data = json.loads((tmp_path / "generation_config.json").read_text())
+    del data["forced_eos_token_id"]
+    (tmp_path / "generation_config.json").write_text(json.dumps(data))
+    assert config_from_marian(read_config(tmp_path)).forced_eos_token_id is None

@@ -12,7 +12,7 @@ The paper's models are the builders ``transformer_base()`` and ``transformer_big
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from seq2bert.errors import ConfigError
@@ -61,6 +61,7 @@ class TransformerConfig:
     bos_token_id: int = 5
     eos_token_id: int = 6
     forced_eos_token_id: int | None = None
+    bad_words_ids: list[list[int]] = field(default_factory=list)  # sequences generate never produces
 
     def validate(self) -> None:
         if self.model_type != "transformer":

@@ -67,7 +67,11 @@ def config_from_marian(hf: dict[str, Any], source: str = "config.json") -> Trans
 
     ``forced_eos_token_id`` is taken as it is, null included (nothing forced); a config.json without the key
     gets what transformers' MarianConfig gives it, 0 — not ``eos_token_id``, so that a checkpoint whose
-    [EOS] is not 0 still decodes as transformers decodes it."""
+    [EOS] is not 0 still decodes as transformers decodes it. ``bad_words_ids`` (published opus-mt configs
+    ban [PAD], which is also the decoder start token) are never generated, as in transformers.
+
+    ``hf`` is config.json with generation_config.json's settings over it, when the directory has one
+    (transformers reads the generation settings from there first)."""
     if hf.get("model_type") != "marian":
         raise CheckpointError(f"{source}: model_type {hf.get('model_type')!r}, expected 'marian'")
     if hf.get("normalize_before") or hf.get("add_bias_logits") or hf.get("normalize_embedding"):
@@ -80,6 +84,7 @@ def config_from_marian(hf: dict[str, Any], source: str = "config.json") -> Trans
         fields["forced_eos_token_id"] = (
             None if forced is None else _single(forced, "forced_eos_token_id", source)
         )
+        fields["bad_words_ids"] = [[int(i) for i in word] for word in hf.get("bad_words_ids") or []]
         return TransformerConfig(
             **fields,
             src_vocab_size=vocab,
@@ -107,6 +112,7 @@ def config_to_marian(cfg: TransformerConfig) -> dict[str, Any]:
         "decoder_vocab_size": cfg.tgt_vocab_size,
         "decoder_start_token_id": cfg.bos_token_id,
         "forced_eos_token_id": cfg.forced_eos_token_id,
+        "bad_words_ids": cfg.bad_words_ids or None,
         "share_encoder_decoder_embeddings": cfg.share_embeddings,
         "normalize_before": False,
         "is_encoder_decoder": True,
