@@ -34,6 +34,7 @@ def greedy_search(
     finished = max_lengths.eq(0)  # (B,) rows that have ended
     lengths = torch.zeros_like(max_lengths)  # (B,) tokens taken by each row until it ended
     log_prob = torch.zeros(len(start.max_lengths), device=device)  # (B,)
+    limits = set(start.max_lengths)
     needs_history = config.no_repeat_ngram_size > 0 or any(len(w) > 1 for w in config.bad_words_ids)
     steps: list[torch.Tensor] = []  # the token of every row at each step
     t = 0
@@ -41,7 +42,8 @@ def greedy_search(
         logits, state = model.step(tokens, state)  # (B, V)
         log_probs = logits.float().log_softmax(dim=-1)  # (B, V) log p(y | x, ŷ_≤t)
         history = torch.cat([prompt, *[s[:, None] for s in steps]], dim=1) if needs_history else prompt
-        last = max_lengths.eq(t + 1) if config.forced_eos_token_id is not None else finished
+        # the rows whose next token is their last (only the forced token reads them)
+        last = max_lengths.eq(t + 1) if config.forced_eos_token_id is not None and t + 1 in limits else None
         log_probs = apply_rules(log_probs, t, history, last, config)
         best, tokens = log_probs.max(dim=-1)  # (B,), (B,)
         log_prob = log_prob + torch.where(finished, torch.zeros_like(best), best)

@@ -58,12 +58,16 @@ def hypothesis(tokens: list[int], log_prob: float, config: GenerationConfig) -> 
 
 
 def apply_rules(
-    log_probs: torch.Tensor, t: int, history: torch.Tensor, last: torch.Tensor, config: GenerationConfig
+    log_probs: torch.Tensor,
+    t: int,
+    history: torch.Tensor,
+    last: torch.Tensor | None,
+    config: GenerationConfig,
 ) -> torch.Tensor:
     """The rules of the module docstring at step t.
 
     log_probs (N, V) log p(y | x, y_≤t) of each row, changed in place; history (N, P + t) its decoder prompt
-    and new tokens; last (N,) bool, the rows whose next token is their last → (N, V)."""
+    and new tokens; last (N,) bool, the rows whose next token is their last (None: none of them) → (N, V)."""
     if t < config.min_new_tokens:
         log_probs[:, config.eos_token_id] = -math.inf
     n = config.no_repeat_ngram_size
@@ -76,7 +80,7 @@ def apply_rules(
         elif history.size(1) >= len(prefix):  # rows that end with the sequence's first tokens
             ends = history[:, history.size(1) - len(prefix) :].eq(torch.tensor(prefix, device=history.device))
             log_probs[ends.all(dim=1), banned] = -math.inf
-    if config.forced_eos_token_id is not None and bool(last.any()):
+    if config.forced_eos_token_id is not None and last is not None and bool(last.any()):
         log_probs[last] = force_token(log_probs[last], config.forced_eos_token_id)
     return log_probs
 

@@ -106,13 +106,17 @@ class TransformerStack(nn.Module):
         cross_mask = padding_mask(memory_mask)  # (B_s, 1, 1, S)
         hidden, attentions, cross = [x], [], []
         n = self.num_layers if upto is None else upto
+        shared = len(self.layers) != self.num_layers
         for i in range(n):
+            layer = self.layer(i) if shared else self.layers[i]
             cache = None if caches is None else caches[i]
-            out = self.layer(i)(x, mask, memory, cross_mask, cache=cache, need_weights=output_attentions)
+            out = layer(x, mask, memory, cross_mask, cache=cache, need_weights=output_attentions)
             x = out.hidden
-            hidden.append(x)
-            attentions.append(out.self_weights)
-            cross.append(out.cross_weights)
+            if output_hidden_states:
+                hidden.append(x)
+            if output_attentions:
+                attentions.append(out.self_weights)
+                cross.append(out.cross_weights)
         if self.final_norm is not None and upto is None:
             x = self.final_norm(x)
             hidden[-1] = x
