@@ -59,6 +59,12 @@ class GenerationConfig:
     forced_eos_token_id: int | None = None
     # token sequences never generated (transformers' bad_words_ids; Marian checkpoints ban [PAD]: [[pad]])
     bad_words_ids: tuple[tuple[int, ...], ...] = ()
+    # sampling instead of the most probable token (greedy only; sampling.py): temperature, top-k, nucleus
+    do_sample: bool = False
+    temperature: float = 1.0
+    top_k: int = 0  # 0: no top-k filter
+    top_p: float = 1.0  # 1: no nucleus filter
+    seed: int | None = None  # repeatable draws
 
     def __post_init__(self) -> None:
         words = tuple(tuple(w) for w in self.bad_words_ids)
@@ -72,6 +78,15 @@ class GenerationConfig:
             required = name in ("eos_token_id", "pad_token_id")
             if (value is not None or required) and (not isinstance(value, int) or value < 0):
                 raise ConfigError(f"{name}: expected a token id (an int >= 0), got {value!r}")
+        if self.do_sample and self.num_beams != 1:
+            raise ConfigError(
+                f"do_sample: sampling draws one continuation per input; set num_beams=1, not {self.num_beams}"
+            )
+        if not self.temperature > 0 or self.top_k < 0 or not 0.0 < self.top_p <= 1.0:
+            raise ConfigError(
+                f"temperature must be > 0, top_k >= 0 and top_p in (0, 1]; got temperature={self.temperature}, "
+                f"top_k={self.top_k}, top_p={self.top_p}"
+            )
         if self.num_beams < 1:
             raise ConfigError(f"num_beams: must be at least 1 (1 = greedy), got {self.num_beams}")
         if not 1 <= self.num_return_sequences <= self.num_beams:

@@ -5,7 +5,9 @@ rules.py (min_new_tokens, no-repeat n-grams, the forced last token). A row ends 
 length and is then fed [PAD]; decoding stops when every row has ended. Among equal log-probabilities the
 lower token id is taken (``torch.max`` returns the first maximal index).
 
-This is beam search with one beam (beam.py gives the same hypotheses with ``num_beams=1``,
+With ``do_sample`` the token is drawn instead (temperature, top-k, nucleus: sampling.py).
+
+Without sampling, this is beam search with one beam (beam.py gives the same hypotheses with ``num_beams=1``,
 tests/decoding/test_generation.py), without the bookkeeping of K beams: the fast path of ``generate``.
 """
 
@@ -16,6 +18,7 @@ import torch
 from seq2bert.decoding.config import GenerationConfig
 from seq2bert.decoding.protocol import IncrementalDecoder, begin
 from seq2bert.decoding.rules import Hypothesis, apply_rules, hypothesis
+from seq2bert.decoding.sampling import sample
 
 
 @torch.no_grad()
@@ -35,6 +38,9 @@ def greedy_search(
     lengths = torch.zeros_like(max_lengths)  # (B,) tokens taken by each row until it ended
     log_prob = torch.zeros(len(start.max_lengths), device=device)  # (B,)
     limits = set(start.max_lengths)
+    generator = None
+    if config.do_sample and config.seed is not None:
+        generator = torch.Generator(device=device).manual_seed(config.seed)
     needs_history = config.no_repeat_ngram_size > 0 or any(len(w) > 1 for w in config.bad_words_ids)
     steps: list[torch.Tensor] = []  # the token of every row at each step
     t = 0
@@ -45,7 +51,11 @@ def greedy_search(
         # the rows whose next token is their last (only the forced token reads them)
         last = max_lengths.eq(t + 1) if config.forced_eos_token_id is not None and t + 1 in limits else None
         log_probs = apply_rules(log_probs, t, history, last, config)
-        best, tokens = log_probs.max(dim=-1)  # (B,), (B,)
+        if config.do_sample:  # y_t ~ p (tempered, filtered), scored by the model's own log-probability
+            tokens = sample(log_probs, config.temperature, config.top_k, config.top_p, generator)
+            best = log_probs.gather(1, tokens[:, None]).squeeze(1)
+        else:
+            best, tokens = log_probs.max(dim=-1)  # (B,), (B,)
         log_prob = log_prob + torch.where(finished, torch.zeros_like(best), best)
         lengths = lengths + (~finished).long()
         tokens = tokens.masked_fill(finished, config.pad_token_id)  # ended rows are fed [PAD]

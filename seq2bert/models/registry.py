@@ -25,6 +25,7 @@ from seq2bert.models.attention.luong import LuongNMT
 from seq2bert.models.bert.pretrained import FAMILY as BERT
 from seq2bert.models.family import Family
 from seq2bert.models.hf import model_type_of
+from seq2bert.models.rnn_lm.model import FAMILY as RNN_LM
 from seq2bert.models.seq2seq.cho import ChoEncoderDecoder
 from seq2bert.models.seq2seq.config import ChoConfig, Seq2SeqConfig
 from seq2bert.models.seq2seq.model import Seq2Seq
@@ -53,6 +54,7 @@ FAMILIES: dict[str, Family] = {
         translation_family("bahdanau", BahdanauConfig, RNNSearch),
         translation_family("luong", LuongConfig, LuongNMT),
         translation_family("transformer", TransformerConfig, Transformer),
+        RNN_LM,
         MARIAN,
         BERT,
     )

@@ -1,0 +1,278 @@
+"""Recipe: train a recurrent language model on raw text, with truncated back-propagation through time.
+
+Read top to bottom:
+1. the tokenizer: a given one, or a vocabulary trained on the text (BPE by default);
+2. the corpus: tokenized once into shards (the reader of the BERT pretraining, seq2bert/data/pretraining.py,
+   so the same gigabyte scale holds), documents split into training and held-out ones (or held-out files);
+3. each part is one token stream cut into B parallel rows and segments of T tokens (seq2bert/data/lm.py);
+4. the engine trains on the segments in order; the recurrent state at the end of a segment starts the next
+   one, detached (truncated BPTT), and is saved with every checkpoint, so a resumed run continues exactly;
+   gradient norms are clipped (train.clip_norm; Pascanu et al. 2013);
+5. evaluation: perplexity exp(−(1/N) Σ log p(w_t | w_<t)) over the held-out stream, per token and per
+   whitespace-separated word (comparable across vocabularies).
+
+    seq2bert train-lm ../shared/data/corpus --out runs/lm --set train.max_minutes=55
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import torch
+from safetensors.torch import load_file, save_file
+
+from seq2bert.data.lm import StreamBatches, TokenStream
+from seq2bert.data.pretraining import Corpus, prepare_corpus, shuffled
+from seq2bert.data.tokenization import Tokenizer
+from seq2bert.errors import ConfigError, DataError
+from seq2bert.models import registry
+from seq2bert.models.pretrained import load_hf_weights, write_hf_files
+from seq2bert.models.rnn_lm.config import RNNLMConfig
+from seq2bert.models.rnn_lm.model import detach
+from seq2bert.objectives.cross_entropy import IGNORE_INDEX
+from seq2bert.training import checkpoint as ckpt
+from seq2bert.training.config import TrainConfig
+from seq2bert.training.distributed import cleanup, setup
+from seq2bert.training.run import count_parameters, seed_everything, write_results, write_run_config
+from seq2bert.training.trainer import Trainer
+from seq2bert.viz.curves import plot_training_curves
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class LMDataConfig:
+    files: list[str] = field(default_factory=list)  # text files or folders of them (*.txt, recursively)
+    valid_files: list[str] = field(default_factory=list)  # held-out text; empty: valid_fraction of documents
+    tokenizer: str = ""  # a tokenizer.json / vocab.txt / folder; empty: train one on the text
+    tokenizer_kind: Literal["bpe", "wordpiece", "word"] = "bpe"
+    vocab_size: int = 16000
+    lowercase: bool = False
+    documents: Literal["blank_line", "file"] = "file"  # a book per file
+    skip_bad: bool = False
+    shard_tokens: int = 50_000_000
+    valid_fraction: float = 0.05
+    batch_size: int = 32  # parallel streams B
+    bptt: int = 64  # segment length T
+    max_valid_tokens: int = 500_000  # of the held-out stream scored at each evaluation (0: all)
+
+    def validate(self) -> None:
+        for name in ("vocab_size", "batch_size", "bptt", "shard_tokens"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"data.{name}: must be at least 1, got {getattr(self, name)}")
+        if not 0.0 <= self.valid_fraction < 1.0 or self.max_valid_tokens < 0:
+            raise ConfigError("data.valid_fraction must be in [0, 1) and data.max_valid_tokens >= 0")
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+
+@dataclass
+class LMConfig:
+    model: RNNLMConfig = field(default_factory=RNNLMConfig)
+    data: LMDataConfig = field(default_factory=LMDataConfig)
+    train: TrainConfig = field(
+        default_factory=lambda: TrainConfig(
+            lr=2e-3, weight_decay=0.0, clip_norm=0.25, max_epochs=1, metric="perplexity", log_every=50
+        )  # fmt: skip
+    )
+
+
+def text_files(paths: list[str], key: str) -> list[Path]:
+    out = []
+    for f in paths:
+        p = Path(f)
+        if p.is_dir():
+            out += sorted(q for q in p.rglob("*.txt") if q.is_file())
+        elif p.is_file():
+            out.append(p)
+        else:
+            raise DataError(f"{p}: no such file or folder ({key})")
+    return out
+
+
+def build_tokenizer(data: LMDataConfig, files: list[Path]) -> Tokenizer:
+    if data.tokenizer:
+        return Tokenizer.from_file(data.tokenizer)
+    log.info("training a %s vocabulary of %d on %d files", data.tokenizer_kind, data.vocab_size, len(files))
+    return Tokenizer.train(
+        files, kind=data.tokenizer_kind, vocab_size=data.vocab_size, lowercase=data.lowercase
+    )
+
+
+def separator_id(tok: Tokenizer) -> int:
+    """The token that ends a document in the stream: [SEP] or </s> or [EOS], whichever the vocabulary has."""
+    for name in ("sep_token_id", "eos_token_id"):
+        value = getattr(tok, name, None)
+        if value is not None:
+            return int(value)
+    raise DataError("the tokenizer has no [SEP] / [EOS] token to end documents with")
+
+
+def prepared(
+    files: list[Path], tok: Tokenizer, directory: Path, data: LMDataConfig, progress: bool
+) -> Corpus:
+    if not (directory / "corpus.json").is_file():
+        prepare_corpus(files, tok, directory, documents=data.documents, shard_tokens=data.shard_tokens,
+                       skip_bad=data.skip_bad, progress=progress)  # fmt: skip
+    return Corpus(directory)
+
+
+@torch.no_grad()
+def evaluate_stream(
+    model, batches: StreamBatches, device, max_tokens: int = 0, words: float | None = None
+) -> dict:
+    """Perplexity of the model on a held-out stream read in order with the state carried over: per token
+    and, when the stream's word count is known (``words`` per token), per word."""
+    was_training = model.training
+    model.eval()
+    nll, n, state = 0.0, 0, None
+    for [i] in batches.batches(0):
+        batch = {k: v.to(device) for k, v in batches.collate([i]).items()}
+        out = model(batch["input_ids"], state=state)
+        state = out.state
+        logits = out.logits.float()
+        nll += float(
+            torch.nn.functional.cross_entropy(
+                logits.flatten(0, 1), batch["labels"].flatten(), reduction="sum"
+            )
+        )
+        n += batch["labels"].numel()
+        if max_tokens and n >= max_tokens:
+            break
+    model.train(was_training)
+    result = {"loss": nll / max(n, 1), "perplexity": math.exp(min(nll / max(n, 1), 50.0)), "tokens": n}
+    if words:
+        result["word_perplexity"] = math.exp(min(nll / max(n * words, 1e-9), 50.0))
+    return result
+
+
+def words_per_token(tok: Tokenizer, files: list[Path], limit: int = 2_000_000) -> float:
+    """Whitespace words per token on (the first ``limit`` characters of) ``files``: the factor that turns a
+    per-token perplexity into a per-word one, exp(NLL / words)."""
+    text = ""
+    for f in files:
+        text += f.read_text(encoding="utf-8", errors="replace")[: limit - len(text)]
+        if len(text) >= limit:
+            break
+    ids = tok.ids_batch([line for line in text.splitlines() if line.strip()])
+    tokens = sum(len(i) for i in ids)
+    return len(text.split()) / max(tokens, 1)
+
+
+def train_lm(cfg: LMConfig, out_dir: str | Path, *, resume: bool = False, progress_bar: bool = True) -> dict:
+    """Train; returns a results row (parameters, steps, tokens/s, held-out perplexity per token and word)."""
+    out_dir = Path(out_dir)
+    if not resume:
+        ckpt.check_fresh_run_dir(out_dir)
+    files = text_files(cfg.data.files, "data.files")
+    if not files:
+        raise DataError("data.files: no text files to train on")
+    valid_files = text_files(cfg.data.valid_files, "data.valid_files")
+    dist, device = setup(cfg.train.device)
+    seed_everything(cfg.train.seed)
+    # 1. the tokenizer, kept with the run
+    tok_dir = out_dir / "tokenizer"
+    tok = (
+        Tokenizer.load(tok_dir)
+        if (tok_dir / "tokenizer.json").is_file()
+        else build_tokenizer(cfg.data, files)
+    )
+    tok.save(tok_dir)
+    sep = separator_id(tok)
+    # 2. the corpus, tokenized once, and the held-out part
+    corpus = prepared(files, tok, out_dir / "corpus", cfg.data, progress_bar)
+    if valid_files:
+        valid_corpus = prepared(valid_files, tok, out_dir / "valid-corpus", cfg.data, progress_bar)
+        train_docs, valid_docs = np.arange(corpus.num_documents), np.arange(valid_corpus.num_documents)
+    else:
+        valid_corpus = corpus
+        order = shuffled(corpus.num_documents, np.random.default_rng(cfg.train.seed))
+        n_valid = int(round(cfg.data.valid_fraction * corpus.num_documents))
+        if n_valid < 1 or corpus.num_documents - n_valid < 1:
+            raise DataError(
+                f"{', '.join(cfg.data.files)}: {corpus.num_documents} document(s), no held-out part with "
+                f"data.valid_fraction={cfg.data.valid_fraction}; give data.valid_files or more documents"
+            )
+        valid_docs, train_docs = np.sort(order[:n_valid]), np.sort(order[n_valid:])
+    train = StreamBatches(
+        TokenStream(corpus, train_docs, sep), cfg.data.batch_size, cfg.data.bptt, source="data.files"
+    )
+    valid = StreamBatches(TokenStream(valid_corpus, valid_docs, sep), min(cfg.data.batch_size, 8), cfg.data.bptt,
+                          source="the held-out text")  # fmt: skip
+    words = words_per_token(tok, valid_files or [files[0]])
+    # 3. the model
+    model_cfg = replace(
+        cfg.model, vocab_size=tok.vocab_size, pad_token_id=tok.pad_token_id or 0, eos_token_id=sep
+    )
+    family = registry.family_of(model_cfg)
+    seed_everything(cfg.train.seed)
+    model = family.make(model_cfg)
+    torch.manual_seed(cfg.train.seed + dist.rank)
+    # 4. truncated BPTT: the state after segment i starts segment i + 1 (reset at each epoch's first segment)
+    carried: dict = {"state": None}
+    latest = ckpt.latest_checkpoint(out_dir) if resume else None
+    if latest is not None and (latest / "lm_state.safetensors").is_file():
+        saved = load_file(str(latest / "lm_state.safetensors"))
+        carried["state"] = (saved["h"], saved["c"]) if "c" in saved else saved["h"]
+
+    def collate(indices: list[int]) -> dict:
+        batch = train.collate(indices)
+        batch["segment"] = torch.tensor(indices[0])
+        return batch
+
+    def loss_fn(m, batch) -> torch.Tensor:
+        state = None if int(batch["segment"]) == 0 else carried["state"]
+        out = m(batch["input_ids"], batch["labels"], state=state)
+        carried["state"] = detach(out.state)
+        return out.loss
+
+    def write_extra(directory: Path) -> None:
+        tok.save(directory)
+        write_run_config(directory, cfg)
+        state = carried["state"]
+        if state is not None:  # the state the next segment starts from, for an exact resume
+            tensors = {"h": state[0], "c": state[1]} if isinstance(state, tuple) else {"h": state}
+            save_file(
+                {k: v.detach().cpu().contiguous() for k, v in tensors.items()},
+                str(directory / "lm_state.safetensors"),
+            )
+
+    trainer = Trainer(
+        model,
+        cfg.train,
+        plan=train,
+        collate=collate,
+        out_dir=out_dir,
+        evaluate=lambda m: evaluate_stream(m, valid, device, cfg.data.max_valid_tokens, words),
+        write_extra=write_extra,
+        loss_fn=loss_fn,
+        count_tokens=lambda batch: int(batch["labels"].ne(IGNORE_INDEX).sum()),
+        device=device,
+        dist=dist,
+        progress_bar=progress_bar,
+        save_model=lambda m, d: write_hf_files(family, m, d),
+        load_model=lambda m, d: load_hf_weights(family, m, d),
+        plot_curves=plot_training_curves,
+    )
+    log.info("%s LM: %s parameters; %s training tokens, %s held-out", model_cfg.cell,
+             f"{count_parameters(model):,}", f"{train.tokens():,}", f"{valid.tokens():,}")  # fmt: skip
+    result = trainer.fit(resume=resume)
+    row = {
+        "model": f"{model_cfg.cell} LM ({model_cfg.num_layers}×{model_cfg.hidden_size})",
+        "params": count_parameters(model),
+        "steps": result.progress.step,
+        "train_seconds": result.progress.train_seconds,
+        "tokens_per_s": result.tokens_per_second,
+        **{f"valid_{k}": v for k, v in result.progress.last_eval.items()},
+        "run_dir": str(out_dir),
+    }
+    if dist.is_main:
+        write_results(out_dir, row)
+    cleanup()
+    return row
