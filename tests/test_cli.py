@@ -19,6 +19,7 @@ SUBCOMMANDS = [
     "config",
     "tokenizer",
     "plot",
+    "gradients",
 ]
 
 
