@@ -20,6 +20,8 @@ SUBCOMMANDS = [
     "tokenizer",
     "plot",
     "gradients",
+    "train-lm",
+    "sample",
 ]
 
 
