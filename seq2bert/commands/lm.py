@@ -1,4 +1,4 @@
-"""Subcommands of the language models: train one on raw text, sample from one."""
+"""Subcommands of the language models: train one on raw text, score it on other text, sample from it."""
 
 from __future__ import annotations
 
@@ -7,6 +7,22 @@ from pathlib import Path
 
 from seq2bert.commands.common import load_config
 from seq2bert.errors import UserError
+
+# the columns of a language model's results row (train-lm) and of a perplexity evaluation (evaluate-lm)
+LM_COLUMNS = [
+    ("model", "model"),
+    ("checkpoint", "checkpoint"),
+    ("params", "params"),
+    ("train_seconds", "train time"),
+    ("tokens_per_s", "tokens/s"),
+    ("valid_perplexity", "valid ppl (token)"),
+    ("valid_word_perplexity", "valid ppl (word)"),
+    ("words", "words"),
+    ("tokens", "tokens"),
+    ("perplexity", "perplexity (token)"),
+    ("word_perplexity", "perplexity (word)"),
+    ("unk_tokens", "[UNK] tokens"),
+]
 
 
 def cmd_train_lm(args: argparse.Namespace) -> int:
@@ -24,7 +40,7 @@ def cmd_train_lm(args: argparse.Namespace) -> int:
     if not data.files:
         raise UserError("train-lm: give text files or folders (or data.files in --config)")
     row = train_lm(replace(cfg, data=data), args.out, resume=args.resume)
-    print(format_table([row]))
+    print(format_table([row], LM_COLUMNS))
     return 0
 
 
@@ -43,6 +59,15 @@ def cmd_sample(args: argparse.Namespace) -> int:
                              temperature=args.temperature or 1.0, top_k=args.top_k, top_p=args.top_p,
                              seed=None if args.seed is None else args.seed + i)  # fmt: skip
         print(tok.decode(out[0].tolist()))
+    return 0
+
+
+def cmd_evaluate_lm(args: argparse.Namespace) -> int:
+    from seq2bert.recipes.lm import evaluate_lm
+    from seq2bert.report import format_table
+
+    row = evaluate_lm(args.model, args.files, bptt=args.bptt)
+    print(format_table([row], LM_COLUMNS))
     return 0
 
 
@@ -79,3 +104,17 @@ def register(sub) -> None:
     p.add_argument("--seed", type=int, help="repeatable samples")
     p.add_argument("-n", type=int, default=1, help="how many samples")
     p.set_defaults(func=cmd_sample)
+
+    p = sub.add_parser(
+        "evaluate-lm", help="perplexity of a language model on text files (its own vocabulary)"
+    )
+    p.add_argument("model", help="a language model directory (a train-lm run or its best/)")
+    p.add_argument(
+        "files",
+        nargs="+",
+        help="text files or folders of *.txt (e.g. ../shared/data/wikitext2/wiki.test.tokens)",
+    )
+    p.add_argument(
+        "--bptt", type=int, default=128, help="segment length (the state is carried across segments)"
+    )
+    p.set_defaults(func=cmd_evaluate_lm)

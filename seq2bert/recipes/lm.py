@@ -276,3 +276,30 @@ def train_lm(cfg: LMConfig, out_dir: str | Path, *, resume: bool = False, progre
         write_results(out_dir, row)
     cleanup()
     return row
+
+
+def evaluate_lm(checkpoint: str | Path, files: list[str], *, bptt: int = 128, device: str = "cpu") -> dict:
+    """Perplexity of a language-model checkpoint (a run or its best/) on other text, with the checkpoint's
+    own vocabulary: per token, and per whitespace word of the text (what a word-level result is compared
+    with). A word the vocabulary lacks is spelled with the pieces it has (a subword vocabulary has no
+    out-of-vocabulary words); with a word vocabulary it becomes [UNK], which the model predicts like any
+    other token: say so when comparing."""
+    import tempfile
+
+    model, tok = registry.load(checkpoint, head="causal_lm", device=device)
+    if tok is None:
+        raise DataError(f"{checkpoint}: no tokenizer in the checkpoint")
+    paths = text_files(files, "files")
+    if not paths:
+        raise DataError("evaluate-lm: no text files")
+    with tempfile.TemporaryDirectory() as tmp:
+        data = LMDataConfig(documents="file")
+        corpus = prepared(paths, tok, Path(tmp) / "corpus", data, progress=False)
+        stream = TokenStream(corpus, np.arange(corpus.num_documents), separator_id(tok))
+        batches = StreamBatches(stream, 1, bptt, source=", ".join(files))
+        words = sum(len(p.read_text(encoding="utf-8", errors="replace").split()) for p in paths)
+        result = evaluate_stream(model, batches, torch.device(device), 0, words / max(len(stream) - 1, 1))
+        unk = getattr(tok, "unk_token_id", None)
+        unknown = 0 if unk is None else int((stream.read(0, len(stream)) == unk).sum())
+        corpus.close()
+    return {"checkpoint": str(checkpoint), "words": words, **result, "unk_tokens": unknown}

@@ -123,6 +123,18 @@ def test_train_lm_learns_saves_samples_and_resumes_exactly(books, tmp_path, caps
     lines = capsys.readouterr().out.strip().splitlines()
     assert len(lines) == 2 and all(line.startswith("the cat") for line in lines)
 
+    held_out = tmp_path / "held-out.txt"
+    held_out.write_text("The cat sat on the mat. A dog ran under the tree. The zebra flew.\n")
+    capsys.readouterr()
+    assert main(["evaluate-lm", str(tmp_path / "a"), str(held_out)]) == 0
+    table = capsys.readouterr().out
+    assert "perplexity (token)" in table and "perplexity (word)" in table and "[UNK] tokens" in table
+    from seq2bert.recipes.lm import evaluate_lm
+
+    scored = evaluate_lm(tmp_path / "a", [str(held_out)])
+    assert scored["words"] == 15 and scored["unk_tokens"] >= 2  # "zebra" and "flew" are not in the vocabulary
+    assert 1 < scored["perplexity"] < tok.vocab_size
+
     # a run killed after its checkpoint at step 6 and resumed ends where the uninterrupted run ended
     b = tmp_path / "b"
     assert main(["train-lm", str(books), "--out", str(b), *args]) == 0
