@@ -278,13 +278,27 @@ def _section_fields(tp: Any) -> dict[str, Any] | None:
     return out
 
 
+def _free_keys(tp: Any) -> Any:
+    """The value type of a ``dict[str, V]`` field — a section whose keys are free (a model's own fields,
+    checked by the code that reads them) — else None."""
+    if get_origin(tp) is not dict or (get_args(tp) or (str,))[0] is not str:
+        return None
+    return (get_args(tp) or (str, Any))[1]
+
+
 def _set_dotted(data: dict[str, Any], cls: type, parts: list[str], value: Any) -> None:
-    """Set ``data[parts[0]][parts[1]]… = value``, checking each key against dataclass ``cls`` and its sections."""
+    """Set ``data[parts[0]][parts[1]]… = value``, checking each key against dataclass ``cls`` and its sections
+    (under a ``dict[str, V]`` field, any one key, with a value of type V)."""
     node, fields, prefix = data, _section_fields(cls), ""
-    for part in parts[:-1]:
+    for i, part in enumerate(parts[:-1]):
         names = list(fields)
         if part not in names:
             raise ConfigError(f"unknown key {prefix}{part}: {_closest(part, names, prefix)}")
+        free = _free_keys(fields[part])
+        if free is not None and i == len(parts) - 2:  # e.g. model_config.hidden_size=128
+            key = f"{prefix}{part}.{parts[-1]}"
+            node.setdefault(part, {})[parts[-1]] = to_dict(_convert(value, free, key))
+            return
         sub = _section_fields(fields[part])
         if sub is None:
             raise ConfigError(f"{prefix}{part} is a {_type_name(fields[part])}, not a section with keys")

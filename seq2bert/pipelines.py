@@ -47,6 +47,11 @@ def _base(net):
     return registry.family_of(net).base_model(net)
 
 
+def positions(config, longest: int) -> int:
+    """The longest input a model takes: ``longest``, cut to its position table (an LSTM has none)."""
+    return min(longest, getattr(config, "max_position_embeddings", longest))
+
+
 def default_max_length(directory: Path | None, fallback: int) -> int:
     """sentence-transformers' max_seq_length (sentence_bert_config.json) when the directory has one."""
     config = directory / "sentence_bert_config.json" if directory is not None else None
@@ -129,7 +134,9 @@ def embed(
     encoder = _base(net)
     pooling, normalized = sentence_modules(directory)
     normalize = normalized if normalize is None else normalize
-    max_length = max_length or default_max_length(directory, encoder.config.max_position_embeddings)
+    max_length = max_length or default_max_length(
+        directory, getattr(encoder.config, "max_position_embeddings", 512)
+    )
     device = next(encoder.parameters()).device
     out = []
     for start in range(0, len(texts), batch_size):
@@ -218,7 +225,7 @@ def classify(texts, model, *, top_k: int | None = 1, batch_size: int = 32, max_l
     if isinstance(texts, str) or (isinstance(texts, tuple) and len(texts) == 2):
         return classify([texts], model, top_k=top_k, batch_size=batch_size, max_length=max_length)[0]
     net, tok, _ = _load(model, "sequence")
-    max_length = min(max_length, net.config.max_position_embeddings)
+    max_length = positions(net.config, max_length)
     labels = net.config.id2label
     out = []
     for start in range(0, len(texts), batch_size):
@@ -247,7 +254,7 @@ def tag(text: str, model, *, aggregate: bool = True, max_length: int = 512) -> l
     if not isinstance(text, str):
         return [tag(t, model, aggregate=aggregate, max_length=max_length) for t in text]
     net, tok, _ = _load(model, "tokens")
-    max_length = min(max_length, net.config.max_position_embeddings)
+    max_length = positions(net.config, max_length)
     enc = tok.encode(text, max_length=max_length, truncation="longest_first")
     ids = torch.tensor([enc.ids], device=_device(net))
     probs = (
@@ -301,7 +308,7 @@ def answer(question: str, context: str, model, *, max_seq_length: int = 384, doc
     from seq2bert.data.squad import QAExample
 
     net, tok, _ = _load(model, "qa")
-    max_seq_length = min(max_seq_length, net.config.max_position_embeddings)
+    max_seq_length = positions(net.config, max_seq_length)
     example = QAExample(id="q", title="", context=context, question=question, answers=[])
     features = make_features([example], tok, max_seq_length=max_seq_length, doc_stride=doc_stride)
     starts, ends = [], []

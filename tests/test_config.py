@@ -1,6 +1,6 @@
 import json
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import pytest
 
@@ -212,3 +212,21 @@ def test_a_model_mapping_without_model_type_keeps_the_current_model():
     base = C.build(TranslationConfig, overrides=["model.model_type=bahdanau"])
     cfg = C.apply_overrides(base, ["model={hidden_size: 64}"])
     assert isinstance(cfg.model, BahdanauConfig) and cfg.model.hidden_size == 64
+
+
+@dataclass
+class WithFreeKeys:
+    model_config: dict[str, Any] = field(default_factory=dict)  # any key: a model's own fields
+    sizes: dict[str, int] = field(default_factory=dict)
+
+
+def test_a_str_keyed_mapping_takes_any_one_dotted_key_with_its_value_type_checked():
+    cfg = C.build(WithFreeKeys, overrides=["model_config.hidden_size=128", "model_config.pooling=last",
+                                           "sizes.a=3"])  # fmt: skip
+    assert cfg.model_config == {"hidden_size": 128, "pooling": "last"} and cfg.sizes == {"a": 3}
+    again = C.build(WithFreeKeys, base=cfg, overrides=["model_config.num_layers=2"])
+    assert again.model_config == {"hidden_size": 128, "pooling": "last", "num_layers": 2}
+    with pytest.raises(ConfigError, match="sizes.a: expected an integer"):
+        C.build(WithFreeKeys, overrides=["sizes.a=big"])
+    with pytest.raises(ConfigError, match="model_config is a dict"):
+        C.build(WithFreeKeys, overrides=["model_config.a.b=1"])

@@ -36,11 +36,12 @@ def add_config_args(p: argparse.ArgumentParser) -> None:
     add_data_dir_args(p)
 
 
-def load_config(cls: type, args: argparse.Namespace, overrides: list[str] = ()):
+def load_config(cls: type, args: argparse.Namespace, overrides: list[str] = (), defaults=None):
     """The one way every command reads its run configuration, validated once before any work starts:
 
-    defaults of ``cls`` (or, with --resume, the run's own run.json: resume what was started, whatever flags
-    are given again) ← the --config file ← the command's own ``overrides`` ← --set overrides."""
+    ``defaults`` (a ``cls`` the command chose; else ``cls()``) — or, with --resume, the run's own run.json:
+    resume what was started, whatever flags are given again — ← the --config file ← the command's own
+    ``overrides`` ← --set overrides."""
     from seq2bert import config as config_io
     from seq2bert.errors import ConfigError
     from seq2bert.io import read_json
@@ -53,7 +54,8 @@ def load_config(cls: type, args: argparse.Namespace, overrides: list[str] = ()):
             base = config_io.from_dict(cls, read_json(last / "run.json"))
         except ConfigError as e:
             raise ConfigError(f"{last / 'run.json'}: {e}") from None
-    cfg = config_io.build(cls, base=base, file=args.config, overrides=[*overrides, *args.overrides])
+    cfg = config_io.build(cls, base=base if base is not None else defaults, file=args.config,
+                          overrides=[*overrides, *args.overrides])  # fmt: skip
     if base is not None and cfg != base:
         changed = changed_keys(config_io.to_dict(base), config_io.to_dict(cfg))
         logging.getLogger("seq2bert").warning("--resume with a changed configuration: %s", ", ".join(changed))

@@ -30,10 +30,11 @@ def cmd_pretrain(args: argparse.Namespace) -> int:
 def cmd_finetune(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
-    from seq2bert.recipes.finetune import FinetuneConfig, finetune
+    from seq2bert.recipes.finetune import FinetuneConfig, finetune, from_scratch
     from seq2bert.report import format_table, task_columns
 
-    cfg = load_config(FinetuneConfig, args)
+    # a model trained from random weights starts from its own defaults (Adam at 1e-3, …), not BERT's
+    cfg = load_config(FinetuneConfig, args, defaults=from_scratch(args.model) if args.model else None)
     data = cfg.data
     if args.task:
         data = replace(data, task=args.task)
@@ -198,7 +199,8 @@ def register(sub) -> None:
     p = sub.add_parser(
         "finetune",
         help="fine-tune a BERT checkpoint on a GLUE task, CoNLL-2003, SQuAD or SWAG",
-        description="Fine-tune the encoder of a Hugging Face-format BERT directory with a new task head; "
+        description="Fine-tune the encoder of a Hugging Face-format BERT directory with a new task head, or "
+        "train a model from random weights on the task (--model bilstm: the pre-Transformer baseline); "
         "the best checkpoint on dev is kept in OUT/best (a transformers directory) and its dev predictions "
         "in OUT/predictions.jsonl.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -206,13 +208,17 @@ def register(sub) -> None:
         "  seq2bert finetune --task conll2003 --init MODEL_DIR --data ../shared/data/conll2003 --out runs/ner\n"
         "  seq2bert finetune --task squad --init MODEL_DIR --data ../shared/data/squad --out runs/squad "
         "--set data.max_train_examples=20000 --set train.max_minutes=55\n"
-        "  seq2bert finetune --task mrpc --init runs/bert-mini/best --random-init --data ../shared/data/mrpc --out runs/mrpc-random\n\n"
+        "  seq2bert finetune --task mrpc --init runs/bert-mini/best --random-init --data ../shared/data/mrpc --out runs/mrpc-random\n"
+        "  seq2bert finetune --task sst2 --model bilstm --data ../shared/data/sst2 --out runs/sst2-bilstm "
+        "--set model_config.hidden_size=128\n\n"
         "tasks: sst2 cola mrpc stsb qqp mnli qnli rte wnli conll2003 squad squad_v2 swag",
     )
     p.add_argument("--task", help="the task (sets data.task)")
     p.add_argument("--init", help="the BERT directory to start from (sets init)")
     p.add_argument("--data", metavar="DIR", help="the task's data folder (sets data.path)")
     p.add_argument("--random-init", action="store_true", help="the checkpoint's architecture, fresh weights")
+    p.add_argument("--model", metavar="TYPE", help="in place of --init: a family trained from random weights "
+                   "with a tokenizer trained on the task (bilstm: the pre-Transformer baseline; sets model)")  # fmt: skip
     p.add_argument("--out", required=True, help="run directory")
     p.add_argument("--resume", action="store_true", help="continue a killed run from its last checkpoint")
     p.add_argument("--config", metavar="FILE", help="a YAML or JSON fine-tuning configuration")

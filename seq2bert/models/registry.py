@@ -23,6 +23,7 @@ from seq2bert.models.attention.bahdanau import RNNSearch
 from seq2bert.models.attention.config import BahdanauConfig, LuongConfig
 from seq2bert.models.attention.luong import LuongNMT
 from seq2bert.models.bert.pretrained import FAMILY as BERT
+from seq2bert.models.bilstm.model import FAMILY as BILSTM
 from seq2bert.models.family import Family
 from seq2bert.models.hf import model_type_of
 from seq2bert.models.rnn_lm.model import FAMILY as RNN_LM
@@ -57,6 +58,7 @@ FAMILIES: dict[str, Family] = {
         RNN_LM,
         MARIAN,
         BERT,
+        BILSTM,
     )
 }
 

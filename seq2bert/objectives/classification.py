@@ -14,6 +14,8 @@ token, a word labelled at its first sub-token and the other positions IGNORE_IND
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import torch
 import torch.nn.functional as F
 
@@ -21,6 +23,30 @@ from seq2bert.errors import ConfigError
 from seq2bert.objectives.cross_entropy import IGNORE_INDEX
 
 PROBLEM_TYPES = ("regression", "single_label_classification", "multi_label_classification")
+
+
+@dataclass
+class ClassifierFields:
+    """The config fields of a family's task heads, transformers' (its PretrainedConfig holds them for every
+    model): one name per output of the classifier (num_labels = len(id2label)); ``problem_type`` one of
+    PROBLEM_TYPES (None: regression for one label, else single-label); dropout before the classifier
+    (None: the family's own dropout). A family's config dataclass inherits them."""
+
+    id2label: dict[int, str] = field(default_factory=lambda: {0: "LABEL_0", 1: "LABEL_1"})
+    problem_type: str | None = None
+    classifier_dropout: float | None = None
+
+    @property
+    def num_labels(self) -> int:
+        return len(self.id2label)
+
+    def validate_classifier(self) -> None:
+        if sorted(self.id2label) != list(range(len(self.id2label))) or not self.id2label:
+            raise ConfigError(f"id2label: expected labels numbered 0 … n−1, got ids {sorted(self.id2label)}")
+        if self.problem_type is not None and self.problem_type not in PROBLEM_TYPES:
+            raise ConfigError(f"problem_type: expected one of {PROBLEM_TYPES}, got {self.problem_type!r}")
+        if self.classifier_dropout is not None and not 0.0 <= self.classifier_dropout < 1.0:
+            raise ConfigError(f"classifier_dropout: must be in [0, 1), got {self.classifier_dropout}")
 
 
 def problem_type_of(problem_type: str | None, num_labels: int) -> str:

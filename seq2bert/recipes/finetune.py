@@ -1,4 +1,5 @@
-"""Recipe: fine-tune a BERT checkpoint on one task (Devlin et al. 2018, Sect. 4; Figure 4).
+"""Recipe: fine-tune a BERT checkpoint on one task (Devlin et al. 2018, Sect. 4; Figure 4) — or train a model
+from random weights on it, the pre-Transformer baselines (``model``: a BiLSTM, models/bilstm/).
 
 Read top to bottom:
 1. the task names its shape (TASKS): GLUE tasks classify sentences or pairs (STS-B regresses), CoNLL-2003
@@ -6,7 +7,9 @@ Read top to bottom:
 2. its reader reads train and dev from the task's folder (data/glue.py, conll.py, squad.py, swag.py), and
    data/finetuning.py (data/qa.py for SQuAD's windows) turns them into features;
 3. the model is the checkpoint's encoder with a new head (models/bert/tasks.py; ``random_init``: the same
-   architecture from scratch, to measure what pretraining buys);
+   architecture from scratch, to measure what pretraining buys); or, with ``model`` in place of ``init``, a
+   new model of that family with random weights and a tokenizer trained on the training texts (``vocab``:
+   a whole-word vocabulary by default, the classic baseline);
 4. the engine trains with AdamW, linear warm-up over ``warmup_ratio`` of the steps then linear decay
    (Sect. A.3: batch 32, lr among 5e-5 / 3e-5 / 2e-5, 2–4 epochs), length-bucketed batches padded to their
    own longest; every evaluation scores dev with the task's metrics and keeps the best checkpoint;
@@ -14,6 +17,7 @@ Read top to bottom:
    tokenizer), and its dev predictions are written to predictions.jsonl beside results.json.
 
     seq2bert finetune --task sst2 --init MODEL_DIR --data ../shared/data/sst2 --out runs/sst2
+    seq2bert finetune --task sst2 --model bilstm --data ../shared/data/sst2 --out runs/sst2-bilstm
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import math
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -40,6 +45,7 @@ from seq2bert.errors import ConfigError, DataError
 from seq2bert.evaluation.tasks import glue_metrics, ner_metrics, squad_metrics
 from seq2bert.models import registry
 from seq2bert.models.pretrained import init_task_model, load_hf_weights, write_hf_files
+from seq2bert.recipes.scratch import VocabConfig, model_config, new_model
 from seq2bert.training import checkpoint as ckpt
 from seq2bert.training.config import TrainConfig
 from seq2bert.training.distributed import cleanup, setup
@@ -102,6 +108,11 @@ class FinetuneDataConfig:
 class FinetuneConfig:
     init: str = ""  # a checkpoint directory of an encoder family (BERT, …): pretrained, or fine-tuned already
     random_init: bool = False  # the checkpoint's architecture and vocabulary, but fresh weights
+    # or, in place of init, a family to train from random weights (the model_type: "bilstm"): its config is
+    # the family's defaults ← model_config (its own field names), its tokenizer trained as ``vocab`` says
+    model: str = ""
+    model_config: dict[str, Any] = field(default_factory=dict)
+    vocab: VocabConfig = field(default_factory=VocabConfig)
     warmup_ratio: float = 0.1  # of all steps, when train.warmup_steps is 0
     # None: the checkpoint's own (BERT: 0.1). On a CPU, P_drop on the attention weights keeps torch from its
     # fused attention kernel: up to 2.25x the step time at 256 tokens (benchmarks/RESULTS.md)
@@ -118,6 +129,31 @@ class FinetuneConfig:
         for name, value in dropout_overrides(self).items():
             if not 0.0 <= value < 1.0:
                 raise ConfigError(f"{name}: must be in [0, 1), got {value}")
+        if self.init and self.model:
+            raise ConfigError("init and model: give one (--init DIR fine-tunes a checkpoint, --model TYPE "
+                              "trains a model from random weights)")  # fmt: skip
+        if self.model:
+            model_config(self.model, self.model_config)  # the family exists, model_config holds its fields
+            try:
+                registry.get(self.model).architecture_for(self.data.kind)
+            except KeyError as e:
+                raise ConfigError(f"model: {e.args[0]}") from None
+            for name in ("random_init", *dropout_overrides(self)):
+                if getattr(self, name) not in (False, None):
+                    raise ConfigError(f"{name}: a setting of --init; for --model set model_config.<field>")
+        elif self.model_config:
+            raise ConfigError(
+                "model_config: the fields of a model trained from scratch; give model (--model)"
+            )
+
+
+def from_scratch(model: str) -> FinetuneConfig:
+    """The defaults of a run that trains ``model`` from random weights — a BiLSTM's, not BERT's fine-tuning:
+    Adam (no weight decay) at a constant 1e-3 without warm-up, gradients clipped at norm 5, 5 epochs."""
+    train = TrainConfig(
+        lr=1e-3, weight_decay=0.0, schedule="constant", clip_norm=5.0, max_epochs=5, metric="main"
+    )
+    return FinetuneConfig(model=model, warmup_ratio=0.0, train=train)
 
 
 def dropout_overrides(cfg: FinetuneConfig) -> dict[str, float]:
@@ -206,9 +242,10 @@ def labels_of(data: FinetuneDataConfig, examples: list) -> dict[int, str] | None
 
 def fit_length(data: FinetuneDataConfig, config, checkpoint) -> FinetuneDataConfig:
     """The sequence length must fit the checkpoint's position embeddings: the task's default is cut to them
-    (said in the log), a longer ``data.max_seq_length`` given explicitly is an error."""
-    positions = config.max_position_embeddings
-    if data.seq_length <= positions:
+    (said in the log), a longer ``data.max_seq_length`` given explicitly is an error. A model without a
+    position table (an LSTM) reads any length."""
+    positions = getattr(config, "max_position_embeddings", None)
+    if positions is None or data.seq_length <= positions:
         return data
     if data.max_seq_length:
         raise ConfigError(
@@ -321,11 +358,13 @@ def write_predictions(path: Path, data: FinetuneDataConfig, examples: list, pred
 def finetune(
     cfg: FinetuneConfig, out_dir: str | Path, *, resume: bool = False, progress_bar: bool = True
 ) -> dict:
-    """Fine-tune ``cfg.init`` on ``cfg.data.task``; returns a results row (dev metrics of the best checkpoint)."""
+    """Fine-tune ``cfg.init`` — or train ``cfg.model`` from random weights — on ``cfg.data.task``; returns a
+    results row (dev metrics of the best checkpoint)."""
     out_dir = Path(out_dir)
     data = cfg.data
-    if not cfg.init:
-        raise ConfigError("init: give the BERT checkpoint to start from (--init DIR)")
+    if not cfg.init and not cfg.model:
+        raise ConfigError("init: give the checkpoint to start from (--init DIR), or a model to train from "
+                          "random weights (--model bilstm)")  # fmt: skip
     if not resume:
         ckpt.check_fresh_run_dir(out_dir)
     dist, device = setup(cfg.train.device)
@@ -338,16 +377,23 @@ def finetune(
     dev_examples = subset(splits["dev"], data.max_eval_examples, None)
     require_labels("train", train_examples, data)
     require_labels("dev", dev_examples, data)
-    # 3. the model: the checkpoint's family gives the class with this task's head
-    family = registry.family_at(cfg.init)
+    # 3. the model: the checkpoint's family (or the one named) gives the class with this task's head
+    family = registry.get(cfg.model, "model") if cfg.model else registry.family_at(cfg.init)
     try:
         architecture = family.architecture_for(data.kind)
     except KeyError as e:
-        raise ConfigError(f"{cfg.init}: {e.args[0]}") from None
+        raise ConfigError(f"{cfg.model or cfg.init}: {e.args[0]}") from None
     seed_everything(cfg.train.seed)
-    model, tok, new = init_task_model(family, cfg.init, architecture, id2label=labels_of(data, train_examples + dev_examples),
-                                      problem_type=problem_type_of(data), random_init=cfg.random_init,
-                                      overrides=dropout_overrides(cfg))  # fmt: skip
+    id2label = labels_of(data, train_examples + dev_examples)
+    if cfg.model:  # random weights, a tokenizer trained on the training texts (recipes/scratch.py)
+        model, tok = new_model(cfg.model, cfg.model_config, cfg.vocab, data.kind, train_examples, architecture,
+                               id2label=id2label, problem_type=problem_type_of(data),
+                               resume_from=ckpt.latest_checkpoint(out_dir) if resume else None)  # fmt: skip
+        new = []
+    else:
+        model, tok, new = init_task_model(family, cfg.init, architecture, id2label=id2label,
+                                          problem_type=problem_type_of(data), random_init=cfg.random_init,
+                                          overrides=dropout_overrides(cfg))  # fmt: skip
     data = fit_length(data, model.config, cfg.init)
     if tok is None:
         raise DataError(f"{cfg.init}: no tokenizer (vocab.txt or tokenizer.json) in the checkpoint")
@@ -400,7 +446,8 @@ def finetune(
     log.info("%s on %s: %s parameters; %d training examples (%d features), %d dev", architecture, data.task,
              f"{count_parameters(model):,}", len(train_examples), len(train_features), len(dev_examples))  # fmt: skip
     result = trainer.fit(resume=resume)
-    row = {"task": data.task, "init": "random" if cfg.random_init else cfg.init, "params": count_parameters(model),
+    row = {"task": data.task, "init": "random" if cfg.random_init or cfg.model else cfg.init,
+           **({"model": cfg.model} if cfg.model else {}), "params": count_parameters(model),
            "train_examples": len(train_examples), "steps": result.progress.step,
            "train_seconds": result.progress.train_seconds, "tokens_per_s": result.tokens_per_second}  # fmt: skip
     if dist.is_main and (out_dir / "best").is_dir():

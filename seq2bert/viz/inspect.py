@@ -14,6 +14,7 @@ positional encodings, and similarity matrices of contextual embeddings.
 from __future__ import annotations
 
 import html
+import inspect
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +52,9 @@ def attention_maps(model, text: str, *, pair: str | None = None) -> AttentionMap
 
         net, tok, _ = _load(model, "base")
         encoder = _base(net)
+        if "output_attentions" not in inspect.signature(encoder.forward).parameters:  # a BiLSTM, say
+            raise UserError(f"{model if isinstance(model, (str, Path)) else 'the model'}: a "
+                            f"{type(encoder).__name__} has no attention weights")  # fmt: skip
         enc = tok.encode(text, pair)
         ids = torch.tensor([enc.ids], device=next(encoder.parameters()).device)
         types = torch.tensor([enc.type_ids], device=ids.device)

@@ -8,17 +8,18 @@ Named builders: the paper's BERT-base and BERT-large, and the compact models of 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from seq2bert.errors import ConfigError
 from seq2bert.nn.feed_forward import ACTIVATIONS
-
-PROBLEM_TYPES = (None, "regression", "single_label_classification", "multi_label_classification")
+from seq2bert.objectives.classification import ClassifierFields
 
 
 @dataclass
-class BertConfig:
-    """BERT's hyper-parameters (defaults: BERT-base, uncased vocabulary of 30,522 WordPieces)."""
+class BertConfig(ClassifierFields):
+    """BERT's hyper-parameters (defaults: BERT-base, uncased vocabulary of 30,522 WordPieces); the task heads'
+    (models/bert/tasks.py) id2label, problem_type and classifier_dropout (None: hidden_dropout_prob) come from
+    ClassifierFields, transformers' fields."""
 
     model_type: str = "bert"
     vocab_size: int = 30522
@@ -34,17 +35,6 @@ class BertConfig:
     initializer_range: float = 0.02
     layer_norm_eps: float = 1e-12
     pad_token_id: int = 0
-    # the task heads (models/bert/tasks.py), transformers' fields: one name per output of the classifier
-    # (num_labels = len(id2label)); problem_type "regression", "single_label_classification" or
-    # "multi_label_classification" (None: regression for one label, else single-label); dropout before the
-    # classifier (None: hidden_dropout_prob)
-    id2label: dict[int, str] = field(default_factory=lambda: {0: "LABEL_0", 1: "LABEL_1"})
-    problem_type: str | None = None
-    classifier_dropout: float | None = None
-
-    @property
-    def num_labels(self) -> int:
-        return len(self.id2label)
 
     def validate(self) -> None:
         expected = type(self).__dataclass_fields__["model_type"].default  # a variant's config sets its own
@@ -67,12 +57,7 @@ class BertConfig:
             )
         if self.initializer_range < 0 or self.layer_norm_eps <= 0:
             raise ConfigError("initializer_range must be >= 0 and layer_norm_eps > 0")
-        if sorted(self.id2label) != list(range(len(self.id2label))) or not self.id2label:
-            raise ConfigError(f"id2label: expected labels numbered 0 … n−1, got ids {sorted(self.id2label)}")
-        if self.problem_type not in PROBLEM_TYPES:
-            raise ConfigError(f"problem_type: expected one of {PROBLEM_TYPES}, got {self.problem_type!r}")
-        if self.classifier_dropout is not None and not 0.0 <= self.classifier_dropout < 1.0:
-            raise ConfigError(f"classifier_dropout: must be in [0, 1), got {self.classifier_dropout}")
+        self.validate_classifier()
         if not 0 <= self.pad_token_id < self.vocab_size:
             raise ConfigError(
                 f"pad_token_id: must be a token id below vocab_size {self.vocab_size}, got {self.pad_token_id}"

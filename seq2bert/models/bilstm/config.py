@@ -1,0 +1,50 @@
+"""Configuration of the BiLSTM baselines (models/bilstm/model.py), with the field names of transformers'
+configs where they mean the same thing (vocab_size, hidden_size, pad_token_id, id2label, problem_type,
+classifier_dropout) and those of seq2bert's recurrent models otherwise (embedding_dim, num_layers, dropout).
+
+The defaults are a classic baseline that trains on 2 CPU cores: 300-dimensional random word embeddings,
+one bidirectional layer of 256 cells a direction, dropout 0.5, max pooling for sentences. An LSTM has no
+position table: it reads sequences of any length (no ``max_position_embeddings``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from seq2bert.errors import ConfigError
+from seq2bert.objectives.classification import ClassifierFields
+
+
+@dataclass
+class BiLSTMConfig(ClassifierFields):
+    """The encoder's sizes; the heads' id2label, problem_type and classifier_dropout (None: ``dropout``) come
+    from ClassifierFields (objectives/classification.py)."""
+
+    model_type: str = "bilstm"
+    vocab_size: int = 30000  # the fine-tuning recipe sets it from the tokenizer it trains
+    embedding_dim: int = 300
+    hidden_size: int = 256  # H, per direction: the states h_t = [h→_t; h←_t] have 2H dimensions
+    num_layers: int = 1
+    dropout: float = 0.5  # on the embeddings and between layers (Zaremba et al. 2014: non-recurrent only)
+    pooling: Literal["max", "last"] = "max"  # the sentence vector (model.py): max over time, or final states
+    pad_token_id: int = 0
+
+    def validate(self) -> None:
+        if self.model_type != "bilstm":
+            raise ConfigError(f"model_type: expected 'bilstm', got {self.model_type!r}")
+        for name in ("vocab_size", "embedding_dim", "hidden_size", "num_layers"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name}: must be at least 1, got {getattr(self, name)}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ConfigError(f"dropout: must be in [0, 1), got {self.dropout}")
+        if self.pooling not in ("max", "last"):
+            raise ConfigError(f"pooling: expected 'max' or 'last', got {self.pooling!r}")
+        if not 0 <= self.pad_token_id < self.vocab_size:
+            raise ConfigError(
+                f"pad_token_id: must be a token id below vocab_size {self.vocab_size}, got {self.pad_token_id}"
+            )
+        self.validate_classifier()
+
+    def __post_init__(self) -> None:
+        self.validate()

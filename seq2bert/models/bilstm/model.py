@@ -1,0 +1,175 @@
+"""The pre-Transformer baselines of the fine-tuning tasks: a bidirectional LSTM over randomly initialised word
+embeddings, read by a sentence classifier (GLUE) or by a tagger (CoNLL-2003).
+
+Encoder — a bidirectional LSTM (Graves & Schmidhuber 2005; the LSTM cell, Hochreiter & Schmidhuber 1997, is
+written out in nn/rnn.py)::
+
+    e_t = E x_t                                         word embeddings, random (nothing pretrained)
+    h→_t = LSTM→(e_t, h→_{t−1})                          left to right
+    h←_t = LSTM←(e_t, h←_{t+1})                          right to left
+    h_t = [h→_t; h←_t] ∈ R^{2H}                          num_layers such layers, each reading the last's h_t
+
+Sentence classifier, on a sentence vector u (``pooling``)::
+
+    max:   u_k = max_t h_{t,k}   over the real tokens     Conneau et al. (2017), InferSent, Sect. 3.2.2: the
+                                                          BiLSTM-max encoder, their best of seven
+    last:  u = [h→_n; h←_1]                               each direction's final state (the classic reading)
+    p = softmax(W u + b)        (one output and squared error for regression, STS-B)
+
+Tagger (Huang, Xu & Yu 2015, the BI-LSTM without their CRF)::
+
+    p_t = softmax(W h_t + b)    at every token; a word is labelled at its first token, as BERT's tagger does
+
+Departures, on purpose: no CRF over the tags and no character features (Lample et al. 2016 add both: the
+baseline here is the plain BiLSTM); dropout — on the embeddings, between layers and on what a head reads —
+is Zaremba et al.'s (2014), on the non-recurrent connections only.
+
+Inputs are the fine-tuning features of data/finetuning.py, as BERT reads them: ``[CLS] A [SEP]``, and a
+sentence pair as one sequence ``[CLS] A [SEP] B [SEP]`` — the LSTM reads across the [SEP] between them. That
+keeps every GLUE task, the features and the pipelines as they are; the GLUE baselines (Wang et al. 2018)
+instead encode the two sentences apart and classify [u; v; |u − v|; u ∗ v] (InferSent's features), which this
+family does not do. ``token_type_ids`` are accepted and unused ([SEP] marks the boundary).
+
+Padding: right padding (``attention_mask`` a prefix of ones per row). Rows are packed for torch's fused LSTM
+(nn/rnn.py ``FusedRNN``, ``run_fused``), so each direction starts and stops at the row's own real tokens,
+outputs at padding are zero and max pooling leaves padding out: a padded row gives the logits it gives alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from seq2bert.models.bilstm.config import BiLSTMConfig
+from seq2bert.models.family import Family
+from seq2bert.models.pretrained import SavePretrained
+from seq2bert.nn.rnn import recurrent
+from seq2bert.objectives.classification import (
+    problem_type_of,
+    sequence_classification_loss,
+    token_classification_loss,
+)
+
+
+@dataclass
+class BiLSTMOutput:
+    last_hidden_state: torch.Tensor  # (B, T, 2H): h_t = [h→_t; h←_t], zeros at padding
+    # (h_n, c_n), each (2L, B, H): layer l's forward final state at 2l, its backward one (at t = 1) at 2l + 1
+    final_state: tuple[torch.Tensor, torch.Tensor]
+
+
+@dataclass
+class ClassifierOutput:
+    """transformers' SequenceClassifierOutput / TokenClassifierOutput."""
+
+    loss: torch.Tensor | None
+    logits: torch.Tensor  # (B, K) sequences, (B, T, K) tokens
+
+
+class BiLSTMModel(SavePretrained, nn.Module):
+    """Embeddings, then the bidirectional LSTM: input_ids (B, T) → h (B, T, 2H)."""
+
+    def __init__(self, config: BiLSTMConfig):
+        super().__init__()
+        self.config = config
+        self.embeddings = nn.Embedding(
+            config.vocab_size, config.embedding_dim, padding_idx=config.pad_token_id
+        )
+        self.dropout = nn.Dropout(config.dropout)
+        self.lstm = recurrent("lstm", config.embedding_dim, config.hidden_size, num_layers=config.num_layers,
+                              bidirectional=True, dropout=config.dropout)  # fmt: skip
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+    ) -> BiLSTMOutput:
+        """input_ids, attention_mask (B, T), right-padded; token_type_ids unused."""
+        if attention_mask is None:
+            attention_mask = torch.ones_like(input_ids)
+        lengths = attention_mask.sum(dim=1)  # (B,)
+        e = self.dropout(self.embeddings(input_ids))  # e_t = E x_t: (B, T, E)
+        h, state = self.lstm(e, lengths=lengths)  # packed: h (B, T, 2H), zeros at padding; (h_n, c_n)
+        return BiLSTMOutput(last_hidden_state=h, final_state=state)
+
+
+class BiLSTMTaskModel(SavePretrained, nn.Module):
+    """The encoder under ``bilstm`` and a linear classifier W ∈ R^{K×2H} after dropout; a head says what it
+    reads (``logits``) and how it is scored (``loss``)."""
+
+    def __init__(self, config: BiLSTMConfig):
+        super().__init__()
+        self.config = config
+        self.bilstm = BiLSTMModel(config)
+        p = config.dropout if config.classifier_dropout is None else config.classifier_dropout
+        self.dropout = nn.Dropout(p)
+        self.classifier = nn.Linear(2 * config.hidden_size, config.num_labels)
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+    ) -> ClassifierOutput:
+        """input_ids, attention_mask (B, T), right-padded; labels as the head's ``loss`` takes them."""
+        if attention_mask is None:
+            attention_mask = torch.ones_like(input_ids)
+        logits = self.logits(self.bilstm(input_ids, attention_mask), attention_mask)
+        return ClassifierOutput(None if labels is None else self.loss(logits, labels), logits)
+
+
+class BiLSTMForSequenceClassification(BiLSTMTaskModel):
+    """p = softmax(W u + b), u the max-pooled or final states (``config.pooling``)."""
+
+    def sentence_vector(self, out: BiLSTMOutput, attention_mask: torch.Tensor) -> torch.Tensor:
+        """u (B, 2H) of the encoder's output."""
+        if self.config.pooling == "max":  # u_k = max_t h_{t,k} over real tokens (InferSent)
+            padding = ~attention_mask.bool()[..., None]  # (B, T, 1)
+            return out.last_hidden_state.masked_fill(padding, float("-inf")).amax(dim=1)
+        h_n = out.final_state[0]  # (2L, B, H); the last layer: forward at −2, backward at −1
+        return torch.cat([h_n[-2], h_n[-1]], dim=-1)  # [h→_n; h←_1]: (B, 2H)
+
+    def logits(self, out: BiLSTMOutput, attention_mask: torch.Tensor) -> torch.Tensor:
+        return self.classifier(self.dropout(self.sentence_vector(out, attention_mask)))  # W u + b: (B, K)
+
+    def loss(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """labels (B,) class ids, (B,) floats for regression, (B, K) 0/1 for multi-label."""
+        kind = problem_type_of(self.config.problem_type, self.config.num_labels)
+        return sequence_classification_loss(logits, labels, kind)
+
+
+class BiLSTMForTokenClassification(BiLSTMTaskModel):
+    """p_t = softmax(W h_t + b) at every token."""
+
+    def logits(self, out: BiLSTMOutput, attention_mask: torch.Tensor) -> torch.Tensor:
+        return self.classifier(self.dropout(out.last_hidden_state))  # (B, T, K)
+
+    def loss(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """labels (B, T): a tag id on each word's first token, −100 elsewhere (ignored)."""
+        return token_classification_loss(logits, labels)
+
+
+# its checkpoints: config.json (this config and ``architectures``), model.safetensors of the state dict as is,
+# tokenizer.json (the vocabulary the fine-tuning recipe trained)
+FAMILY = Family(
+    model_type="bilstm",
+    config_class=BiLSTMConfig,
+    architectures={
+        "BiLSTMModel": BiLSTMModel,
+        "BiLSTMForSequenceClassification": BiLSTMForSequenceClassification,
+        "BiLSTMForTokenClassification": BiLSTMForTokenClassification,
+    },
+    heads={
+        "base": "BiLSTMModel",
+        "sequence": "BiLSTMForSequenceClassification",
+        "tokens": "BiLSTMForTokenClassification",
+    },
+    kind="encoder",
+    base_model_prefix="bilstm",
+    tokenizer="word",
+    head_modules=("classifier",),
+)

@@ -1,0 +1,90 @@
+"""A model trained from random weights on a fine-tuning task (the fine-tuning recipe's ``model``, in place of a
+checkpoint's ``init``): the pre-Transformer baselines — a BiLSTM over random word embeddings — or any encoder
+family with the task's head. With no checkpoint there is no vocabulary either: the tokenizer is trained on the
+task's training texts, and the family's config takes its size, the padding id and the task's labels.
+
+    seq2bert finetune --task sst2 --model bilstm --data ../shared/data/sst2 --out runs/sst2-bilstm \\
+        --set model_config.hidden_size=128 --set vocab.min_frequency=1
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from torch import nn
+
+from seq2bert import config as config_io
+from seq2bert.data.tokenization import SPECIAL_TOKENS, Tokenizer
+from seq2bert.errors import ConfigError
+from seq2bert.models import registry
+
+# the config fields the recipe sets: from the trained tokenizer and from the task
+RECIPE_FIELDS = ("vocab_size", "pad_token_id", "id2label", "problem_type")
+
+
+@dataclass
+class VocabConfig:
+    """The tokenizer of a model trained from scratch, trained on the task's training texts: whole words (the
+    classic baseline: a word seen fewer than ``min_frequency`` times is [UNK], so that [UNK] is trained for
+    the unseen words of dev), or WordPiece / BPE sub-words (data/tokenization.py)."""
+
+    kind: Literal["word", "wordpiece", "bpe"] = "word"
+    vocab_size: int = 50000
+    min_frequency: int = 2
+    lowercase: bool = False  # SST-2 comes lowercased; CoNLL-2003 keeps case, a cue for names
+
+    def validate(self) -> None:
+        if self.vocab_size <= len(SPECIAL_TOKENS):
+            raise ConfigError(f"vocab_size: must be above {len(SPECIAL_TOKENS)}, got {self.vocab_size}")
+        if self.min_frequency < 1:
+            raise ConfigError(f"min_frequency: must be at least 1, got {self.min_frequency}")
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+
+def model_config(model: str, overrides: dict[str, Any], **fields) -> Any:
+    """The config of family ``model``: its defaults ← ``overrides`` (model_config) ← ``fields`` (the recipe's),
+    every key and value checked; errors name ``model_config.<key>``."""
+    encoders = [t for t, f in registry.FAMILIES.items() if f.kind == "encoder"]
+    if model not in encoders:
+        raise ConfigError(f"model: expected an encoder family ({', '.join(encoders)}), got {model!r}")
+    family = registry.get(model)
+    taken = [k for k in RECIPE_FIELDS if k in overrides]
+    if taken:
+        raise ConfigError(f"model_config.{taken[0]}: set by the recipe (from the tokenizer and the task)")
+    return config_io.from_dict(family.config_class, {**overrides, **fields}, prefix="model_config.")
+
+
+def training_texts(kind: str, examples: Iterable) -> Iterator[str]:
+    """The texts of a task's training examples (of shape ``kind``), to train a tokenizer on."""
+    for e in examples:
+        if kind == "tokens":
+            yield " ".join(e.words)
+        elif kind == "sequence":
+            yield from (e.text_a,) if e.text_b is None else (e.text_a, e.text_b)
+        elif kind == "qa":
+            yield from (e.question, e.context)
+        else:
+            yield from (e.context, *(f"{e.start} {ending}" for ending in e.endings))
+
+
+def new_model(
+    model: str, overrides: dict[str, Any], vocab: VocabConfig, kind: str, examples: list, architecture: str,
+    *, id2label: dict[int, str] | None, problem_type: str | None, resume_from: Path | None = None,
+) -> tuple[nn.Module, Tokenizer]:  # fmt: skip
+    """A model of family ``model`` (``architecture``) with random weights, and a tokenizer trained on the
+    training ``examples`` — or read from ``resume_from``, the checkpoint a resumed run continues from."""
+    if resume_from is not None and (resume_from / "tokenizer.json").is_file():
+        tok = Tokenizer.load(resume_from)
+    else:
+        tok = Tokenizer.train(training_texts(kind, examples), kind=vocab.kind, vocab_size=vocab.vocab_size,
+                              min_frequency=vocab.min_frequency, lowercase=vocab.lowercase)  # fmt: skip
+    fields = {"vocab_size": tok.vocab_size, "pad_token_id": tok.pad_token_id, "problem_type": problem_type}
+    if id2label is not None:
+        fields["id2label"] = id2label
+    config = model_config(model, overrides, **fields)
+    return registry.get(model).make(config, architecture), tok
