@@ -196,6 +196,21 @@ class ShardWriter:
         return self.shards
 
 
+def text_files(paths: list[str], key: str) -> list[Path]:
+    """The text files of ``paths``: files as given, folders as their *.txt files (recursively, sorted);
+    a path that does not exist is a DataError naming it and the config ``key`` it came from."""
+    out = []
+    for f in paths:
+        p = Path(f)
+        if p.is_dir():
+            out += sorted(q for q in p.rglob("*.txt") if q.is_file())
+        elif p.is_file():
+            out.append(p)
+        else:
+            raise DataError(f"{p}: no such file or folder ({key})")
+    return out
+
+
 def prepare_corpus(
     files: list[str | Path],
     tokenizer,

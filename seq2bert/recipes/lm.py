@@ -27,7 +27,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from seq2bert.data.lm import StreamBatches, TokenStream
-from seq2bert.data.pretraining import Corpus, prepare_corpus, shuffled
+from seq2bert.data.pretraining import Corpus, prepare_corpus, shuffled, text_files
 from seq2bert.data.tokenization import Tokenizer
 from seq2bert.errors import ConfigError, DataError
 from seq2bert.models import registry
@@ -81,19 +81,6 @@ class LMConfig:
             lr=2e-3, weight_decay=0.0, clip_norm=0.25, max_epochs=1, metric="perplexity", log_every=50
         )  # fmt: skip
     )
-
-
-def text_files(paths: list[str], key: str) -> list[Path]:
-    out = []
-    for f in paths:
-        p = Path(f)
-        if p.is_dir():
-            out += sorted(q for q in p.rglob("*.txt") if q.is_file())
-        elif p.is_file():
-            out.append(p)
-        else:
-            raise DataError(f"{p}: no such file or folder ({key})")
-    return out
 
 
 def build_tokenizer(data: LMDataConfig, files: list[Path]) -> Tokenizer:

@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from seq2bert.data.masking import STRATEGIES, MaskingConfig
-from seq2bert.data.pretraining import Corpus, PretrainingData, prepare_corpus, shuffled
+from seq2bert.data.pretraining import Corpus, PretrainingData, prepare_corpus, shuffled, text_files
 from seq2bert.data.tokenization import Tokenizer
 from seq2bert.errors import ConfigError, DataError
 from seq2bert.models import registry
@@ -87,15 +87,7 @@ class PretrainDataConfig:
         self.validate()
 
     def text_files(self) -> list[Path]:
-        out = []
-        for f in self.files:
-            p = Path(f)
-            if p.is_dir():
-                out += sorted(q for q in p.rglob("*.txt") if q.is_file())
-            elif p.is_file():
-                out.append(p)
-            else:
-                raise DataError(f"{p}: no such file or folder")
+        out = text_files(self.files, "data.files")
         if not out:
             raise DataError("data.files: no text files to pretrain on")
         return out
