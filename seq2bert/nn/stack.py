@@ -119,7 +119,8 @@ class TransformerStack(nn.Module):
                 cross.append(out.cross_weights)
         if self.final_norm is not None and upto is None:
             x = self.final_norm(x)
-            hidden[-1] = x
+            if output_hidden_states:  # the last entry is the normalised output, as the stack returns it
+                hidden[-1] = x
         return StackOutput(
             last_hidden_state=x,
             hidden_states=tuple(hidden) if output_hidden_states else None,

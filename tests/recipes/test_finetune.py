@@ -45,6 +45,21 @@ def sentence(rng, extra):
     return " ".join(words)
 
 
+def write_conll(folder, rng, places=PLACES, people=PEOPLE, surname="smith"):
+    """A CoNLL-2003-shaped folder: filler words with a place (B-LOC) and a person (B-PER I-PER) in each
+    sentence, wherever they fall."""
+    folder.mkdir()
+    for split, n in (("train", 300), ("valid", 40)):
+        lines = ["-DOCSTART- -X- -X- O", ""]
+        for _ in range(n):
+            words = [(w, "O") for w in rng.choice(FILLER, size=rng.integers(2, 6))]
+            words.insert(int(rng.integers(len(words) + 1)), (rng.choice(places), "B-LOC"))
+            at = int(rng.integers(len(words) + 1))
+            words[at:at] = [(rng.choice(people), "B-PER"), (surname, "I-PER")]
+            lines += [f"{w} NN O {t}" for w, t in words] + [""]
+        (folder / f"{split}.txt").write_text("\n".join(lines) + "\n")
+
+
 def write_sst2(folder, rng):
     folder.mkdir()
     for split, n in (("train", 400), ("dev", 60)):
@@ -171,17 +186,7 @@ def test_regression_and_a_random_initialisation(init_dir, tmp_path):
 
 
 def test_tagging_learns_entities_and_the_pipeline_gives_character_spans(init_dir, tmp_path, capsys):
-    rng = np.random.default_rng(2)
-    (tmp_path / "conll").mkdir()
-    for split, n in (("train", 300), ("valid", 40)):
-        lines = ["-DOCSTART- -X- -X- O", ""]
-        for _ in range(n):
-            words = [(w, "O") for w in rng.choice(FILLER, size=rng.integers(2, 6))]
-            words.insert(int(rng.integers(len(words) + 1)), (rng.choice(PLACES), "B-LOC"))
-            at = int(rng.integers(len(words) + 1))
-            words[at:at] = [(rng.choice(PEOPLE), "B-PER"), ("smith", "I-PER")]
-            lines += [f"{w} NN O {t}" for w, t in words] + [""]
-        (tmp_path / "conll" / f"{split}.txt").write_text("\n".join(lines) + "\n")
+    write_conll(tmp_path / "conll", np.random.default_rng(2))
     assert run("conll2003", tmp_path / "conll", init_dir, tmp_path / "r", "--set", "train.max_epochs=5") == 0
     results = json.loads((tmp_path / "r" / "results.json").read_text())
     assert results["dev_f1"] >= 90, results

@@ -14,6 +14,7 @@ from seq2bert.cli import main
 from seq2bert.errors import ConfigError
 from seq2bert.models.bilstm.model import BiLSTMForSequenceClassification, BiLSTMForTokenClassification
 from seq2bert.recipes.finetune import FinetuneConfig, from_scratch
+from tests.recipes.test_finetune import write_conll
 
 FILLER = "the a of on in and to was is it this that film story movie".split()
 GOOD, BAD = "great fine lovely superb".split(), "awful dull boring poor".split()
@@ -32,19 +33,6 @@ def write_sst2(folder, rng):
             rng.shuffle(words)
             rows.append(f"{' '.join(words)} \t{label}")
         (folder / f"{split}.tsv").write_text("\n".join(rows) + "\n")
-
-
-def write_conll(folder, rng):
-    folder.mkdir()
-    for split, n in (("train", 300), ("valid", 40)):
-        lines = ["-DOCSTART- -X- -X- O", ""]
-        for _ in range(n):
-            words = [(w, "O") for w in rng.choice(FILLER, size=rng.integers(2, 6))]
-            words.insert(int(rng.integers(len(words) + 1)), (rng.choice(PLACES), "B-LOC"))
-            at = int(rng.integers(len(words) + 1))
-            words[at:at] = [(rng.choice(PEOPLE), "B-PER"), ("Smith", "I-PER")]
-            lines += [f"{w} NN O {t}" for w, t in words] + [""]
-        (folder / f"{split}.txt").write_text("\n".join(lines) + "\n")
 
 
 def finetune(task, data, out, *extra):
@@ -80,7 +68,7 @@ def test_a_bilstm_classifier_learns_sst2_from_random_embeddings_and_serves_the_p
 
 
 def test_a_bilstm_tagger_learns_entities_and_tags_character_spans(tmp_path, capsys):
-    write_conll(tmp_path / "conll", np.random.default_rng(2))
+    write_conll(tmp_path / "conll", np.random.default_rng(2), PLACES, PEOPLE, "Smith")  # cased words
     extra = ["--set", "train.max_epochs=8"]
     assert finetune("conll2003", tmp_path / "conll", tmp_path / "run", *extra) == 0
     results = json.loads((tmp_path / "run" / "results.json").read_text())
