@@ -22,6 +22,7 @@ FILLER = "the a of on in and to was is it this that film story movie".split()
 GOOD, BAD = "great fine lovely superb".split(), "awful dull boring poor".split()
 PLACES, PEOPLE = "paris london rome berlin".split(), "john mary anna peter".split()
 PLACES_CAP = [p.capitalize() for p in PLACES]
+GRADES = [BAD[0], BAD[3], GOOD[1], GOOD[0], GOOD[3]]  # awful poor fine great superb: 0 … 4
 
 
 @pytest.fixture(scope="module")
@@ -161,15 +162,16 @@ def test_regression_and_a_random_initialisation(init_dir, tmp_path):
     (tmp_path / "stsb").mkdir()
     for split, n in (("train", 300), ("dev", 40)):
         rows = ["index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore"]
-        for i in range(n):
-            k = int(rng.integers(5))
-            a = sentence(rng, GOOD[0])
-            b = " ".join([GOOD[0]] * k + list(rng.choice(FILLER, 4 - k)))
+        for i in range(n):  # the score is the grade of the one graded word in sentence b
+            k = int(rng.integers(len(GRADES)))
+            a, b = sentence(rng, GOOD[0]), sentence(rng, GRADES[k])
             rows.append(f"{i}\tg\tf\t2020\t{i}\ts\ts\t{a}\t{b}\t{float(k):.1f}")
         (tmp_path / "stsb" / f"{split}.tsv").write_text("\n".join(rows) + "\n")
-    assert run("stsb", tmp_path / "stsb", init_dir, tmp_path / "r", "--set", "train.max_epochs=6") == 0
+    # A regression head from random weights first spends its steps on the targets' mean (2); 20 epochs
+    # learn the grades at any lr from 1e-3 to 3e-3 (dev Pearson ≥ 99.7 over two inits and two data seeds).
+    assert run("stsb", tmp_path / "stsb", init_dir, tmp_path / "r", "--set", "train.max_epochs=20") == 0
     results = json.loads((tmp_path / "r" / "results.json").read_text())
-    assert results["dev_pearson"] > 80, results
+    assert results["dev_pearson"] > 90, results
     assert (
         run(
             "stsb",
