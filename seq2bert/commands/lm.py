@@ -66,7 +66,7 @@ def cmd_evaluate_lm(args: argparse.Namespace) -> int:
     from seq2bert.recipes.lm import evaluate_lm
     from seq2bert.report import format_table
 
-    row = evaluate_lm(args.model, args.files, bptt=args.bptt)
+    row = evaluate_lm(args.model, args.files, bptt=args.bptt, max_unknown=args.max_unknown)
     print(format_table([row], LM_COLUMNS))
     return 0
 
@@ -116,5 +116,12 @@ def register(sub) -> None:
     )
     p.add_argument(
         "--bptt", type=int, default=128, help="segment length (the state is carried across segments)"
+    )
+    p.add_argument(
+        "--max-unknown",
+        type=float,
+        default=0.2,
+        help="the largest share of [UNK] tokens accepted: above it the vocabulary does not cover the text "
+        "(default 0.2)",
     )
     p.set_defaults(func=cmd_evaluate_lm)

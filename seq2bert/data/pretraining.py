@@ -283,7 +283,9 @@ def prepare_corpus(
         bar.close()
         shards = [s for s in writer.close() if s["documents"]]
         if not shards:
-            raise DataError(f"{', '.join(map(str, paths))}: no text to pretrain on")
+            raise DataError(
+                f"{', '.join(map(str, paths))}: no text (the files are empty or hold only blank lines)"
+            )
         info = {
             "dtype": dtype.name,
             "vocab_size": tokenizer.vocab_size,

@@ -265,12 +265,20 @@ def train_lm(cfg: LMConfig, out_dir: str | Path, *, resume: bool = False, progre
     return row
 
 
-def evaluate_lm(checkpoint: str | Path, files: list[str], *, bptt: int = 128, device: str = "cpu") -> dict:
+def evaluate_lm(
+    checkpoint: str | Path,
+    files: list[str],
+    *,
+    bptt: int = 128,
+    device: str = "cpu",
+    max_unknown: float = 0.2,
+) -> dict:
     """Perplexity of a language-model checkpoint (a run or its best/) on other text, with the checkpoint's
     own vocabulary: per token, and per whitespace word of the text (what a word-level result is compared
     with). A word the vocabulary lacks is spelled with the pieces it has (a subword vocabulary has no
     out-of-vocabulary words); with a word vocabulary it becomes [UNK], which the model predicts like any
-    other token: say so when comparing."""
+    other token: say so when comparing. A text of which more than ``max_unknown`` of the tokens are [UNK]
+    is not covered by the vocabulary, and its perplexity would mostly score [UNK]: an error."""
     import tempfile
 
     model, tok = registry.load(checkpoint, head="causal_lm", device=device)
@@ -289,4 +297,9 @@ def evaluate_lm(checkpoint: str | Path, files: list[str], *, bptt: int = 128, de
         unk = getattr(tok, "unk_token_id", None)
         unknown = 0 if unk is None else int((stream.read(0, len(stream)) == unk).sum())
         corpus.close()
+        if unknown > max_unknown * len(stream):
+            raise DataError(
+                f"{', '.join(files)}: the vocabulary of {checkpoint} does not cover this text: {unknown:,} of "
+                f"its {len(stream):,} tokens are [UNK] (more than {max_unknown:.0%}; --max-unknown sets the limit)"
+            )
     return {"checkpoint": str(checkpoint), "words": words, **result, "unk_tokens": unknown}

@@ -126,14 +126,23 @@ def test_train_lm_learns_saves_samples_and_resumes_exactly(books, tmp_path, caps
     held_out = tmp_path / "held-out.txt"
     held_out.write_text("The cat sat on the mat. A dog ran under the tree. The zebra flew.\n")
     capsys.readouterr()
-    assert main(["evaluate-lm", str(tmp_path / "a"), str(held_out)]) == 0
+    assert main(["evaluate-lm", str(tmp_path / "a"), str(held_out), "--max-unknown", "0.5"]) == 0
     table = capsys.readouterr().out
     assert "perplexity (token)" in table and "perplexity (word)" in table and "[UNK] tokens" in table
     from seq2bert.recipes.lm import evaluate_lm
 
-    scored = evaluate_lm(tmp_path / "a", [str(held_out)])
+    scored = evaluate_lm(tmp_path / "a", [str(held_out)], max_unknown=0.5)
     assert scored["words"] == 15 and scored["unk_tokens"] >= 2  # "zebra" and "flew" are not in the vocabulary
     assert 1 < scored["perplexity"] < tok.vocab_size
+    foreign = tmp_path / "foreign.txt"
+    foreign.write_text("Der Hund lief unter den Baum. Die Katze schlief.\n")
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n")
+    for text, message in ((foreign, "does not cover this text: 9 of its"), (empty, "no text")):
+        capsys.readouterr()
+        assert main(["evaluate-lm", str(tmp_path / "a"), str(text)]) == 2
+        line = error_line(capsys.readouterr().err)
+        assert message in line and str(text) in line
 
     # a run killed after its checkpoint at step 6 and resumed ends where the uninterrupted run ended
     b = tmp_path / "b"
@@ -148,9 +157,25 @@ def test_train_lm_learns_saves_samples_and_resumes_exactly(books, tmp_path, caps
     assert a12.keys() == b12.keys() and all(torch.equal(a12[k], b12[k]) for k in a12)
 
 
+def error_line(err: str) -> str:
+    """The one error line of a failed command (progress bars may precede it), and no traceback."""
+    lines = [line for line in err.splitlines() if line.startswith("seq2bert: error:")]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
 def test_bad_input_is_one_line(tmp_path, capsys):
     (tmp_path / "one.txt").write_text("Just one document here.\n")
     assert main(["train-lm", str(tmp_path / "one.txt"), "--out", str(tmp_path / "r")]) == 2
     assert "no held-out part" in capsys.readouterr().err
     assert main(["train-lm", str(tmp_path / "missing"), "--out", str(tmp_path / "r2")]) == 2
     assert "no such file or folder" in capsys.readouterr().err
+    (tmp_path / "empty.txt").write_text("\n\n")
+    (tmp_path / "empty").mkdir()
+    for corpus, message in ((tmp_path / "empty.txt", "no text"), (tmp_path / "empty", "no text files")):
+        assert main(["train-lm", str(corpus), "--out", str(tmp_path / "r3")]) == 2
+        assert message in error_line(capsys.readouterr().err)
+    (tmp_path / "two.txt").write_text("First document.\n\nSecond document.\n")
+    argv = ["train-lm", str(tmp_path / "two.txt"), "--valid", str(tmp_path / "empty.txt"), "--out"]
+    assert main([*argv, str(tmp_path / "r4"), "--set", "data.documents=blank_line"]) == 2
+    assert "empty.txt: no text" in error_line(capsys.readouterr().err)
