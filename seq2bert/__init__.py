@@ -50,7 +50,9 @@ def embed(
     "mean" (default: the last, for ELMo the mean of its layers; see seq2bert/pipelines.py)."""
     from seq2bert.pipelines import embed as _embed
 
-    return _embed(texts, model, normalize=normalize, batch_size=batch_size, max_length=max_length, layer=layer)
+    return _embed(
+        texts, model, normalize=normalize, batch_size=batch_size, max_length=max_length, layer=layer
+    )
 
 
 def fill_mask(text: str, model, *, top_k: int = 5):

@@ -143,7 +143,7 @@ class BiStreamBatches:
                  vocab_size: int, unk_token_id: int, source: str = "text"):  # fmt: skip
         self.forward = StreamBatches(stream, batch_size, bptt, source=source)
         self.backward = StreamBatches(ReversedStream(stream), batch_size, bptt, source=source)
-        self.char_table = torch.from_numpy(char_table.astype(np.int64))
+        self.char_table = torch.from_numpy(char_table)  # int16: 100 bytes a word
         self.vocab_size, self.unk_token_id = vocab_size, unk_token_id
 
     def batches(self, epoch: int) -> list[list[int]]:
@@ -154,7 +154,7 @@ class BiStreamBatches:
         for prefix, batches in (("", self.forward), ("backward_", self.backward)):
             segment = batches.collate(indices)
             labels = segment["labels"]
-            batch[prefix + "char_ids"] = self.char_table[segment["input_ids"]]  # (B, T, W)
+            batch[prefix + "char_ids"] = self.char_table[segment["input_ids"]].long()  # (B, T, W)
             batch[prefix + "labels"] = labels.masked_fill(labels >= self.vocab_size, self.unk_token_id)
         return batch
 

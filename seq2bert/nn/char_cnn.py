@@ -74,7 +74,9 @@ class CharacterCNN(nn.Module):
         self.projection = nn.Linear(num_filters, output_dim)  # W_P, b_P
         self.activation, self.padding_character = activation, padding_character
         self.max_width = max(w for w, _ in filters)
-        self.register_buffer("widths", torch.tensor([w for w, n in filters for _ in range(n)]), persistent=False)
+        self.register_buffer(
+            "widths", torch.tensor([w for w, n in filters for _ in range(n)]), persistent=False
+        )
 
     def filter_matrix(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Every filter as one matrix over windows of the widest width K: (K·d, F), tap-major (a narrower
@@ -120,7 +122,9 @@ class CharacterCNN(nn.Module):
     def forward(self, char_ids: torch.Tensor) -> torch.Tensor:
         B, T, W = char_ids.shape
         if W < self.max_width:
-            raise ValueError(f"tokens of {W} characters are narrower than the widest filter ({self.max_width})")
+            raise ValueError(
+                f"tokens of {W} characters are narrower than the widest filter ({self.max_width})"
+            )
         real = char_ids.ne(0).any(dim=-1)  # (B, T): not a padding token
         chars = char_ids[real]  # (N, W), the real tokens only
         # each distinct spelling once (a batch of text repeats its words): same vectors, less work

@@ -42,7 +42,11 @@ class ScalarMix(nn.Module):
             raise ValueError(f"num_layers must be at least 1, got {num_layers}")
         if initial_weights is not None and len(initial_weights) != num_layers:
             raise ValueError(f"{len(initial_weights)} initial weights for {num_layers} layers")
-        w = torch.zeros(num_layers) if initial_weights is None else torch.tensor(initial_weights, dtype=torch.float)
+        w = (
+            torch.zeros(num_layers)
+            if initial_weights is None
+            else torch.tensor(initial_weights, dtype=torch.float)
+        )
         self.weights = nn.Parameter(w)  # w^task, before the softmax
         self.gamma = nn.Parameter(torch.ones(()))  # γ^task
         self.layer_norm, self.eps = layer_norm, eps

@@ -53,6 +53,8 @@ def sampled_softmax_loss(
     true_logits = (h * weight[y]).sum(-1).float() + bias[y].float() - log_uniform_log_q(y, V, num_samples)
     sampled_logits = (h @ weight[sampled].T).float() + bias[sampled].float()  # (N, S)
     sampled_logits = sampled_logits - log_uniform_log_q(sampled, V, num_samples)
-    sampled_logits = sampled_logits.masked_fill(sampled[None, :] == y[:, None], float("-inf"))  # accidental hits
+    sampled_logits = sampled_logits.masked_fill(
+        sampled[None, :] == y[:, None], float("-inf")
+    )  # accidental hits
     logits = torch.cat([true_logits[:, None], sampled_logits], dim=1)  # (N, 1 + S): the target first
     return F.cross_entropy(logits, torch.zeros_like(y))

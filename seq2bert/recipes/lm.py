@@ -61,7 +61,8 @@ class LMDataConfig:
     files: list[str] = field(default_factory=list)  # text files or folders of them (*.txt, recursively)
     valid_files: list[str] = field(default_factory=list)  # held-out text; empty: valid_fraction of documents
     tokenizer: str = ""  # a tokenizer.json / vocab.txt / folder; empty: train one on the text
-    tokenizer_kind: Literal["auto", "bpe", "wordpiece", "word"] = "auto"  # auto: the model's (bpe; elmo: word)
+    # auto: the model's kind (bpe for the rnn-lm, word for elmo)
+    tokenizer_kind: Literal["auto", "bpe", "wordpiece", "word"] = "auto"
     vocab_size: int = 0  # the output vocabulary; 0: the model's (16,000 BPE pieces; elmo: 20,000 words)
     input_words: int = 1_000_000  # elmo: words of the text read by their spelling (at most; all it has)
     lowercase: bool = False
@@ -78,7 +79,9 @@ class LMDataConfig:
             if getattr(self, name) < 1:
                 raise ConfigError(f"data.{name}: must be at least 1, got {getattr(self, name)}")
         if self.vocab_size < 0:
-            raise ConfigError(f"data.vocab_size: must be at least 1 (or 0: the model's), got {self.vocab_size}")
+            raise ConfigError(
+                f"data.vocab_size: must be at least 1 (or 0: the model's), got {self.vocab_size}"
+            )
         if not 0.0 <= self.valid_fraction < 1.0 or self.max_valid_tokens < 0:
             raise ConfigError("data.valid_fraction must be in [0, 1) and data.max_valid_tokens >= 0")
 
@@ -102,7 +105,9 @@ def vocabulary(data: LMDataConfig, model) -> tuple[str, int]:
     kind, size = type(model).lm_vocabulary
     kind = kind if data.tokenizer_kind == "auto" else data.tokenizer_kind
     if type(model).bidirectional and kind != "word":
-        raise ConfigError(f"data.tokenizer_kind: {model.model_type} predicts words: expected 'word', got {kind!r}")
+        raise ConfigError(
+            f"data.tokenizer_kind: {model.model_type} predicts words: expected 'word', got {kind!r}"
+        )
     return kind, data.vocab_size or size
 
 
@@ -118,7 +123,9 @@ def build_tokenizer(data: LMDataConfig, files: list[Path], model) -> Tokenizer:
     spelled = type(model).bidirectional
     size, min_frequency = (max(size, data.input_words), 1) if spelled else (size, 2)
     log.info("training a %s vocabulary of %d on %d files", kind, size, len(files))
-    return Tokenizer.train(files, kind=kind, vocab_size=size, min_frequency=min_frequency, lowercase=data.lowercase)
+    return Tokenizer.train(
+        files, kind=kind, vocab_size=size, min_frequency=min_frequency, lowercase=data.lowercase
+    )
 
 
 def model_config(model, tok: Tokenizer, vocab_size: int):
@@ -128,21 +135,31 @@ def model_config(model, tok: Tokenizer, vocab_size: int):
     if not type(model).bidirectional:
         return replace(model, vocab_size=tok.vocab_size, pad_token_id=tok.pad_token_id or 0,
                        eos_token_id=separator_id(tok))  # fmt: skip
-    ids = {name: tok.token_to_id(token) for name, token in
-           (("pad_token_id", "[PAD]"), ("unk_token_id", "[UNK]"), ("bos_token_id", "[BOS]"), ("eos_token_id", "[EOS]"))}  # fmt: skip
+    tokens = {
+        "pad_token_id": "[PAD]",
+        "unk_token_id": "[UNK]",
+        "bos_token_id": "[BOS]",
+        "eos_token_id": "[EOS]",
+    }
+    ids = {name: tok.token_to_id(token) for name, token in tokens.items()}
     missing = [name for name, i in ids.items() if i is None]
     if missing:
         raise DataError(f"the tokenizer has no {', '.join(missing)} ([PAD], [UNK], [BOS], [EOS] are needed)")
     return replace(model, vocab_size=min(vocab_size, tok.vocab_size), **ids)
 
 
-def stream_batches(corpus: Corpus, documents, tok: Tokenizer, model, batch_size: int, bptt: int, source: str):
+def stream_batches(corpus: Corpus, documents, tok: Tokenizer, model, batch_size: int, bptt: int, source: str,
+                   table: np.ndarray | None = None):  # fmt: skip
     """The TBPTT segments of ``documents``: one stream, or a biLM's two (the text and the text reversed, each
-    sentence between <S> and </S>, the tokens spelled)."""
+    sentence between <S> and </S>, the tokens spelled: ``table``, data/characters.char_table)."""
     if not type(model).bidirectional:
-        return StreamBatches(TokenStream(corpus, documents, separator_id(tok)), batch_size, bptt, source=source)
-    stream = TokenStream(corpus, documents, separator_id(tok), sentence_markers=(model.bos_token_id, model.eos_token_id))
-    table = char_table(tok, model.max_characters_per_token)
+        return StreamBatches(
+            TokenStream(corpus, documents, separator_id(tok)), batch_size, bptt, source=source
+        )
+    stream = TokenStream(
+        corpus, documents, separator_id(tok), sentence_markers=(model.bos_token_id, model.eos_token_id)
+    )
+    table = char_table(tok, model.max_characters_per_token) if table is None else table
     return BiStreamBatches(stream, batch_size, bptt, char_table=table, vocab_size=model.vocab_size,
                            unk_token_id=model.unk_token_id, source=source)  # fmt: skip
 
@@ -267,9 +284,11 @@ def train_lm(cfg: LMConfig, out_dir: str | Path, *, resume: bool = False, progre
             )
         valid_docs, train_docs = np.sort(order[:n_valid]), np.sort(order[n_valid:])
     bilm = type(model_cfg).bidirectional
-    train = stream_batches(corpus, train_docs, tok, model_cfg, cfg.data.batch_size, cfg.data.bptt, "data.files")
+    table = char_table(tok, model_cfg.max_characters_per_token) if bilm else None  # each word spelled
+    train = stream_batches(corpus, train_docs, tok, model_cfg, cfg.data.batch_size, cfg.data.bptt, "data.files",
+                           table)  # fmt: skip
     valid = stream_batches(valid_corpus, valid_docs, tok, model_cfg, min(cfg.data.batch_size, 8), cfg.data.bptt,
-                           "the held-out text")  # fmt: skip
+                           "the held-out text", table)  # fmt: skip
     words = None if bilm else words_per_token(tok, valid_files or [files[0]])
     # 3. the model: a biLM with its softmax (the "pretraining" head), or the LM itself
     family = registry.family_of(model_cfg)

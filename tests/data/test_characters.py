@@ -6,7 +6,15 @@ import numpy as np
 import torch
 
 from seq2bert.data.characters import (
-    BOS_CHAR, BOW_CHAR, EOS_CHAR, EOW_CHAR, PAD_CHAR, batch_char_ids, char_table, word_char_ids, words_of,
+    BOS_CHAR,
+    BOW_CHAR,
+    EOS_CHAR,
+    EOW_CHAR,
+    PAD_CHAR,
+    batch_char_ids,
+    char_table,
+    word_char_ids,
+    words_of,
 )  # fmt: skip
 from seq2bert.data.lm import BiStreamBatches, ReversedStream, TokenStream
 from seq2bert.data.pretraining import Corpus, prepare_corpus
@@ -26,7 +34,9 @@ def test_words_are_their_utf8_bytes_between_markers():
 
 
 def test_the_vocabulary_spelled_and_words_as_the_tokenizer_splits_them():
-    tok = Tokenizer.train(["The cat sat. the dog"], kind="word", vocab_size=30, min_frequency=1, lowercase=True)
+    tok = Tokenizer.train(
+        ["The cat sat. the dog"], kind="word", vocab_size=30, min_frequency=1, lowercase=True
+    )
     table = char_table(tok)
     assert (table[tok.token_to_id("[PAD]")] == 0).all()
     assert table[tok.token_to_id("[BOS]")][:3].tolist() == [BOW_CHAR, BOS_CHAR, EOW_CHAR]
@@ -50,7 +60,14 @@ def test_the_bilm_streams(tmp_path):
                     "[BOS]", "The", "bird", "flew", "away.", "[EOS]"]  # fmt: skip
     assert stream.read(3, 7).tolist() == stream.read(0, len(stream))[3:7].tolist()
     backward = ReversedStream(stream)
-    assert [tok.id_to_token(i) for i in backward.read(0, 6)] == ["[EOS]", "away.", "flew", "bird", "The", "[BOS]"]
+    assert [tok.id_to_token(i) for i in backward.read(0, 6)] == [
+        "[EOS]",
+        "away.",
+        "flew",
+        "bird",
+        "The",
+        "[BOS]",
+    ]
     softmax = 9  # the first 9 ids: the specials and the two most frequent words
     batches = BiStreamBatches(stream, 2, 3, char_table=char_table(tok), vocab_size=softmax,
                               unk_token_id=tok.unk_token_id)  # fmt: skip

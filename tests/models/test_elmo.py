@@ -15,7 +15,9 @@ from seq2bert.models.elmo.config import ELMoConfig
 from seq2bert.models.elmo.model import ELMoForPreTraining, ELMoModel
 from seq2bert.nn.rnn import reverse_padded
 
-SMALL = dict(char_embedding_dim=4, filters=[(1, 4), (2, 4), (3, 8)], projection_dim=6, cell_size=10, dropout=0.0)
+SMALL = dict(
+    char_embedding_dim=4, filters=[(1, 4), (2, 4), (3, 8)], projection_dim=6, cell_size=10, dropout=0.0
+)
 
 
 def tiny(cls=ELMoModel, **kw):

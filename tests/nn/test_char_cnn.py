@@ -34,7 +34,9 @@ def test_the_filter_matrix_equals_the_convolutions():
         chars = spelled(WORDS)
         torch.testing.assert_close(cnn.encode(chars), by_convolutions(cnn, chars), rtol=0, atol=1e-5)
         # only the starts where a word has characters are computed: a short word alone is the same
-        torch.testing.assert_close(cnn.encode(chars[1:2]), by_convolutions(cnn, chars[1:2]), rtol=0, atol=1e-5)
+        torch.testing.assert_close(
+            cnn.encode(chars[1:2]), by_convolutions(cnn, chars[1:2]), rtol=0, atol=1e-5
+        )
 
 
 def test_a_token_is_its_characters_alone_and_padding_is_zero():

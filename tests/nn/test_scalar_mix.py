@@ -17,7 +17,9 @@ def test_the_mix_is_the_equation():
     s = torch.exp(mix.weights) / torch.exp(mix.weights).sum()
     torch.testing.assert_close(mix(layers), 1.7 * (s[0] * layers[0] + s[1] * layers[1] + s[2] * layers[2]))
     torch.testing.assert_close(mix.penalty(0.1), 0.1 * ((mix.weights - mix.weights.mean()) ** 2).sum())
-    assert float(ScalarMix(3, initial_weights=[1, 1, 1]).penalty(1.0).detach()) == 0.0  # a shift costs nothing
+    assert (
+        float(ScalarMix(3, initial_weights=[1, 1, 1]).penalty(1.0).detach()) == 0.0
+    )  # a shift costs nothing
     dropped = ScalarMix(3, dropout=0.5).train()(layers)
     assert (dropped == 0).any()
 

@@ -135,17 +135,23 @@ def test_train_lm_learns_saves_samples_and_resumes_exactly(books, tmp_path, caps
     assert scored["words"] == 15 and scored["unk_tokens"] >= 2  # "zebra" and "flew" are not in the vocabulary
     assert 1 < scored["perplexity"] < tok.vocab_size
 
-    # a run killed after its checkpoint at step 6 and resumed ends where the uninterrupted run ended
+    assert_resumes_exactly(books, tmp_path, args, last=12)
+
+
+def assert_resumes_exactly(books, tmp_path, args, last):
+    """A run killed after its checkpoint before ``last`` and resumed ends where the uninterrupted run
+    (``tmp_path / "a"``) ended; returns the resumed run's folder."""
+    from safetensors.torch import load_file
+
     b = tmp_path / "b"
     assert main(["train-lm", str(books), "--out", str(b), *args]) == 0
-    for name in ("checkpoint-12", "best", "results.json"):
+    for name in (f"checkpoint-{last}", "best", "results.json"):
         path = b / name
         shutil.rmtree(path) if path.is_dir() else path.unlink()
     assert main(["train-lm", "--out", str(b), "--resume"]) == 0
-    from safetensors.torch import load_file
-
-    a12, b12 = (load_file(d / "checkpoint-12" / "model.safetensors") for d in (tmp_path / "a", b))
-    assert a12.keys() == b12.keys() and all(torch.equal(a12[k], b12[k]) for k in a12)
+    a_last, b_last = (load_file(d / f"checkpoint-{last}" / "model.safetensors") for d in (tmp_path / "a", b))
+    assert a_last.keys() == b_last.keys() and all(torch.equal(a_last[k], b_last[k]) for k in a_last)
+    return b
 
 
 def test_bad_input_is_one_line(tmp_path, capsys):
@@ -183,22 +189,23 @@ def test_train_lm_trains_elmo_and_resumes_exactly(books, tmp_path):
     log = [json.loads(line) for line in (tmp_path / "a" / "log.jsonl").read_text().splitlines()]
     losses = [r["loss"] for r in log if r.get("split") == "train" and "loss" in r]
     assert losses[-1] < losses[0]
-    b = tmp_path / "b"
-    assert main(["train-lm", str(books), "--out", str(b), *ELMO]) == 0
-    for name in ("checkpoint-10", "best", "results.json"):
-        path = b / name
-        shutil.rmtree(path) if path.is_dir() else path.unlink()
-    assert main(["train-lm", "--out", str(b), "--resume"]) == 0
-    a10, b10 = (load_file(d / "checkpoint-10" / "model.safetensors") for d in (tmp_path / "a", b))
-    assert a10.keys() == b10.keys() and all(torch.equal(a10[k], b10[k]) for k in a10)
+    b = assert_resumes_exactly(books, tmp_path, ELMO, last=10)
     state = load_file(b / "checkpoint-10" / "lm_state.safetensors")
     assert state["h"].shape == (4, 4, 8) and state["c"].shape == (4, 4, 24)  # 2 layers × 2 directions
 
 
 def test_elmo_bad_input_is_one_line(books, tmp_path, capsys):
-    assert main(["train-lm", str(books), "--out", str(tmp_path / "r"), *ELMO, "--set", "data.tokenizer_kind=bpe"]) == 2
+    assert (
+        main(
+            ["train-lm", str(books), "--out", str(tmp_path / "r"), *ELMO, "--set", "data.tokenizer_kind=bpe"]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
-    assert "data.tokenizer_kind: elmo predicts words: expected 'word', got 'bpe'" in err and "Traceback" not in err
+    assert (
+        "data.tokenizer_kind: elmo predicts words: expected 'word', got 'bpe'" in err
+        and "Traceback" not in err
+    )
     assert main(["train-lm", str(books), "--out", str(tmp_path / "r2"), "--set", "model.model_type=elmo",
                  "--set", "model.projection_dim=600"]) == 2  # fmt: skip
     assert "projection_dim (600) must be below cell_size (512)" in capsys.readouterr().err

@@ -33,7 +33,9 @@ class ELMoConfig:
     num_characters: int = NUM_CHARACTERS  # 0 (padding tokens), 256 bytes, 5 special characters
     max_characters_per_token: int = MAX_CHARACTERS
     char_embedding_dim: int = 16
-    filters: list[tuple[int, int]] = field(default_factory=lambda: [(1, 32), (2, 32), (3, 64), (4, 128), (5, 256)])
+    filters: list[tuple[int, int]] = field(
+        default_factory=lambda: [(1, 32), (2, 32), (3, 64), (4, 128), (5, 256)]
+    )
     num_highway: int = 1
     activation: Literal["relu", "tanh"] = "relu"
     projection_dim: int = 128  # P: the token layer and every LSTM layer's output (a layer of ELMo is 2P wide)
@@ -64,7 +66,9 @@ class ELMoConfig:
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name}: must be at least 1, got {getattr(self, name)}")
         if not self.filters or any(w < 1 or n < 1 for w, n in self.filters):
-            raise ConfigError(f"filters: expected (width, number) pairs of positive integers, got {self.filters}")
+            raise ConfigError(
+                f"filters: expected (width, number) pairs of positive integers, got {self.filters}"
+            )
         widest = max(w for w, _ in self.filters)
         if self.max_characters_per_token < max(widest, 3):
             raise ConfigError(
@@ -77,7 +81,9 @@ class ELMoConfig:
                 "the LSTM projects its cells down"
             )
         if min(self.num_highway, self.vocab_size, self.softmax_samples) < 0 or not 0.0 <= self.dropout < 1.0:
-            raise ConfigError("num_highway, vocab_size and softmax_samples must be >= 0 and dropout in [0, 1)")
+            raise ConfigError(
+                "num_highway, vocab_size and softmax_samples must be >= 0 and dropout in [0, 1)"
+            )
         for name in ("cell_clip", "proj_clip"):
             value = getattr(self, name)
             if value is not None and value <= 0:

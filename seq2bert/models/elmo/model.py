@@ -82,7 +82,9 @@ class BiLMOutput:
 
 
 def join_states(forward: LayerStates, backward: LayerStates) -> State:
-    pairs = [s for f, b in zip(forward, backward, strict=True) for s in (f, b)]  # 2j: forward, 2j + 1: backward
+    pairs = [
+        s for f, b in zip(forward, backward, strict=True) for s in (f, b)
+    ]  # 2j: forward, 2j + 1: backward
     return torch.stack([r for r, _ in pairs]), torch.stack([c for _, c in pairs])
 
 
@@ -106,8 +108,13 @@ class ELMoModel(SavePretrained, nn.Module):
 
         def stack() -> nn.ModuleList:
             return nn.ModuleList(
-                ProjectedLSTM(c.projection_dim, c.cell_size, c.projection_dim, cell_clip=c.cell_clip,
-                              proj_clip=c.proj_clip)  # fmt: skip
+                ProjectedLSTM(
+                    c.projection_dim,
+                    c.cell_size,
+                    c.projection_dim,
+                    cell_clip=c.cell_clip,
+                    proj_clip=c.proj_clip,
+                )  # fmt: skip
                 for _ in range(c.num_layers)
             )
 
@@ -174,7 +181,9 @@ class ELMoModel(SavePretrained, nn.Module):
         forward, _ = self.run(self.forward_lstm, x)
         backward, _ = self.run(self.backward_lstm, reverse_padded(x, n))  # from each row's </S> back
         backward = [reverse_padded(h, n) for h in backward]
-        layers = [torch.cat([x, x], -1)] + [torch.cat(pair, -1) for pair in zip(forward, backward, strict=True)]
+        layers = [torch.cat([x, x], -1)] + [
+            torch.cat(pair, -1) for pair in zip(forward, backward, strict=True)
+        ]
         keep = mask[..., None].to(x.dtype)  # (B, T, 1)
         return ELMoOutput(tuple(h[:, 1 : T + 1] * keep for h in layers), mask.long())
 
@@ -216,7 +225,10 @@ class ELMoForPreTraining(SavePretrained, nn.Module):
         if self.training and 0 < S < self.config.vocab_size and labels is not None:
             # training: the sampled softmax (objectives/sampled_softmax.py), no full logits
             W, b = self.softmax.weight, self.softmax.bias
-            f, bw = (sampled_softmax_loss(h, W, b, y, S) for h, y in zip(top, (labels, backward_labels), strict=True))
+            f, bw = (
+                sampled_softmax_loss(h, W, b, y, S)
+                for h, y in zip(top, (labels, backward_labels), strict=True)
+            )
             return BiLMOutput((f + bw) / 2, f, bw, None, None, state)
         forward_logits, backward_logits = self.softmax(top[0]), self.softmax(top[1])  # (B, T, V)
         losses = (None, None, None)
