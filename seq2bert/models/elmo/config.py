@@ -13,8 +13,11 @@ options.json where they read well (``projection_dim``, ``cell_clip``, ``proj_cli
 
 The published model is 2 × 4096 cells projected to 512, 2,048 filters ((1, 32) … (7, 1024)), 2 highway
 layers, clipping at 3, a 793,471-word softmax (the One Billion Word Benchmark). The defaults are a small biLM
-that trains on 2 CPU cores: 512 filters, 1 highway layer, 2 × 1,024 cells projected to 128, a 20,000-word
-softmax, no clipping (torch's fused LSTM has none; with clipping the cells run step by step).
+that trains on CPU cores: 512 filters of widths 1–5, 1 highway layer, 2 × 512 cells projected to 128, a
+20,000-word softmax sampled 1,024 words at a time, no clipping (torch's fused LSTM has none; with clipping
+the cells run step by step): 5.6 M parameters (3.0 M without the softmax), about 1,900 words of text a
+second on one thread (3,800 predictions: each word is predicted by both LMs). The batch's character CNN
+and the LSTMs' small matrix products dominate; 1,024 cells and P = 256 run 2–3 times slower.
 """
 
 from __future__ import annotations
