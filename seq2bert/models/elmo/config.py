@@ -17,7 +17,7 @@ that trains on CPU cores: 512 filters of widths 1–5, 1 highway layer, 2 × 512
 20,000-word softmax sampled 1,024 words at a time, no clipping (torch's fused LSTM has none; with clipping
 the cells run step by step): 5.6 M parameters (3.0 M without the softmax), about 1,900 words of text a
 second on one thread (3,800 predictions: each word is predicted by both LMs). The batch's character CNN
-and the LSTMs' small matrix products dominate; 1,024 cells and P = 256 run 2–3 times slower.
+and the LSTMs' small matrix products dominate; 1,024 cells ran about 1.5 times slower.
 """
 
 from __future__ import annotations
