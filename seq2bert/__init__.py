@@ -43,12 +43,16 @@ def embed(
     normalize: bool | None = None,
     batch_size: int = 32,
     max_length: int | None = None,
+    layer: int | str | None = None,
 ):
     """Sentence embeddings (n, hidden) of an encoder directory, pooled (by default: mean) and normalised as
-    its sentence-transformers modules.json says, unless ``normalize`` is given (see seq2bert/pipelines.py)."""
+    its sentence-transformers modules.json says, unless ``normalize`` is given; ``layer``: an index or
+    "mean" (default: the last, for ELMo the mean of its layers; see seq2bert/pipelines.py)."""
     from seq2bert.pipelines import embed as _embed
 
-    return _embed(texts, model, normalize=normalize, batch_size=batch_size, max_length=max_length)
+    return _embed(
+        texts, model, normalize=normalize, batch_size=batch_size, max_length=max_length, layer=layer
+    )
 
 
 def fill_mask(text: str, model, *, top_k: int = 5):

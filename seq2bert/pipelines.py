@@ -47,6 +47,32 @@ def _base(net):
     return registry.family_of(net).base_model(net)
 
 
+def _encode(encoder, tok, texts: list[str], max_length: int) -> tuple[dict, list[list[str]] | None]:
+    """The encoder's inputs for ``texts``: the tokenizer's ids (padded, truncated to ``max_length``), or what
+    its family makes of texts (ELMo: each word's characters), with the tokens they stand for."""
+    family = registry.family_of(encoder)
+    if family.text_inputs is not None:
+        return family.text_inputs(encoder, tok, list(texts))
+    batch = tok.encode_batch(list(texts), max_length=max_length, truncation="longest_first",
+                             padding="longest", return_tensors="pt")  # fmt: skip
+    return dict(batch), None
+
+
+def _layer(encoder, batch: dict, layer: int | str | None):
+    """The token vectors (B, T, H) an encoder gives ``batch`` at ``layer``: an index into its layers
+    (0: the embeddings, −1: the last), "mean" (the average of all of them), or None (its family's default:
+    the last for BERT, the mean for ELMo)."""
+    layer = registry.family_of(encoder).default_layer if layer is None else layer
+    if layer == -1:
+        return encoder(**batch).last_hidden_state
+    layers = encoder(**batch, output_hidden_states=True).hidden_states
+    if layer == "mean":
+        return torch.stack(layers).mean(0)
+    if not isinstance(layer, int) or not -len(layers) <= layer < len(layers):
+        raise UserError(f"layer: expected 'mean' or an index of the {len(layers)} layers, got {layer!r}")
+    return layers[layer]
+
+
 def positions(config, longest: int) -> int:
     """The longest input a model takes: ``longest``, cut to its position table (an LSTM has none)."""
     return min(longest, getattr(config, "max_position_embeddings", longest))
@@ -121,13 +147,15 @@ def embed(
     normalize: bool | None = None,
     batch_size: int = 32,
     max_length: int | None = None,
+    layer: int | str | None = None,
 ) -> torch.Tensor:
-    """Sentence embeddings (n, hidden): each text's final-layer token vectors pooled as the directory's
+    """Sentence embeddings (n, hidden): each text's token vectors pooled as the directory's
     sentence-transformers modules say — by default averaged over its tokens ([CLS] and [SEP] included,
     padding excluded) — and L2-normalised when ``normalize``, whose default (None) is what the directory's
     modules.json says (a Normalize module: normalised, as sentence-transformers' ``encode`` gives). Texts
     longer than ``max_length`` tokens are truncated (default: the directory's sentence-transformers setting,
-    else the model's maximum positions)."""
+    else the model's maximum positions). ``layer``: which layer's vectors (``_layer``: the final one for
+    BERT, the average of the layers for ELMo, unless an index or "mean" is given)."""
     if isinstance(texts, str):
         raise UserError("embed: give a list of texts")
     net, tok, directory = _load(model, "base")
@@ -140,38 +168,40 @@ def embed(
     device = next(encoder.parameters()).device
     out = []
     for start in range(0, len(texts), batch_size):
-        batch = tok.encode_batch(
-            list(texts[start : start + batch_size]),
-            max_length=max_length,
-            truncation="longest_first",
-            padding="longest",
-            return_tensors="pt",
-        )
+        batch, _ = _encode(encoder, tok, texts[start : start + batch_size], max_length)
         batch = {k: v.to(device) for k, v in batch.items()}
-        hidden = encoder(**batch).last_hidden_state
+        hidden = _layer(encoder, batch, layer)
         out.append(POOLING[pooling](hidden.float(), batch["attention_mask"]))
     vectors = torch.cat(out) if out else torch.zeros(0, encoder.config.hidden_size)
     return F.normalize(vectors, dim=-1) if normalize else vectors
 
 
 @torch.no_grad()
-def word_vectors(texts: list[str], word: str, model) -> torch.Tensor:
-    """The contextual vector (final layer, averaged over its WordPieces) of the first occurrence of ``word``
-    in each text: (n, hidden). The same word in different contexts gets different vectors — the point of
-    contextual embeddings ("bank" of a river and of money)."""
+def word_vectors(texts: list[str], word: str, model, *, layer: int | str | None = None) -> torch.Tensor:
+    """The contextual vector (averaged over its WordPieces) of the first occurrence of ``word`` in each
+    text: (n, hidden), at ``layer`` (as ``embed``'s). The same word in different contexts gets different
+    vectors — the point of contextual embeddings ("bank" of a river and of money)."""
     net, tok, _ = _load(model, "base")
     encoder = _base(net)
-    pieces = tok.encode(word, add_special_tokens=False).ids
+    spelled = registry.family_of(encoder).text_inputs is not None  # a model that reads words, spelled
+
+    def tokens(text: str) -> tuple[dict, list]:  # the encoder's inputs and the tokens they stand for
+        if spelled:
+            batch, words = _encode(encoder, tok, [text], 0)
+            return batch, words[0]
+        batch = tok.encode_batch([text], return_tensors="pt")
+        return dict(batch), batch["input_ids"][0].tolist()
+
+    pieces = tokens(word)[1] if spelled else tok.encode(word, add_special_tokens=False).ids
     if not pieces:
         raise UserError(f"word_vectors: {word!r} has no tokens")
     out = []
     for text in texts:
-        enc = tok.encode_batch([text], return_tensors="pt")
-        ids = enc["input_ids"][0].tolist()
+        batch, ids = tokens(text)
         at = next((i for i in range(len(ids)) if ids[i : i + len(pieces)] == pieces), None)
         if at is None:
             raise UserError(f"word_vectors: {word!r} is not in {text!r}")
-        hidden = encoder(**enc).last_hidden_state
+        hidden = _layer(encoder, batch, layer)
         out.append(hidden[0, at : at + len(pieces)].float().mean(0))
     return torch.stack(out)
 

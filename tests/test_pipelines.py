@@ -121,3 +121,33 @@ def test_word_vectors_tell_the_senses_of_bank_apart(minilm, capsys):
     assert len(out) == 3 and f"{float(sims[0, 1]):6.3f}" in out[0]
     with pytest.raises(UserError, match="not in"):
         word_vectors(["no such word"], "bank", model=minilm)
+
+
+def test_elmo_tells_the_banks_apart_in_context_not_in_its_token_layer(tmp_path, capsys):
+    """`embed` on an ELMo checkpoint: "bank" by the river and "bank" of money have one character-CNN vector
+    (layer 0) and two contextual ones (the top layer); the default is the average of the layers."""
+    from seq2bert.cli import main
+    from seq2bert.data.tokenization import Tokenizer
+    from seq2bert.models.elmo.config import ELMoConfig
+    from seq2bert.models.elmo.model import ELMoForPreTraining
+    from seq2bert.pipelines import word_vectors
+
+    torch.manual_seed(0)
+    config = ELMoConfig(vocab_size=20, filters=[(1, 8), (2, 8), (3, 16)], projection_dim=8, cell_size=16)
+    texts = ["he sat on the river bank", "she paid the money into the bank"]
+    tok = Tokenizer.train(texts, kind="word", vocab_size=20, min_frequency=1)
+    ELMoForPreTraining(config).save_pretrained(tmp_path / "elmo", tokenizer=tok)
+    model = str(tmp_path / "elmo")
+    token_layer = word_vectors(texts, "bank", model, layer=0)
+    top = word_vectors(texts, "bank", model, layer=-1)
+    assert token_layer.shape == top.shape == (2, 16)
+    torch.testing.assert_close(token_layer[0], token_layer[1], rtol=0, atol=1e-6)
+    assert (top[0] - top[1]).abs().max() > 1e-3
+    mixed = word_vectors(texts, "bank", model)
+    layers = [word_vectors(texts, "bank", model, layer=j) for j in range(3)]
+    torch.testing.assert_close(mixed, sum(layers) / 3)
+    assert seq2bert.embed(texts, model=model, layer=2).shape == (2, 16)
+    assert main(["embed", model, *texts, "--word", "bank", "--layer", "0"]) == 0
+    assert "1.000  1.000" in capsys.readouterr().out  # the same vector: cosine 1 everywhere
+    assert main(["embed", model, "a", "--layer", "3"]) == 2
+    assert "layer: expected 'mean' or an index of the 3 layers, got 3" in capsys.readouterr().err

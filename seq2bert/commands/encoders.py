@@ -145,10 +145,10 @@ def cmd_embed(args: argparse.Namespace) -> int:
     if args.word:
         from seq2bert.pipelines import word_vectors
 
-        vectors = word_vectors(texts, args.word, model=args.model)
+        vectors = word_vectors(texts, args.word, model=args.model, layer=args.layer)
         vectors = torch_normalize(vectors) if args.normalize else vectors
     else:
-        vectors = embed(texts, model=args.model, normalize=args.normalize)
+        vectors = embed(texts, model=args.model, normalize=args.normalize, layer=args.layer)
     if args.out:
         import numpy as np
 
@@ -168,6 +168,16 @@ def cmd_embed(args: argparse.Namespace) -> int:
     elif not args.out:
         print(" ".join(f"{float(x):.5f}" for x in vectors[0]))
     return 0
+
+
+def layer_arg(value: str) -> int | str:
+    """--layer: an index (0: the embeddings / ELMo's token layer, −1: the last) or "mean"."""
+    if value == "mean":
+        return value
+    try:
+        return int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a layer index or 'mean', got {value!r}") from None
 
 
 def torch_normalize(v):
@@ -264,7 +274,7 @@ def register(sub) -> None:
         "embed",
         help="sentence embeddings of texts (pooled as the directory says); prints their cosine similarities",
     )
-    p.add_argument("model", help="an encoder directory (BERT, a sentence-transformers model, …)")
+    p.add_argument("model", help="an encoder directory (BERT, a sentence-transformers model, ELMo, …)")
     p.add_argument("text", nargs="*", help="texts (default: one per line on stdin)")
     p.add_argument(
         "--normalize",
@@ -273,6 +283,9 @@ def register(sub) -> None:
         help="L2-normalise the vectors (default: as the directory's modules.json says)",
     )
     p.add_argument("--word", help="the contextual vector of this word in each text instead of the sentence's")
+    p.add_argument("--layer", type=layer_arg, metavar="N|mean",
+                   help="the layer read: an index (0: the embeddings, ELMo's character-CNN layer; -1: the last) "
+                   "or mean (all layers averaged); default: the last, and for ELMo the mean")  # fmt: skip
     p.add_argument("--out", help="save the (n, hidden) vectors as a .npy file")
     p.add_argument("--plot", metavar="PNG", help="draw the cosine-similarity matrix of the texts")
     p.set_defaults(func=cmd_embed)

@@ -17,6 +17,8 @@ LM_COLUMNS = [
     ("tokens_per_s", "tokens/s"),
     ("valid_perplexity", "valid ppl (token)"),
     ("valid_word_perplexity", "valid ppl (word)"),
+    ("valid_forward_perplexity", "valid ppl (forward)"),
+    ("valid_backward_perplexity", "valid ppl (backward)"),
     ("words", "words"),
     ("tokens", "tokens"),
     ("perplexity", "perplexity (token)"),
@@ -75,12 +77,13 @@ def register(sub) -> None:
     """Add this module's subcommands to the ``seq2bert`` parser's subparsers."""
     p = sub.add_parser(
         "train-lm",
-        help="train a recurrent language model (Elman RNN, IRNN, LSTM, GRU) on raw text",
+        help="train a recurrent language model (Elman RNN, IRNN, LSTM, GRU; ELMo's biLM) on raw text",
         description="Train a word-piece language model with truncated back-propagation through time: the text is "
         "tokenized once into --out/corpus (streamed from disk), read as one stream in --set data.bptt segments; "
         "held-out perplexity per token and per word. --resume continues a killed run exactly.",
         epilog="examples:\n  seq2bert train-lm ../shared/data/corpus --out runs/lm --set train.max_minutes=55\n"
-        "  seq2bert train-lm books/ --out runs/gru --set model.cell=gru --valid held-out.txt",
+        "  seq2bert train-lm books/ --out runs/gru --set model.cell=gru --valid held-out.txt\n"
+        "  seq2bert train-lm books/ --out runs/elmo --set model.model_type=elmo   # ELMo's biLM (word softmax)",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("files", nargs="*", help="text files, or folders of *.txt files")

@@ -7,6 +7,9 @@ back-propagation through time (Williams & Peng 1990; the batching of Zaremba et 
     segment  i of length T: inputs  row b's w_{bL+iT+1} … w_{bL+iT+T}
                               labels  the next tokens, w_{bL+iT+2} … w_{bL+iT+T+1}
 
+A bidirectional LM (ELMo) reads a second stream, the first reversed (``ReversedStream``), cut the same way
+(``BiStreamBatches``): the backward LM reads the text from its end, and its state carries over too.
+
 Segment i + 1 of a row continues where segment i ended, so the recurrent state after segment i is the right
 state to start segment i + 1 from: the training loop carries it over, detached (the gradient stops at the
 segment boundary — truncation — while the state keeps the whole history). The batches of an epoch must be
@@ -27,16 +30,41 @@ from seq2bert.errors import DataError
 
 class TokenStream:
     """The documents ``documents`` (numbers in ``corpus``) as one stream of token ids with ``separator``
-    after each document."""
+    after each document — or, with ``sentence_markers`` (bos, eos), each sentence between them and no
+    separator: <S> w_1 … w_n </S> <S> … (ELMo's biLM reads its text so)."""
 
-    def __init__(self, corpus: Corpus, documents: np.ndarray, separator: int):
+    def __init__(
+        self,
+        corpus: Corpus,
+        documents: np.ndarray,
+        separator: int,
+        *,
+        sentence_markers: tuple[int, int] | None = None,
+    ):
         self.corpus, self.documents, self.separator = corpus, np.asarray(documents), separator
+        self.markers = sentence_markers
         first = corpus.doc_sentences[self.documents]  # (D,) first sentence of each document
         last = corpus.doc_sentences[self.documents + 1]
         sentence_end = np.concatenate([[0], np.cumsum(corpus.lengths, dtype=np.int64)])  # token offsets
-        sizes = sentence_end[last] - sentence_end[first] + 1  # (D,) tokens + the separator
+        extra = 1 if sentence_markers is None else 2 * (last - first)  # the separator, or two per sentence
+        sizes = sentence_end[last] - sentence_end[first] + extra  # (D,)
         self.starts = np.concatenate([[0], np.cumsum(sizes)])  # (D + 1,) stream offset of each document
         self.first, self.last = first, last
+
+    def document(self, d: int) -> np.ndarray:
+        """Document d (of ``documents``) as it stands in the stream."""
+        first, last = int(self.first[d]), int(self.last[d])
+        tokens = self.corpus.tokens(first, last).astype(np.int64)
+        if self.markers is None:
+            return np.append(tokens, self.separator)
+        lengths = self.corpus.lengths[first:last].astype(np.int64)  # (S,)
+        sentence = np.repeat(np.arange(len(lengths)), lengths)  # the sentence of each token
+        out = np.empty(len(tokens) + 2 * len(lengths), np.int64)
+        out[np.arange(len(tokens)) + 2 * sentence + 1] = tokens  # token j of sentence i moves 2i + 1 on
+        ends = np.cumsum(lengths)
+        out[ends - lengths + 2 * np.arange(len(lengths))] = self.markers[0]  # <S> before each sentence
+        out[ends + 2 * np.arange(len(lengths)) + 1] = self.markers[1]  # </S> after it
+        return out
 
     def __len__(self) -> int:
         return int(self.starts[-1])
@@ -47,8 +75,7 @@ class TokenStream:
         d = int(np.searchsorted(self.starts, start, side="right") - 1)
         pos = start
         while pos < end:
-            doc = self.corpus.tokens(int(self.first[d]), int(self.last[d])).astype(np.int64)
-            doc = np.append(doc, self.separator)
+            doc = self.document(d)
             lo, hi = pos - int(self.starts[d]), min(end, int(self.starts[d + 1])) - int(self.starts[d])
             out.append(doc[lo:hi])
             pos += hi - lo
@@ -86,3 +113,51 @@ class StreamBatches:
     def tokens(self) -> int:
         """Tokens predicted per epoch."""
         return self.batch_size * self.row_length
+
+
+class ReversedStream:
+    """A stream read backwards: token i is the stream's token N − 1 − i (a backward LM's text: each sentence
+    reversed between </S> … <S>, the sentences in reverse order)."""
+
+    def __init__(self, stream: TokenStream):
+        self.stream = stream
+
+    def __len__(self) -> int:
+        return len(self.stream)
+
+    def read(self, start: int, end: int) -> np.ndarray:
+        n = len(self.stream)
+        return self.stream.read(n - end, n - start)[::-1].copy()
+
+
+class BiStreamBatches:
+    """The TBPTT segments of a biLM (ELMo): segment i of the stream for the forward LM and segment i of the
+    reversed stream for the backward LM — each LM reads in its own direction and carries its state from
+    one segment to the next; over an epoch each predicts every token of the text once.
+
+    The tokens are given as the character ids of their vocabulary entries (``char_table`` (V_in, W),
+    data/characters.py), so a word outside the softmax's ``vocab_size`` words is still read by its
+    spelling; as a target it is [UNK] (``unk_token_id``)."""
+
+    def __init__(self, stream: TokenStream, batch_size: int, bptt: int, *, char_table: np.ndarray,
+                 vocab_size: int, unk_token_id: int, source: str = "text"):  # fmt: skip
+        self.forward = StreamBatches(stream, batch_size, bptt, source=source)
+        self.backward = StreamBatches(ReversedStream(stream), batch_size, bptt, source=source)
+        self.char_table = torch.from_numpy(char_table)  # int16: 100 bytes a word
+        self.vocab_size, self.unk_token_id = vocab_size, unk_token_id
+
+    def batches(self, epoch: int) -> list[list[int]]:
+        return self.forward.batches(epoch)
+
+    def collate(self, indices: list[int]) -> dict[str, torch.Tensor]:
+        batch = {}
+        for prefix, batches in (("", self.forward), ("backward_", self.backward)):
+            segment = batches.collate(indices)
+            labels = segment["labels"]
+            batch[prefix + "char_ids"] = self.char_table[segment["input_ids"]].long()  # (B, T, W)
+            batch[prefix + "labels"] = labels.masked_fill(labels >= self.vocab_size, self.unk_token_id)
+        return batch
+
+    def tokens(self) -> int:
+        """Tokens of text per epoch (each predicted by both LMs)."""
+        return self.forward.tokens()

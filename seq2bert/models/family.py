@@ -9,6 +9,7 @@ the family, never a family's name:
                      the bare model
     heads            what a job needs → the architecture that has it: "base" (hidden states), "pretraining",
                      "masked_lm", "sequence" / "tokens" / "qa" / "choice" (the fine-tuning shapes), "seq2seq"
+    text_inputs, default_layer   how the pipelines feed its base model texts and which layer they read
     kind             "encoder", "encoder-decoder" or "decoder": how its attention is shown and used
     base_model_prefix  the attribute under which a head model keeps the bare model ("bert"; "" for none)
     tokenizer        the tokenizer kind its checkpoints carry ("wordpiece", "sentencepiece", "seq2bert", …)
@@ -59,6 +60,10 @@ class Family:
     build: Callable[..., nn.Module] | None = None
     head_modules: tuple[str, ...] = ()  # top-level modules of every head (dropped when a task starts)
     pretraining_options: dict = field(default_factory=dict)  # keyword arguments of the pretraining forward
+    # how the pipelines give texts to its base model: (model, tokenizer, texts) → (inputs, each text's tokens);
+    # None: the tokenizer's ids, [CLS] and [SEP] included (a model that reads characters spells words itself)
+    text_inputs: Callable[[nn.Module, Any, list[str]], tuple[dict, list[list[str]]]] | None = None
+    default_layer: int | Literal["mean"] = -1  # what the pipelines read: a layer, or "mean" (all of them)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:

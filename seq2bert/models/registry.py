@@ -24,6 +24,7 @@ from seq2bert.models.attention.config import BahdanauConfig, LuongConfig
 from seq2bert.models.attention.luong import LuongNMT
 from seq2bert.models.bert.pretrained import FAMILY as BERT
 from seq2bert.models.bilstm.model import FAMILY as BILSTM
+from seq2bert.models.elmo.model import FAMILY as ELMO
 from seq2bert.models.family import Family
 from seq2bert.models.hf import model_type_of
 from seq2bert.models.rnn_lm.model import FAMILY as RNN_LM
@@ -59,6 +60,7 @@ FAMILIES: dict[str, Family] = {
         MARIAN,
         BERT,
         BILSTM,
+        ELMO,
     )
 }
 
@@ -66,6 +68,11 @@ FAMILIES: dict[str, Family] = {
 # configuration: one of their configs, chosen by its model_type (seq2bert/config.py)
 TRANSLATION_FAMILIES = [f for f in FAMILIES.values() if f.kind == "encoder-decoder" and not f.huggingface]
 ModelConfig = Union[tuple(f.config_class for f in TRANSLATION_FAMILIES)]  # noqa: UP007 (built from a list)
+
+# the language models `seq2bert train-lm` trains on a token stream (recipes/lm.py), and the model section of
+# its configuration: the first is the default
+LM_FAMILIES = [RNN_LM, ELMO]
+LMModelConfig = Union[tuple(f.config_class for f in LM_FAMILIES)]  # noqa: UP007 (built from a list)
 
 
 def register(family: Family) -> Family:

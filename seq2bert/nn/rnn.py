@@ -53,14 +53,17 @@ def rnn_cell(x, h, w_ih, w_hh, b_ih, b_hh, nonlinearity=torch.tanh):
     return nonlinearity(F.linear(x, w_ih, b_ih) + F.linear(h, w_hh, b_hh))
 
 
-def lstm_cell(x, state, w_ih, w_hh, b_ih, b_hh):
-    """One LSTM step. x: (B, I), state: (h, c) each (B, H) → (h_t, c_t)."""
+def lstm_cell(x, state, w_ih, w_hh, b_ih, b_hh, cell_clip: float | None = None):
+    """One LSTM step. x: (B, I), state: (h, c), h (B, H_in) and c (B, H) → (h_t, c_t), each (B, H).
+    ``cell_clip``: c_t is clipped to ±cell_clip before it makes h_t (the LSTMP of nn/lstmp.py)."""
     h, c = state
     # the products may run in bf16 under autocast; the gates and the cell state stay in fp32 (they accumulate)
     gates = widen(F.linear(x, w_ih, b_ih)) + widen(F.linear(h, w_hh, b_hh))  # (B, 4H), order i, f, g, o
     i, f, g, o = gates.chunk(4, dim=1)  # each (B, H)
     i, f, g, o = torch.sigmoid(i), torch.sigmoid(f), torch.tanh(g), torch.sigmoid(o)
     c_t = f * widen(c) + i * g
+    if cell_clip is not None:
+        c_t = c_t.clamp(-cell_clip, cell_clip)
     h_t = o * torch.tanh(c_t)
     return h_t, c_t
 

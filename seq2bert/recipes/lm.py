@@ -1,17 +1,25 @@
-"""Recipe: train a recurrent language model on raw text, with truncated back-propagation through time.
+"""Recipe: train a recurrent language model on raw text, with truncated back-propagation through time — one
+path for the language models of the registry (``model.model_type``): the recurrent LM (``rnn-lm``, the
+default) and ELMo's biLM (``elmo``: a forward and a backward LM, models/elmo/).
 
 Read top to bottom:
-1. the tokenizer: a given one, or a vocabulary trained on the text (BPE by default);
+1. the tokenizer: a given one, or a vocabulary trained on the text (the model's kind by default: BPE for
+   the rnn-lm; for ELMo whole words — every word of the text up to data.input_words, each read by its
+   spelling, of which the data.vocab_size most frequent are the softmax's and the rest predict [UNK]);
 2. the corpus: tokenized once into shards (the reader of the BERT pretraining, seq2bert/data/pretraining.py,
    so the same gigabyte scale holds), documents split into training and held-out ones (or held-out files);
 3. each part is one token stream cut into B parallel rows and segments of T tokens (seq2bert/data/lm.py);
+   for ELMo each sentence stands between <S> and </S> ([BOS], [EOS]), and the backward LM reads the
+   stream reversed, cut the same way;
 4. the engine trains on the segments in order; the recurrent state at the end of a segment starts the next
    one, detached (truncated BPTT), and is saved with every checkpoint, so a resumed run continues exactly;
    gradient norms are clipped (train.clip_norm; Pascanu et al. 2013);
 5. evaluation: perplexity exp(−(1/N) Σ log p(w_t | w_<t)) over the held-out stream, per token and per
-   whitespace-separated word (comparable across vocabularies).
+   whitespace-separated word (comparable across vocabularies); for ELMo the forward and the backward
+   perplexity (valid_forward_perplexity, valid_backward_perplexity) and their mean (valid_perplexity).
 
     seq2bert train-lm ../shared/data/corpus --out runs/lm --set train.max_minutes=55
+    seq2bert train-lm ../shared/data/corpus --out runs/elmo --set model.model_type=elmo
 """
 
 from __future__ import annotations
@@ -24,14 +32,17 @@ from typing import Literal
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 
-from seq2bert.data.lm import StreamBatches, TokenStream
+from seq2bert.data.characters import char_table
+from seq2bert.data.lm import BiStreamBatches, StreamBatches, TokenStream
 from seq2bert.data.pretraining import Corpus, prepare_corpus, shuffled, text_files
 from seq2bert.data.tokenization import Tokenizer
 from seq2bert.errors import ConfigError, DataError
 from seq2bert.models import registry
 from seq2bert.models.pretrained import load_hf_weights, write_hf_files
+from seq2bert.models.registry import LMModelConfig
 from seq2bert.models.rnn_lm.config import RNNLMConfig
 from seq2bert.models.rnn_lm.model import detach
 from seq2bert.objectives.cross_entropy import IGNORE_INDEX
@@ -50,8 +61,10 @@ class LMDataConfig:
     files: list[str] = field(default_factory=list)  # text files or folders of them (*.txt, recursively)
     valid_files: list[str] = field(default_factory=list)  # held-out text; empty: valid_fraction of documents
     tokenizer: str = ""  # a tokenizer.json / vocab.txt / folder; empty: train one on the text
-    tokenizer_kind: Literal["bpe", "wordpiece", "word"] = "bpe"
-    vocab_size: int = 16000
+    # auto: the model's kind (bpe for the rnn-lm, word for elmo)
+    tokenizer_kind: Literal["auto", "bpe", "wordpiece", "word"] = "auto"
+    vocab_size: int = 0  # the output vocabulary; 0: the model's (16,000 BPE pieces; elmo: 20,000 words)
+    input_words: int = 1_000_000  # elmo: words of the text read by their spelling (at most; all it has)
     lowercase: bool = False
     documents: Literal["blank_line", "file"] = "file"  # a book per file
     skip_bad: bool = False
@@ -62,9 +75,13 @@ class LMDataConfig:
     max_valid_tokens: int = 500_000  # of the held-out stream scored at each evaluation (0: all)
 
     def validate(self) -> None:
-        for name in ("vocab_size", "batch_size", "bptt", "shard_tokens"):
+        for name in ("batch_size", "bptt", "shard_tokens", "input_words"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"data.{name}: must be at least 1, got {getattr(self, name)}")
+        if self.vocab_size < 0:
+            raise ConfigError(
+                f"data.vocab_size: must be at least 1 (or 0: the model's), got {self.vocab_size}"
+            )
         if not 0.0 <= self.valid_fraction < 1.0 or self.max_valid_tokens < 0:
             raise ConfigError("data.valid_fraction must be in [0, 1) and data.max_valid_tokens >= 0")
 
@@ -74,7 +91,7 @@ class LMDataConfig:
 
 @dataclass
 class LMConfig:
-    model: RNNLMConfig = field(default_factory=RNNLMConfig)
+    model: LMModelConfig = field(default_factory=RNNLMConfig)  # chosen by model.model_type (rnn-lm, elmo)
     data: LMDataConfig = field(default_factory=LMDataConfig)
     train: TrainConfig = field(
         default_factory=lambda: TrainConfig(
@@ -83,13 +100,68 @@ class LMConfig:
     )
 
 
-def build_tokenizer(data: LMDataConfig, files: list[Path]) -> Tokenizer:
+def vocabulary(data: LMDataConfig, model) -> tuple[str, int]:
+    """The tokenizer kind and output vocabulary size: data's, or the model's own (``lm_vocabulary``)."""
+    kind, size = type(model).lm_vocabulary
+    kind = kind if data.tokenizer_kind == "auto" else data.tokenizer_kind
+    if type(model).bidirectional and kind != "word":
+        raise ConfigError(
+            f"data.tokenizer_kind: {model.model_type} predicts words: expected 'word', got {kind!r}"
+        )
+    return kind, data.vocab_size or size
+
+
+def build_tokenizer(data: LMDataConfig, files: list[Path], model) -> Tokenizer:
+    """A given tokenizer, or one trained on ``files``: for a model that spells its input (elmo), every word
+    up to data.input_words (its softmax keeps the most frequent: the first ids)."""
+    kind, size = vocabulary(data, model)
     if data.tokenizer:
-        return Tokenizer.from_file(data.tokenizer)
-    log.info("training a %s vocabulary of %d on %d files", data.tokenizer_kind, data.vocab_size, len(files))
+        tok = Tokenizer.from_file(data.tokenizer)
+        if type(model).bidirectional and type(tok.backend.model).__name__ != "WordLevel":
+            raise DataError(f"{data.tokenizer}: {model.model_type} needs a word vocabulary (data.tokenizer)")
+        return tok
+    spelled = type(model).bidirectional
+    size, min_frequency = (max(size, data.input_words), 1) if spelled else (size, 2)
+    log.info("training a %s vocabulary of %d on %d files", kind, size, len(files))
     return Tokenizer.train(
-        files, kind=data.tokenizer_kind, vocab_size=data.vocab_size, lowercase=data.lowercase
+        files, kind=kind, vocab_size=size, min_frequency=min_frequency, lowercase=data.lowercase
     )
+
+
+def model_config(model, tok: Tokenizer, vocab_size: int):
+    """The model's config with the vocabulary's sizes and ids: the rnn-lm predicts every token of the
+    tokenizer (the separator ends documents); a biLM the first ``vocab_size`` words (<S> = [BOS],
+    </S> = [EOS])."""
+    if not type(model).bidirectional:
+        return replace(model, vocab_size=tok.vocab_size, pad_token_id=tok.pad_token_id or 0,
+                       eos_token_id=separator_id(tok))  # fmt: skip
+    tokens = {
+        "pad_token_id": "[PAD]",
+        "unk_token_id": "[UNK]",
+        "bos_token_id": "[BOS]",
+        "eos_token_id": "[EOS]",
+    }
+    ids = {name: tok.token_to_id(token) for name, token in tokens.items()}
+    missing = [name for name, i in ids.items() if i is None]
+    if missing:
+        raise DataError(f"the tokenizer has no {', '.join(missing)} ([PAD], [UNK], [BOS], [EOS] are needed)")
+    return replace(model, vocab_size=min(vocab_size, tok.vocab_size), **ids)
+
+
+def stream_batches(corpus: Corpus, documents, tok: Tokenizer, model, batch_size: int, bptt: int, source: str,
+                   table: np.ndarray | None = None):  # fmt: skip
+    """The TBPTT segments of ``documents``: one stream, or a biLM's two (the text and the text reversed, each
+    sentence between <S> and </S>, the tokens spelled: ``table``, data/characters.char_table)."""
+    if not type(model).bidirectional:
+        return StreamBatches(
+            TokenStream(corpus, documents, separator_id(tok)), batch_size, bptt, source=source
+        )
+    stream = TokenStream(
+        corpus, documents, separator_id(tok), sentence_markers=(model.bos_token_id, model.eos_token_id)
+    )
+    table = char_table(tok, model.max_characters_per_token) if table is None else table
+    return BiStreamBatches(stream, batch_size, bptt, char_table=table, vocab_size=model.vocab_size,
+                           unk_token_id=model.unk_token_id, source=source)  # fmt: skip
 
 
 def separator_id(tok: Tokenizer) -> int:
@@ -139,6 +211,30 @@ def evaluate_stream(
     return result
 
 
+@torch.no_grad()
+def evaluate_bistream(model, batches: BiStreamBatches, device, max_tokens: int = 0) -> dict:
+    """A biLM's held-out perplexities, each LM reading its stream in order with its state carried: forward,
+    backward, and their mean (ELMo's "average of the forward and backward perplexities")."""
+    was_training = model.training
+    model.eval()
+    nll, n, state = {"forward": 0.0, "backward": 0.0}, 0, None
+    for [i] in batches.batches(0):
+        batch = {k: v.to(device) for k, v in batches.collate([i]).items()}
+        out = model(**batch, state=state)
+        state = out.state
+        for d, logits, labels in (("forward", out.forward_logits, batch["labels"]),
+                                  ("backward", out.backward_logits, batch["backward_labels"])):  # fmt: skip
+            nll[d] += float(F.cross_entropy(logits.float().flatten(0, 1), labels.flatten(), reduction="sum"))
+        n += batch["labels"].numel()
+        if max_tokens and n >= max_tokens:
+            break
+    model.train(was_training)
+    ppl = {d: math.exp(min(v / max(n, 1), 50.0)) for d, v in nll.items()}
+    return {"loss": (nll["forward"] + nll["backward"]) / max(2 * n, 1), "forward_perplexity": ppl["forward"],
+            "backward_perplexity": ppl["backward"], "perplexity": (ppl["forward"] + ppl["backward"]) / 2,
+            "tokens": n}  # fmt: skip
+
+
 def words_per_token(tok: Tokenizer, files: list[Path], limit: int = 2_000_000) -> float:
     """Whitespace words per token on (the first ``limit`` characters of) ``files``: the factor that turns a
     per-token perplexity into a per-word one, exp(NLL / words)."""
@@ -168,10 +264,10 @@ def train_lm(cfg: LMConfig, out_dir: str | Path, *, resume: bool = False, progre
     tok = (
         Tokenizer.load(tok_dir)
         if (tok_dir / "tokenizer.json").is_file()
-        else build_tokenizer(cfg.data, files)
+        else build_tokenizer(cfg.data, files, cfg.model)
     )
     tok.save(tok_dir)
-    sep = separator_id(tok)
+    model_cfg = model_config(cfg.model, tok, vocabulary(cfg.data, cfg.model)[1])
     # 2. the corpus, tokenized once, and the held-out part
     corpus = prepared(files, tok, out_dir / "corpus", cfg.data, progress_bar)
     if valid_files:
@@ -187,19 +283,17 @@ def train_lm(cfg: LMConfig, out_dir: str | Path, *, resume: bool = False, progre
                 f"data.valid_fraction={cfg.data.valid_fraction}; give data.valid_files or more documents"
             )
         valid_docs, train_docs = np.sort(order[:n_valid]), np.sort(order[n_valid:])
-    train = StreamBatches(
-        TokenStream(corpus, train_docs, sep), cfg.data.batch_size, cfg.data.bptt, source="data.files"
-    )
-    valid = StreamBatches(TokenStream(valid_corpus, valid_docs, sep), min(cfg.data.batch_size, 8), cfg.data.bptt,
-                          source="the held-out text")  # fmt: skip
-    words = words_per_token(tok, valid_files or [files[0]])
-    # 3. the model
-    model_cfg = replace(
-        cfg.model, vocab_size=tok.vocab_size, pad_token_id=tok.pad_token_id or 0, eos_token_id=sep
-    )
+    bilm = type(model_cfg).bidirectional
+    table = char_table(tok, model_cfg.max_characters_per_token) if bilm else None  # each word spelled
+    train = stream_batches(corpus, train_docs, tok, model_cfg, cfg.data.batch_size, cfg.data.bptt, "data.files",
+                           table)  # fmt: skip
+    valid = stream_batches(valid_corpus, valid_docs, tok, model_cfg, min(cfg.data.batch_size, 8), cfg.data.bptt,
+                           "the held-out text", table)  # fmt: skip
+    words = None if bilm else words_per_token(tok, valid_files or [files[0]])
+    # 3. the model: a biLM with its softmax (the "pretraining" head), or the LM itself
     family = registry.family_of(model_cfg)
     seed_everything(cfg.train.seed)
-    model = family.make(model_cfg)
+    model = family.make(model_cfg, family.architecture_for("pretraining") if bilm else None)
     torch.manual_seed(cfg.train.seed + dist.rank)
     # 4. truncated BPTT: the state after segment i starts segment i + 1 (reset at each epoch's first segment)
     carried: dict = {"state": None}
@@ -215,9 +309,17 @@ def train_lm(cfg: LMConfig, out_dir: str | Path, *, resume: bool = False, progre
 
     def loss_fn(m, batch) -> torch.Tensor:
         state = None if int(batch["segment"]) == 0 else carried["state"]
-        out = m(batch["input_ids"], batch["labels"], state=state)
+        out = m(**{k: v for k, v in batch.items() if k != "segment"}, state=state)
         carried["state"] = detach(out.state)
         return out.loss
+
+    def evaluate(m) -> dict:
+        if bilm:
+            return evaluate_bistream(m, valid, device, cfg.data.max_valid_tokens)
+        return evaluate_stream(m, valid, device, cfg.data.max_valid_tokens, words)
+
+    def count_tokens(batch) -> int:  # the tokens predicted: a biLM predicts each token of text twice
+        return sum(int(batch[k].ne(IGNORE_INDEX).sum()) for k in ("labels", "backward_labels") if k in batch)
 
     def write_extra(directory: Path) -> None:
         tok.save(directory)
@@ -236,10 +338,10 @@ def train_lm(cfg: LMConfig, out_dir: str | Path, *, resume: bool = False, progre
         plan=train,
         collate=collate,
         out_dir=out_dir,
-        evaluate=lambda m: evaluate_stream(m, valid, device, cfg.data.max_valid_tokens, words),
+        evaluate=evaluate,
         write_extra=write_extra,
         loss_fn=loss_fn,
-        count_tokens=lambda batch: int(batch["labels"].ne(IGNORE_INDEX).sum()),
+        count_tokens=count_tokens,
         device=device,
         dist=dist,
         progress_bar=progress_bar,
@@ -247,11 +349,11 @@ def train_lm(cfg: LMConfig, out_dir: str | Path, *, resume: bool = False, progre
         load_model=lambda m, d: load_hf_weights(family, m, d),
         plot_curves=plot_training_curves,
     )
-    log.info("%s LM: %s parameters; %s training tokens, %s held-out", model_cfg.cell,
+    log.info("%s: %s parameters; %s training tokens, %s held-out", model_cfg.describe(),
              f"{count_parameters(model):,}", f"{train.tokens():,}", f"{valid.tokens():,}")  # fmt: skip
     result = trainer.fit(resume=resume)
     row = {
-        "model": f"{model_cfg.cell} LM ({model_cfg.num_layers}×{model_cfg.hidden_size})",
+        "model": model_cfg.describe(),
         "params": count_parameters(model),
         "steps": result.progress.step,
         "train_seconds": result.progress.train_seconds,

@@ -144,17 +144,23 @@ def test_train_lm_learns_saves_samples_and_resumes_exactly(books, tmp_path, caps
         line = error_line(capsys.readouterr().err)
         assert message in line and str(text) in line
 
-    # a run killed after its checkpoint at step 6 and resumed ends where the uninterrupted run ended
+    assert_resumes_exactly(books, tmp_path, args, last=12)
+
+
+def assert_resumes_exactly(books, tmp_path, args, last):
+    """A run killed after its checkpoint before ``last`` and resumed ends where the uninterrupted run
+    (``tmp_path / "a"``) ended; returns the resumed run's folder."""
+    from safetensors.torch import load_file
+
     b = tmp_path / "b"
     assert main(["train-lm", str(books), "--out", str(b), *args]) == 0
-    for name in ("checkpoint-12", "best", "results.json"):
+    for name in (f"checkpoint-{last}", "best", "results.json"):
         path = b / name
         shutil.rmtree(path) if path.is_dir() else path.unlink()
     assert main(["train-lm", "--out", str(b), "--resume"]) == 0
-    from safetensors.torch import load_file
-
-    a12, b12 = (load_file(d / "checkpoint-12" / "model.safetensors") for d in (tmp_path / "a", b))
-    assert a12.keys() == b12.keys() and all(torch.equal(a12[k], b12[k]) for k in a12)
+    a_last, b_last = (load_file(d / f"checkpoint-{last}" / "model.safetensors") for d in (tmp_path / "a", b))
+    assert a_last.keys() == b_last.keys() and all(torch.equal(a_last[k], b_last[k]) for k in a_last)
+    return b
 
 
 def error_line(err: str) -> str:
@@ -179,3 +185,52 @@ def test_bad_input_is_one_line(tmp_path, capsys):
     argv = ["train-lm", str(tmp_path / "two.txt"), "--valid", str(tmp_path / "empty.txt"), "--out"]
     assert main([*argv, str(tmp_path / "r4"), "--set", "data.documents=blank_line"]) == 2
     assert "empty.txt: no text" in error_line(capsys.readouterr().err)
+
+
+ELMO = ["--set", "model.model_type=elmo", "--set", "model.cell_size=24", "--set", "model.projection_dim=8",
+        "--set", "model.filters=[[1, 8], [2, 8], [3, 8]]", "--set", "model.softmax_samples=8",
+        "--set", "data.vocab_size=15", "--set", "data.batch_size=4", "--set", "data.bptt=12",
+        "--set", "data.valid_fraction=0.2", "--set", "train.max_steps=10", "--set", "train.eval_every=5",
+        "--set", "train.lr=0.01", "--set", "train.log_every=2"]  # fmt: skip
+
+
+def test_train_lm_trains_elmo_and_resumes_exactly(books, tmp_path):
+    """`train-lm --set model.model_type=elmo`: the biLM on a word softmax (words outside it predict [UNK]
+    and are read by their spelling), forward and backward perplexity, a checkpoint the registry loads, and
+    a killed run resumed ends where the uninterrupted one ended."""
+    from safetensors.torch import load_file
+
+    from seq2bert.models.elmo.model import ELMoForPreTraining
+
+    assert main(["train-lm", str(books), "--out", str(tmp_path / "a"), *ELMO]) == 0
+    row = json.loads((tmp_path / "a" / "results.json").read_text())
+    model, tok = registry.load(tmp_path / "a" / "best")
+    assert type(model) is ELMoForPreTraining and model.config.vocab_size == 15 < tok.vocab_size
+    for key in ("valid_forward_perplexity", "valid_backward_perplexity"):
+        assert 1 < row[key] < 15  # better than uniform over the softmax
+    assert row["valid_perplexity"] == pytest.approx(
+        (row["valid_forward_perplexity"] + row["valid_backward_perplexity"]) / 2
+    )
+    log = [json.loads(line) for line in (tmp_path / "a" / "log.jsonl").read_text().splitlines()]
+    losses = [r["loss"] for r in log if r.get("split") == "train" and "loss" in r]
+    assert losses[-1] < losses[0]
+    b = assert_resumes_exactly(books, tmp_path, ELMO, last=10)
+    state = load_file(b / "checkpoint-10" / "lm_state.safetensors")
+    assert state["h"].shape == (4, 4, 8) and state["c"].shape == (4, 4, 24)  # 2 layers × 2 directions
+
+
+def test_elmo_bad_input_is_one_line(books, tmp_path, capsys):
+    assert (
+        main(
+            ["train-lm", str(books), "--out", str(tmp_path / "r"), *ELMO, "--set", "data.tokenizer_kind=bpe"]
+        )
+        == 2
+    )
+    err = capsys.readouterr().err
+    assert (
+        "data.tokenizer_kind: elmo predicts words: expected 'word', got 'bpe'" in err
+        and "Traceback" not in err
+    )
+    assert main(["train-lm", str(books), "--out", str(tmp_path / "r2"), "--set", "model.model_type=elmo",
+                 "--set", "model.projection_dim=600"]) == 2  # fmt: skip
+    assert "projection_dim (600) must be below cell_size (512)" in capsys.readouterr().err

@@ -12,6 +12,7 @@ Defaults: a 2-layer LSTM of 512 units with tied 512-dimensional embeddings, smal
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from seq2bert.errors import ConfigError
 
@@ -31,6 +32,13 @@ class RNNLMConfig:
     init_range: float = 0.1  # weights uniform in ±init_range (Zaremba et al. 2014 use 0.05 / 0.04)
     pad_token_id: int = 0
     eos_token_id: int = 0  # the separator between documents in the token stream
+
+    # how `seq2bert train-lm` trains it (recipes/lm.py): 16,000 BPE pieces, one left-to-right LM
+    lm_vocabulary: ClassVar[tuple[str, int]] = ("bpe", 16_000)
+    bidirectional: ClassVar[bool] = False
+
+    def describe(self) -> str:
+        return f"{self.cell} LM ({self.num_layers}×{self.hidden_size})"
 
     def validate(self) -> None:
         expected = type(self).__dataclass_fields__["model_type"].default
