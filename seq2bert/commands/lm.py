@@ -25,6 +25,7 @@ LM_COLUMNS = [
     ("perplexity", "perplexity (token)"),
     ("word_perplexity", "perplexity (word)"),
     ("unk_tokens", "[UNK] tokens"),
+    ("unscored_words", "unscored placeholders"),
 ]
 
 
@@ -69,7 +70,9 @@ def cmd_evaluate_lm(args: argparse.Namespace) -> int:
     from seq2bert.recipes.lm import evaluate_lm
     from seq2bert.report import format_table
 
-    row = evaluate_lm(args.model, args.files, bptt=args.bptt, max_unknown=args.max_unknown)
+    row = evaluate_lm(
+        args.model, args.files, bptt=args.bptt, max_unknown=args.max_unknown, unk_token=args.unk_token
+    )
     print(format_table([row], LM_COLUMNS))
     return 0
 
@@ -140,6 +143,12 @@ def register(sub) -> None:
         default=0.2,
         help="the largest share of [UNK] tokens accepted: above it the vocabulary does not cover the text "
         "(default 0.2)",
+    )
+    p.add_argument(
+        "--unk-token",
+        metavar="WORD",
+        help="the text's own placeholder for removed words (WikiText: '<unk>'): read as the model's [UNK] "
+        "and not counted as a word; no [UNK] target is then scored",
     )
     p.set_defaults(func=cmd_evaluate_lm)
 

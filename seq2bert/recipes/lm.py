@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
@@ -184,10 +185,17 @@ def prepared(
 
 @torch.no_grad()
 def evaluate_stream(
-    model, batches: StreamBatches, device, max_tokens: int = 0, words: float | None = None
+    model,
+    batches: StreamBatches,
+    device,
+    max_tokens: int = 0,
+    words: float | None = None,
+    *,
+    unscored_id: int | None = None,
 ) -> dict:
     """Perplexity of the model on a held-out stream read in order with the state carried over: per token
-    and, when the stream's word count is known (``words`` per token), per word."""
+    and, when the stream's word count is known (``words`` per scored token), per word. A target equal to
+    ``unscored_id`` is read as context but not scored (a text's own placeholder for unknown words)."""
     was_training = model.training
     model.eval()
     nll, n, state = 0.0, 0, None
@@ -196,12 +204,11 @@ def evaluate_stream(
         out = model(batch["input_ids"], state=state)
         state = out.state
         logits = out.logits.float()
-        nll += float(
-            torch.nn.functional.cross_entropy(
-                logits.flatten(0, 1), batch["labels"].flatten(), reduction="sum"
-            )
-        )
-        n += batch["labels"].numel()
+        labels = batch["labels"]
+        if unscored_id is not None:
+            labels = labels.masked_fill(labels.eq(unscored_id), IGNORE_INDEX)
+        nll += float(F.cross_entropy(logits.flatten(0, 1), labels.flatten(), reduction="sum"))
+        n += int(labels.ne(IGNORE_INDEX).sum())
         if max_tokens and n >= max_tokens:
             break
     model.train(was_training)
@@ -374,13 +381,21 @@ def evaluate_lm(
     bptt: int = 128,
     device: str = "cpu",
     max_unknown: float = 0.2,
+    unk_token: str | None = None,
 ) -> dict:
     """Perplexity of a language-model checkpoint (a run or its best/) on other text, with the checkpoint's
     own vocabulary: per token, and per whitespace word of the text (what a word-level result is compared
     with). A word the vocabulary lacks is spelled with the pieces it has (a subword vocabulary has no
-    out-of-vocabulary words); with a word vocabulary it becomes [UNK], which the model predicts like any
-    other token: say so when comparing. A text of which more than ``max_unknown`` of the tokens are [UNK]
-    is not covered by the vocabulary, and its perplexity would mostly score [UNK]: an error."""
+    out-of-vocabulary words; a character it has never seen is [UNK]); with a word vocabulary it becomes
+    [UNK], which the model predicts like any other token: say so when comparing. A text of which more than
+    ``max_unknown`` of the tokens are [UNK] is not covered by the vocabulary, and its perplexity would mostly
+    score [UNK]: an error.
+
+    ``unk_token``: the text's own placeholder for the words its makers removed (WikiText's ``<unk>``): each
+    whitespace word equal to it is read as the model's [UNK] and not counted as a word, and no [UNK] target is
+    scored — the placeholder's nor any other (those are counted in ``unk_tokens``): a model trained on other
+    text cannot be asked to predict a placeholder (spelled out, ``<unk>`` would cost three pieces of a string
+    it has never seen). Without it every token is scored."""
     import tempfile
 
     model, tok = registry.load(checkpoint, head="causal_lm", device=device)
@@ -389,19 +404,37 @@ def evaluate_lm(
     paths = text_files(files, "files")
     if not paths:
         raise DataError("evaluate-lm: no text files")
+    unk = getattr(tok, "unk_token_id", None)
+    if unk_token is not None and (unk is None or not unk_token.strip() or len(unk_token.split()) > 1):
+        raise DataError(
+            f"unk_token: expected one word and a tokenizer with [UNK]; got {unk_token!r}"
+            + ("" if unk is not None else f" ({checkpoint} has no [UNK])")
+        )
     with tempfile.TemporaryDirectory() as tmp:
+        texts = [p.read_text(encoding="utf-8", errors="replace") for p in paths]
+        words = sum(len(t.split()) for t in texts)
+        placeholders = 0
+        if unk_token is not None:  # the placeholder becomes the tokenizer's own [UNK], one token
+            pattern = re.compile(rf"(?<!\S){re.escape(unk_token)}(?!\S)")
+            placeholders = sum(len(pattern.findall(t)) for t in texts)
+            paths = [Path(tmp) / f"{i}.txt" for i in range(len(texts))]
+            for path, text in zip(paths, texts, strict=True):
+                path.write_text(pattern.sub(tok.id_to_token(unk), text), encoding="utf-8")
         data = LMDataConfig(documents="file")
         corpus = prepared(paths, tok, Path(tmp) / "corpus", data, progress=False)
         stream = TokenStream(corpus, np.arange(corpus.num_documents), separator_id(tok))
         batches = StreamBatches(stream, 1, bptt, source=", ".join(files))
-        words = sum(len(p.read_text(encoding="utf-8", errors="replace").split()) for p in paths)
-        result = evaluate_stream(model, batches, torch.device(device), 0, words / max(len(stream) - 1, 1))
-        unk = getattr(tok, "unk_token_id", None)
-        unknown = 0 if unk is None else int((stream.read(0, len(stream)) == unk).sum())
+        ids = stream.read(0, len(stream))
+        unknown = 0 if unk is None else int((ids == unk).sum())
+        scored = len(stream) - 1 - (int((ids[1:] == unk).sum()) if unk_token is not None else 0)
+        unscored = unk if unk_token is not None else None
+        result = evaluate_stream(model, batches, torch.device(device), 0, (words - placeholders) / max(scored, 1),
+                                 unscored_id=unscored)  # fmt: skip
         corpus.close()
-        if unknown > max_unknown * len(stream):
+        if unknown - placeholders > max_unknown * len(stream):
             raise DataError(
                 f"{', '.join(files)}: the vocabulary of {checkpoint} does not cover this text: {unknown:,} of "
                 f"its {len(stream):,} tokens are [UNK] (more than {max_unknown:.0%}; --max-unknown sets the limit)"
             )
-    return {"checkpoint": str(checkpoint), "words": words, **result, "unk_tokens": unknown}
+    return {"checkpoint": str(checkpoint), "words": words - placeholders, **result,
+            "unk_tokens": unknown - placeholders, "unscored_words": placeholders}  # fmt: skip

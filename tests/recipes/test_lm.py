@@ -134,6 +134,19 @@ def test_train_lm_learns_saves_samples_and_resumes_exactly(books, tmp_path, caps
     scored = evaluate_lm(tmp_path / "a", [str(held_out)], max_unknown=0.5)
     assert scored["words"] == 15 and scored["unk_tokens"] >= 2  # "zebra" and "flew" are not in the vocabulary
     assert 1 < scored["perplexity"] < tok.vocab_size
+    # WikiText's placeholder for removed words: read as [UNK], neither scored nor counted as a word
+    placeholders = tmp_path / "placeholders.txt"
+    placeholders.write_text("The cat sat on the <unk> mat. A <unk> ran under the tree.\n")
+    everything = evaluate_lm(tmp_path / "a", [str(placeholders)], max_unknown=0.5)
+    skipped = evaluate_lm(tmp_path / "a", [str(placeholders)], max_unknown=0.5, unk_token="<unk>")
+    ids = tok.encode(
+        "The cat sat on the [UNK] mat. A [UNK] ran under the tree.", add_special_tokens=False
+    ).ids
+    assert skipped["unscored_words"] == 2 and skipped["words"] == everything["words"] - 2 == 11
+    assert skipped["unk_tokens"] == everything["unk_tokens"] - 2  # the others: words the vocabulary lacks
+    unknown = ids[1:].count(tok.unk_token_id)  # placeholders and the others: no [UNK] target is scored
+    assert skipped["tokens"] == everything["tokens"] - unknown and unknown >= 2
+    assert skipped["perplexity"] != everything["perplexity"]
     foreign = tmp_path / "foreign.txt"
     foreign.write_text("Der Hund lief unter den Baum. Die Katze schlief.\n")
     empty = tmp_path / "empty.txt"
