@@ -64,9 +64,9 @@ class ScheduledSamplingConfig:
     """``train.scheduled_sampling`` of a translation run (recurrent models only).
 
     ``schedule``: none (teacher forcing, the default), inverse_sigmoid, exponential or linear; ``k``, and for
-    linear ``c`` and ``min_epsilon`` (the paper's ε), as in the formulas above — left out (null), k makes
-    ε_i fall to 1/2 halfway through the run and c = k/T. ``sampling``: feed a token ``sample``d from the model's distribution
-    (the paper) or its ``argmax``."""
+    linear ``c`` and ``min_epsilon`` (the paper's ε), as in the formulas above — left out (null), k makes ε_i
+    fall to 1/2 halfway through the run and c = k/T. ``sampling``: feed a token ``sample``d from the model's
+    distribution (the paper) or its ``argmax``."""
 
     schedule: Literal["none", "inverse_sigmoid", "exponential", "linear"] = "none"
     k: float | None = None
@@ -90,12 +90,13 @@ class ScheduledSamplingConfig:
             raise ConfigError(f"k: the exponential schedule needs 0 < k <= 1, got {k}")
         if s == "linear" and k is not None and not 0 < k <= 1:
             raise ConfigError(f"k: the linear schedule starts at ε_0 = k in (0, 1], got {k}")
-        if self.c is not None and (s != "linear" or not self.c >= 0):
-            raise ConfigError(f"c: the slope of the linear schedule, >= 0 (schedule {s}), got {self.c}")
-        if not 0 <= self.min_epsilon < 1 or (self.min_epsilon and s != "linear"):
-            raise ConfigError(
-                f"min_epsilon: the floor of the linear schedule, in [0, 1), got {self.min_epsilon}"
-            )
+        for name in ("c", "min_epsilon"):
+            if getattr(self, name) and s != "linear":
+                raise ConfigError(f"{name}: only the linear schedule has one (schedule: {s})")
+        if self.c is not None and not self.c >= 0:
+            raise ConfigError(f"c: the slope of the linear schedule must be >= 0, got {self.c}")
+        if not 0 <= self.min_epsilon < 1:
+            raise ConfigError(f"min_epsilon: must be in [0, 1), got {self.min_epsilon}")
 
     def __post_init__(self) -> None:
         self.validate()
