@@ -65,7 +65,10 @@ def test_given_k_and_c_are_used_as_given():
         ({"schedule": "exponential", "k": 1.5}, "k: the exponential schedule needs 0 < k <= 1"),
         ({"schedule": "linear", "k": 0.0}, "k: the linear schedule starts"),
         ({"schedule": "linear", "c": -1.0}, "c: the slope of the linear schedule must be >= 0, got -1.0"),
-        ({"schedule": "inverse_sigmoid", "c": 0.1}, "c: only the linear schedule has one (schedule: inverse_sigmoid)"),
+        (
+            {"schedule": "inverse_sigmoid", "c": 0.1},
+            "c: only the linear schedule has one (schedule: inverse_sigmoid)",
+        ),
         ({"schedule": "exponential", "min_epsilon": 0.1}, "min_epsilon: only the linear schedule has one"),
         ({"schedule": "linear", "min_epsilon": 1.0}, "min_epsilon: must be in [0, 1), got 1.0"),
         ({"k": 100.0}, "schedule: none (teacher forcing) takes no k"),
