@@ -35,7 +35,10 @@ def cmd_tour(args: argparse.Namespace) -> int:
     if args.budget <= 0:
         raise UserError(f"--budget must be > 0, got {args.budget}")
     bf16 = {"auto": "auto", "true": True, "false": False}[args.bf16]
-    print(format_tour(run_tour(args.out, budget=args.budget, seed=args.seed, data=data, bf16=bf16)))
+    models = args.models.split(",") if args.models else None
+    result = run_tour(args.out, budget=args.budget, seed=args.seed, data=data, bf16=bf16, models=models,
+                      overrides=tuple(args.overrides))  # fmt: skip
+    print(format_tour(result))
     return 0
 
 
@@ -224,6 +227,11 @@ def register(sub) -> None:
     p.add_argument("--seed", type=int, default=0, help="training seed (default: 0)")
     p.add_argument("--bf16", choices=("auto", "true", "false"), default="auto",
                    help="train.bf16 of every model (default: auto, bf16 autocast where the CPU computes it natively)")  # fmt: skip
+    p.add_argument("--models", metavar="A,B", help="train only these models (default: all): "
+                   "seq2seq, seq2seq-reversed, cho, bahdanau, luong, transformer")  # fmt: skip
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override one config key of every run, e.g. --set train.scheduled_sampling.schedule="
+                   "inverse_sigmoid (repeatable)")  # fmt: skip
     add_data_dir_args(p)
     p.set_defaults(func=cmd_tour)
 

@@ -13,7 +13,9 @@ describes, and nothing else:
 
 and this class turns them into
 
-    forward              teacher forcing: logits for every target position, the loss, the attention weights
+    forward              teacher forcing: logits for every target position, the loss, the attention weights;
+                         or, with ``scheduled_sampling``, the decoder fed its own predictions now and then
+                         (Bengio et al. 2015), step by step through ``start`` and ``step``
     start, step, reorder the protocol of seq2bert/decoding/protocol.py (``start`` is ``encode``; ``step`` is
                          ``decode`` of one token); a model may add ``repeat`` (the Transformer does)
     generate             ids as transformers' ``generate`` returns them, through seq2bert.decoding.generate
@@ -21,15 +23,37 @@ and this class turns them into
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import torch
 from torch import nn
 
 from seq2bert.decoding import generation
 from seq2bert.decoding.config import GenerationConfig
+from seq2bert.decoding.sampling import sample
 from seq2bert.models.outputs import DecoderOutput, Seq2SeqLMOutput
 from seq2bert.objectives.cross_entropy import sequence_cross_entropy
+
+
+@dataclass(frozen=True)
+class ScheduledSampling:
+    """How one training batch feeds the decoder (Bengio et al. 2015, Sect. 2.4): each input token after [BOS]
+    is the true previous token with probability ``epsilon`` (ε_i of training/scheduled_sampling.py), else the
+    model's own token for that position — ``sample``d from its distribution (the paper) or its ``argmax``.
+    Coins and samples come from ``generator`` (None: torch's global generator, which checkpoints restore)."""
+
+    epsilon: float
+    sampling: Literal["sample", "argmax"] = "sample"
+    generator: torch.Generator | None = None
+
+
+@dataclass
+class FedDecoder:
+    """What the decoder computed when fed step by step: logits (B, T, V) and the tokens it was fed (B, T)."""
+
+    logits: torch.Tensor
+    decoder_input_ids: torch.Tensor
 
 
 class EncoderDecoder(nn.Module):
@@ -75,14 +99,24 @@ class EncoderDecoder(nn.Module):
         labels: torch.Tensor | None = None,
         label_smoothing: float = 0.0,
         output_attentions: bool = False,
+        scheduled_sampling: ScheduledSampling | None = None,
     ) -> Seq2SeqLMOutput:
         """Teacher forcing: logits (B, T, V) for decoder inputs [BOS] y_1 … y_{T−1}; ``loss``, the mean token
         cross-entropy (with label smoothing ε, objectives/cross_entropy.py), when ``labels`` (B, T) are given;
-        with ``output_attentions``, the attention weights the model has (none for Seq2Seq and Cho)."""
+        with ``output_attentions``, the attention weights the model has (none for Seq2Seq and Cho).
+
+        With ``scheduled_sampling``, the inputs after [BOS] are mixed with the model's own tokens
+        (``feed_own_predictions``); the loss is still against ``labels``."""
         if decoder_input_ids is None:
             raise ValueError(f"{type(self).__name__}.forward needs decoder_input_ids ([BOS] y_1 … y_{{T-1}})")
-        state = self.encode(input_ids, attention_mask, output_attentions=output_attentions)
-        out = self.decode(decoder_input_ids, state, output_attentions=output_attentions)
+        if scheduled_sampling is not None:
+            if output_attentions:
+                raise ValueError("scheduled sampling feeds the decoder step by step: no attention weights")
+            fed = self.feed_own_predictions(input_ids, attention_mask, decoder_input_ids, scheduled_sampling)
+            out = DecoderOutput(fed.logits, None)
+        else:
+            state = self.encode(input_ids, attention_mask, output_attentions=output_attentions)
+            out = self.decode(decoder_input_ids, state, output_attentions=output_attentions)
         loss = None
         if labels is not None:
             loss = sequence_cross_entropy(out.logits, labels, label_smoothing=label_smoothing)
@@ -94,6 +128,43 @@ class EncoderDecoder(nn.Module):
             decoder_attentions=out.decoder_attentions,
             cross_attentions=out.cross_attentions,
         )
+
+    # --- scheduled sampling
+    def feed_own_predictions(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None,
+        decoder_input_ids: torch.Tensor,
+        how: ScheduledSampling,
+    ) -> FedDecoder:
+        """Bengio et al. (2015), Sect. 2.4: the decoder run one step at a time (``start``, ``step``); at each
+        step t > 1 of each row it is fed, with probability 1 − ε, the model's own ŷ_{t−1} (from its output at
+        step t − 1) instead of the true y_{t−1}. decoder_input_ids (B, T) = [BOS] y_1 … y_{T−1} → logits
+        (B, T, V) and the tokens fed (B, T).
+
+        Per step, the model's token is drawn first, then the coins. The fed token is a discrete choice:
+        no gradient flows through it (as in the paper). Padding stays padding."""
+        state = self.start(input_ids, attention_mask)
+        true = decoder_input_ids  # (B, T); column 0 is [BOS]
+        real = true.ne(self.config.pad_token_id)  # (B, T)
+        fed: list[torch.Tensor] = []  # the fed columns, (B,) each
+        logits: list[torch.Tensor] = []
+        for t in range(true.size(1)):
+            tokens = true[:, t]
+            if t > 0:
+                scores = (
+                    logits[-1].detach().float().log_softmax(dim=-1)
+                )  # step t − 1's log p(ŷ_{t−1}): (B, V)
+                if how.sampling == "argmax":
+                    own = scores.argmax(dim=-1)  # (B,)
+                else:
+                    own = sample(scores, 1.0, 0, 1.0, how.generator)  # (B,) drawn from p itself
+                coin = torch.rand(true.size(0), generator=how.generator, device=true.device)  # (B,)
+                tokens = torch.where((coin >= how.epsilon) & real[:, t], own, tokens)  # y_{t−1} w.p. ε
+            step_logits, state = self.step(tokens, state)  # (B, V)
+            fed.append(tokens)
+            logits.append(step_logits)
+        return FedDecoder(torch.stack(logits, dim=1), torch.stack(fed, dim=1))  # (B, T, V), (B, T)
 
     # --- the incremental-decoder protocol (seq2bert/decoding/protocol.py)
     def start(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> Any:

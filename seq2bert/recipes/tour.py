@@ -18,6 +18,8 @@ Read top to bottom:
 
     seq2bert tour                                   # synthetic data, under 10 minutes on 2 cores
     seq2bert tour --data ../shared/data/multi30k --budget 4
+    seq2bert tour --models seq2seq,bahdanau --set train.scheduled_sampling.schedule=inverse_sigmoid
+                                                    # some of the models, with settings of every run changed
 """
 
 from __future__ import annotations
@@ -29,8 +31,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from seq2bert import config as config_io
+from seq2bert.errors import ConfigError
 from seq2bert.precision import describe_machine, use_bf16
-from seq2bert.recipes.translation import TranslationConfig, align, check_same_run, load_pairs, train
+from seq2bert.recipes.translation import (
+    TranslationConfig,
+    align,
+    check_run_config,
+    check_same_run,
+    load_pairs,
+    train,
+)
 from seq2bert.training.distributed import resolve_device
 from seq2bert.viz.attention import plot_alignment, plot_bleu_by_length
 
@@ -108,17 +118,41 @@ class TourResult:
     attention_maps: dict[str, Path] = field(default_factory=dict)
     seconds: float = 0.0
     machine: str = ""  # the processor and the precision the models trained in (precision.describe_machine)
+    overrides: tuple[str, ...] = ()  # the --set settings every run was trained with
 
 
 def model_config(
-    model: TourModel, *, budget: float, seed: int, data: list[str], bf16: bool | str = "auto"
+    model: TourModel,
+    *,
+    budget: float,
+    seed: int,
+    data: list[str],
+    bf16: bool | str = "auto",
+    overrides: tuple[str, ...] = (),
 ) -> TranslationConfig:
+    """The run of ``model``: the data, its own settings, the budget and seed, then ``overrides`` (--set)."""
     steps = max(10, round(STEPS * budget))
     metric = "bleu" if any(o == "data.task=files" for o in data) else "exact_match"
-    overrides = [*data, *model.overrides, *model.training, f"train.max_steps={steps}", f"train.eval_every={steps}",
-                 f"train.seed={seed}", f"train.metric={metric}", "train.log_every=25",
-                 f"train.bf16={str(bf16).lower()}"]  # fmt: skip
-    return config_io.apply_overrides(TranslationConfig(), overrides)
+    settings = [*data, *model.overrides, *model.training, f"train.max_steps={steps}", f"train.eval_every={steps}",
+                f"train.seed={seed}", f"train.metric={metric}", "train.log_every=25",
+                f"train.bf16={str(bf16).lower()}", *overrides]  # fmt: skip
+    try:
+        return config_io.apply_overrides(TranslationConfig(), settings)
+    except ConfigError as e:
+        raise ConfigError(f"{model.slug}: {e}") from None
+
+
+def select_models(slugs: list[str] | None) -> tuple[TourModel, ...]:
+    """The MODELS named by ``slugs`` (in the tour's order); None: all of them."""
+    if slugs is None:
+        return MODELS
+    known = [m.slug for m in MODELS]
+    unknown = [s for s in slugs if s not in known]
+    if unknown or not slugs:
+        raise ConfigError(
+            f"--models: expected some of {', '.join(known)}, got {', '.join(unknown) or 'none'}"
+        )
+    return tuple(m for m in MODELS if m.slug in slugs)
 
 
 def longest_test_source(cfg: TranslationConfig, n_words: int = 18) -> str:
@@ -135,23 +169,33 @@ def run_tour(
     seed: int = 0,
     data: list[str] | None = None,
     bf16: bool | str = "auto",
+    models: list[str] | None = None,
+    overrides: tuple[str, ...] = (),
 ) -> TourResult:
-    """Train and score every model of MODELS into ``out_dir``/<model>; write the length plot and the
+    """Train and score the models of MODELS into ``out_dir``/<model>; write the length plot and the
     alignment maps; return the rows. ``data``: --set overrides naming real parallel text (default: the
     synthetic pair); ``bf16``: train.bf16 of every model (auto: bf16 autocast where the CPU computes it
-    natively). A model whose run directory already holds results.json of the same settings is not
-    trained again; one of other settings is an error (ConfigError), not a stale row."""
+    natively); ``models``: the slugs of the models to train (default: all); ``overrides``: --set settings
+    of every run, applied last (e.g. train.scheduled_sampling.schedule=inverse_sigmoid). Every run's settings
+    are checked before the first is trained. A model whose run directory already holds results.json of the
+    same settings is not trained again; one of other settings is an error (ConfigError), not a stale row."""
     out_dir = Path(out_dir)
     start = time.perf_counter()
     data = list(data or SYNTHETIC)
+    chosen = select_models(models)
     rows, buckets, maps = [], {}, {}
-    configs = [model_config(model, budget=budget, seed=seed, data=data, bf16=bf16) for model in MODELS]
+    configs = [model_config(m, budget=budget, seed=seed, data=data, bf16=bf16, overrides=tuple(overrides))
+               for m in chosen]  # fmt: skip
     device = resolve_device(configs[0].train.device)
     machine = describe_machine(device, use_bf16(configs[0].train.bf16, device))
     log.info("tour on %s", machine)
-    for model, cfg in zip(MODELS, configs, strict=True):  # another --budget, --seed or --data: not these runs
+    for model, cfg in zip(chosen, configs, strict=True):  # another --budget, --seed or --data: not these runs
+        try:
+            check_run_config(cfg)
+        except ConfigError as e:
+            raise ConfigError(f"{model.slug}: {e}") from None
         check_same_run(out_dir / model.slug, cfg)
-    for model, cfg in zip(MODELS, configs, strict=True):
+    for model, cfg in zip(chosen, configs, strict=True):
         run_dir = out_dir / model.slug
         if (run_dir / "results.json").is_file():
             log.info("%s: already trained in %s", model.name, run_dir)
@@ -167,9 +211,10 @@ def run_tour(
             maps[model.name] = plot_alignment(a.source_tokens, a.target_tokens, a.weights,
                                               out_dir / f"attention-{model.slug}.png", title=model.name)  # fmt: skip
     plot = plot_bleu_by_length(buckets, out_dir / "bleu_by_length.png", key="bleu")
-    result = TourResult(rows, plot, maps, time.perf_counter() - start, machine)
+    result = TourResult(rows, plot, maps, time.perf_counter() - start, machine, tuple(overrides))
     summary = {"rows": rows, "length_plot": str(plot), "attention_maps": {k: str(v) for k, v in maps.items()},
-               "seconds": result.seconds, "budget": budget, "seed": seed, "machine": machine}  # fmt: skip
+               "seconds": result.seconds, "budget": budget, "seed": seed, "machine": machine,
+               "overrides": list(overrides)}  # fmt: skip
     config_io.atomic_write_text(out_dir / "tour.json", json.dumps(summary, indent=2) + "\n")
     return result
 
@@ -189,7 +234,8 @@ def format_tour(result: TourResult) -> str:
     columns = [("model", "model"), ("params", "params"), ("train_seconds", "train time"),
                ("tokens_per_s", "tokens/s"), ("test_exact_match", "test exact %"), ("test_bleu", "test BLEU"),
                *[(f"len {b}", f"BLEU {b}") for b in labels]]  # fmt: skip
-    lines = [f"machine: {result.machine}", "", format_table(flat, columns), "",
+    settings = [f"settings: {' '.join(result.overrides)}"] if result.overrides else []
+    lines = [f"machine: {result.machine}", *settings, "", format_table(flat, columns), "",
              f"quality by source length: {result.length_plot}"]  # fmt: skip
     lines += [f"attention of {name}: {path}" for name, path in result.attention_maps.items()]
     lines.append(f"{result.seconds / 60:.1f} minutes in all")

@@ -34,14 +34,16 @@ from seq2bert.errors import CheckpointError, ConfigError
 from seq2bert.evaluation import metrics as M
 from seq2bert.models import registry
 from seq2bert.models.alignment import Alignment, align  # noqa: F401 (re-exported: used by the recipes' users)
+from seq2bert.models.encoder_decoder import ScheduledSampling
 from seq2bert.models.registry import ModelConfig, build_model
-from seq2bert.models.seq2seq.config import Seq2SeqConfig
+from seq2bert.models.seq2seq.config import RecurrentConfig, Seq2SeqConfig
 from seq2bert.objectives.cross_entropy import IGNORE_INDEX
 from seq2bert.pipelines import translate  # noqa: F401 (re-exported)
 from seq2bert.training import checkpoint as ckpt
 from seq2bert.training.config import TrainConfig
 from seq2bert.training.distributed import cleanup, setup
 from seq2bert.training.run import count_parameters, seed_everything, write_results
+from seq2bert.training.scheduled_sampling import ScheduledSamplingConfig, describe, epsilon_schedule
 from seq2bert.training.trainer import Trainer
 from seq2bert.viz.curves import plot_training_curves
 
@@ -51,24 +53,44 @@ Pairs = list[tuple[str, str]]
 
 
 @dataclass
+class TranslationTrainConfig(TrainConfig):
+    """The engine's settings, and what only a translation run has: ``scheduled_sampling`` of the decoder's
+    inputs (Bengio et al. 2015; training/scheduled_sampling.py), for the recurrent models; off by default."""
+
+    scheduled_sampling: ScheduledSamplingConfig = field(default_factory=ScheduledSamplingConfig)
+
+
+@dataclass
 class TranslationConfig:
     """A whole run: the model (any encoder-decoder of the registry, chosen by ``model.model_type``), the data
     and the training engine."""
 
     model: ModelConfig = field(default_factory=Seq2SeqConfig)
     data: DataConfig = field(default_factory=DataConfig)
-    train: TrainConfig = field(default_factory=lambda: TrainConfig(metric="exact_match"))
+    train: TranslationTrainConfig = field(
+        default_factory=lambda: TranslationTrainConfig(metric="exact_match")
+    )
 
 
 EVAL_METRICS = ("loss", "perplexity", "token_accuracy", "exact_match", "bleu", "bleu_lowercase")
 
 
 def check_run_config(cfg: TranslationConfig) -> None:
-    """What a run needs beyond each section's own checks: its files exist and its metric is one we compute."""
+    """What a run needs beyond each section's own checks: its files exist, its metric is one we compute, and
+    scheduled sampling, if asked for, has a recurrent decoder to feed."""
     cfg.data.check_files()
     if cfg.train.metric not in EVAL_METRICS:
         raise ConfigError(
             f"train.metric: expected one of {', '.join(EVAL_METRICS)}, got {cfg.train.metric!r}"
+        )
+    if cfg.train.scheduled_sampling.enabled and not isinstance(cfg.model, RecurrentConfig):
+        # the paper's method feeds a recurrent decoder step by step; a Transformer trains every position at once
+        recurrent = [
+            f.model_type for f in registry.TRANSLATION_FAMILIES if issubclass(f.config_class, RecurrentConfig)
+        ]
+        raise ConfigError(
+            f"train.scheduled_sampling: for the recurrent decoders ({', '.join(recurrent)}), "
+            f"not {cfg.model.model_type}, which trains every target position at once"
         )
 
 
@@ -291,10 +313,14 @@ def train(
         log.warning(
             "no validation split: choosing the best checkpoint on the first %d TRAINING pairs", len(valid)
         )
-    ls = cfg.train.label_smoothing
+    ls, ss = cfg.train.label_smoothing, cfg.train.scheduled_sampling
 
     def loss_fn(m, batch):
-        return m(**batch, label_smoothing=ls).loss
+        if not ss.enabled:  # teacher forcing
+            return m(**batch, label_smoothing=ls).loss
+        # ε_i of the i-th mini-batch: the trainer's step (``trainer`` is bound below, before the first batch)
+        how = ScheduledSampling(epsilon(trainer.progress.step), ss.sampling)
+        return m(**batch, label_smoothing=ls, scheduled_sampling=how).loss
 
     trainer = Trainer(
         model,
@@ -310,6 +336,9 @@ def train(
         progress_bar=progress_bar,
         plot_curves=plot_training_curves,
     )
+    epsilon = epsilon_schedule(ss, trainer.total_steps)
+    if ss.enabled:
+        log.info("%s", describe(ss, trainer.total_steps))
     log.info(
         "model: %s parameters; %d training pairs; %d steps",
         f"{count_parameters(model):,}",

@@ -82,3 +82,36 @@ def test_results_are_reproducible_from_the_seed(tmp_path, monkeypatch):
     for key in ("valid_perplexity", "test_token_accuracy", "test_bleu", "params"):
         assert [r[key] for r in a.rows] == [r[key] for r in b.rows], key
     assert [r["valid_perplexity"] for r in a.rows] != [r["valid_perplexity"] for r in other.rows]
+
+
+def test_some_models_with_settings_of_every_run(tmp_path, monkeypatch, capsys):
+    """`seq2bert tour --models … --set …`: the comparison of docs/results.md in one line."""
+    monkeypatch.setattr(tour, "SYNTHETIC", (*tour.SYNTHETIC[:1], "data.num_train=200", "data.num_valid=20",
+                                            "data.num_test=20", "data.min_len=3", "data.max_len=12",
+                                            "data.max_tokens=400"))  # fmt: skip
+    setting = "train.scheduled_sampling.schedule=inverse_sigmoid"
+    args = [
+        "tour",
+        "--out",
+        str(tmp_path),
+        "--budget",
+        "0.005",
+        "--models",
+        "seq2seq,bahdanau",
+        "--set",
+        setting,
+    ]
+    assert main(args) == 0
+    printed = capsys.readouterr().out
+    assert f"settings: {setting}" in printed and "Transformer" not in printed
+    summary = json.loads((tmp_path / "tour.json").read_text())
+    assert [r["model"] for r in summary["rows"]] == ["Seq2Seq (fixed vector)", "Bahdanau attention"]
+    assert summary["overrides"] == [setting]
+    for slug in ("seq2seq", "bahdanau"):
+        run = json.loads((tmp_path / slug / "run.json").read_text())
+        assert run["train"]["scheduled_sampling"]["schedule"] == "inverse_sigmoid"
+    assert main(args[:-2]) == 2  # the same folder without the setting: not these runs
+    assert (
+        "trained with train.scheduled_sampling.schedule='inverse_sigmoid', not 'none'"
+        in capsys.readouterr().err
+    )
