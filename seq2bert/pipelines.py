@@ -252,7 +252,10 @@ def _word_features(net, encodings, texts) -> dict[str, torch.Tensor]:
     {} for any other model."""
     if not getattr(getattr(net.config, "features", None), "encoder", None):
         return {}
-    aligned = [aligned_words(e, [t] if isinstance(t, str) else list(t)) for e, t in zip(encodings, texts, strict=True)]
+    aligned = [
+        aligned_words(e, [t] if isinstance(t, str) else list(t))
+        for e, t in zip(encodings, texts, strict=True)
+    ]
     word_index, _ = pad_sequences([index for _, index in aligned], -1)
     return {"word_index": word_index, **net.feature_inputs([words for words, _ in aligned])}
 

@@ -40,7 +40,9 @@ def cmd_finetune(args: argparse.Namespace) -> int:
         data = replace(data, task=args.task)
     if args.data:
         data = replace(data, path=str(Path(args.data).resolve()))
-    features = replace(cfg.features, path=str(Path(args.features).resolve())) if args.features else cfg.features
+    features = (
+        replace(cfg.features, path=str(Path(args.features).resolve())) if args.features else cfg.features
+    )
     cfg = replace(cfg, data=data, init=str(Path(args.init).resolve()) if args.init else cfg.init,
                   random_init=cfg.random_init or args.random_init, features=features)  # fmt: skip
     row = finetune(cfg, args.out, resume=args.resume)

@@ -54,11 +54,18 @@ def aligned_words(enc: Encoding, texts: Sequence[str]) -> tuple[list[list[str]],
             spans.setdefault((s, w), [start, end])[1] = end
     index = {key: i for i, key in enumerate(sorted(spans))}
     words = [[texts[s][a:b] for (s, _), (a, b) in sorted(spans.items()) if s == t] for t in range(len(texts))]
-    return words, [-1 if w is None else index[(s, w)] for s, w in zip(enc.sequence_ids, enc.word_ids, strict=True)]
+    return words, [
+        -1 if w is None else index[(s, w)] for s, w in zip(enc.sequence_ids, enc.word_ids, strict=True)
+    ]
 
 
 def encode_sequences(
-    examples: Sequence[TextExample], tok: Tokenizer, max_length: int, *, progress: bool = False, words: bool = False
+    examples: Sequence[TextExample],
+    tok: Tokenizer,
+    max_length: int,
+    *,
+    progress: bool = False,
+    words: bool = False,
 ) -> list[Feature]:
     """Single sentences or pairs, the longer text of a pair trimmed first when over ``max_length``."""
     out: list[Feature] = []
@@ -68,7 +75,9 @@ def encode_sequences(
         for e, enc in zip(chunk, batch.encodings, strict=True):
             feature: Feature = {"input_ids": enc.ids, "token_type_ids": enc.type_ids}
             if words:
-                feature["words"], feature["word_index"] = aligned_words(enc, [t for t in (e.text_a, e.text_b) if t is not None])
+                feature["words"], feature["word_index"] = aligned_words(
+                    enc, [t for t in (e.text_a, e.text_b) if t is not None]
+                )
             if e.label is not None:
                 feature["labels"] = e.label
             out.append(feature)

@@ -157,7 +157,9 @@ class FinetuneConfig:
             raise ConfigError("features.encoder: set by the recipe from the checkpoint (--features DIR)")
         if self.features.path and not (self.model and reads_features(self.model)):
             readers = [t for t in registry.FAMILIES if reads_features(t)]
-            raise ConfigError(f"features: read by a model trained from scratch (--model {' or '.join(readers)})")
+            raise ConfigError(
+                f"features: read by a model trained from scratch (--model {' or '.join(readers)})"
+            )
 
 
 def from_scratch(model: str) -> FinetuneConfig:
@@ -426,7 +428,9 @@ def finetune(
         log.info("new parameters (trained from scratch): %s", ", ".join(new))
     pad = tok.pad_token_id if tok.pad_token_id is not None else 0
     words = reads_words(model)
-    train_features = encode(data, train_examples, tok, model.config.id2label, progress=progress_bar, words=words)
+    train_features = encode(
+        data, train_examples, tok, model.config.id2label, progress=progress_bar, words=words
+    )
     dev_features = encode(data, dev_examples, tok, model.config.id2label, progress=progress_bar, words=words)
     if words and cfg.features.cache:  # the frozen encoder's layers at the words, once per example
         started = time.perf_counter()

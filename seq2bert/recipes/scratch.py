@@ -127,12 +127,16 @@ def new_model(
 
 
 @torch.no_grad()
-def cache_word_layers(model: nn.Module, features: list[dict], *, batch_size: int = 64, progress: bool = False) -> None:
+def cache_word_layers(
+    model: nn.Module, features: list[dict], *, batch_size: int = 64, progress: bool = False
+) -> None:
     """Each feature's frozen-encoder layers at its words, ``word_layers`` (n, K, D), computed once in place
     of its ``words``: the encoder is frozen and in eval mode, so every step would compute the same."""
     words = registry.family_of(model).base_model(model).features
     order = sorted(range(len(features)), key=lambda i: len(features[i]["word_index"]))  # little padding
-    for start in tqdm(range(0, len(order), batch_size), desc="features", disable=not progress, mininterval=1.0):
+    for start in tqdm(
+        range(0, len(order), batch_size), desc="features", disable=not progress, mininterval=1.0
+    ):
         chunk = [features[i] for i in order[start : start + batch_size]]
         layers = words.word_layers(**words.inputs([f["words"] for f in chunk]))  # (B, N, K, D)
         for f, row in zip(chunk, layers, strict=True):

@@ -15,7 +15,6 @@ from typing import Any, Literal
 from seq2bert.errors import ConfigError
 from seq2bert.objectives.classification import ClassifierFields
 
-
 LAYERS = ("mix", "last", "sum_last_four")
 
 

@@ -69,7 +69,9 @@ class WordFeatures(nn.Module):
         if config.layers == "sum_last_four" and self.num_layers - 1 < 4:
             raise ConfigError(f"features.layers: sum_last_four needs an encoder of at least 4 layers; "
                               f"{config.path or family.model_type} has {self.num_layers - 1}")  # fmt: skip
-        self.mix = ScalarMix(self.num_layers, layer_norm=config.layer_norm) if config.layers == "mix" else None
+        self.mix = (
+            ScalarMix(self.num_layers, layer_norm=config.layer_norm) if config.layers == "mix" else None
+        )
         self.dropout = nn.Dropout(config.dropout)
 
     def train(self, mode: bool = True) -> WordFeatures:
@@ -81,12 +83,16 @@ class WordFeatures(nn.Module):
         """The encoder's inputs (``features_``…) for a batch of examples' words, and ``word_position`` (B, N):
         where word n of each example (its texts' words one after the other) is in the encoder's sequence."""
         if self.tokenizer is None:
-            raise CheckpointError("features: the encoder's tokenizer is missing (features/ of the checkpoint)")
+            raise CheckpointError(
+                "features: the encoder's tokenizer is missing (features/ of the checkpoint)"
+            )
         words = [[w for text in segments for w in text] for segments in batch]
         if self.family.text_inputs is not None:  # it spells the words itself (ELMo): word n at position n
             inputs, read = self.family.text_inputs(self.encoder, self.tokenizer, [" ".join(w) for w in words])
             if [len(r) for r in read] != [len(w) for w in words]:
-                raise ValueError("features: the encoder's tokenizer splits the words again (whitespace in a word?)")
+                raise ValueError(
+                    "features: the encoder's tokenizer splits the words again (whitespace in a word?)"
+                )
             positions = [list(range(len(w))) for w in words]
         else:  # its own sub-words: each word's first one
             texts = [segments[0] if len(segments) == 1 else tuple(segments) for segments in batch]
