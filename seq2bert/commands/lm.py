@@ -1,4 +1,5 @@
-"""Subcommands of the language models: train one on raw text, score it on other text, sample from it."""
+"""Subcommands of the language models: train one on raw text, score it on other text, sample from it, and
+bring a published ELMo model into our checkpoint format."""
 
 from __future__ import annotations
 
@@ -73,6 +74,19 @@ def cmd_evaluate_lm(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_convert_elmo(args: argparse.Namespace) -> int:
+    from seq2bert.models.elmo.convert import save_bilm_tf
+    from seq2bert.training.run import count_parameters
+
+    model = save_bilm_tf(args.options, args.weights, args.out, args.vocab)
+    c = model.config
+    print(
+        f"{args.out}: ELMo biLM, {c.num_layers} layers of {c.cell_size} cells projected to {c.projection_dim}, "
+        f"{count_parameters(model):,} parameters"
+    )
+    return 0
+
+
 def register(sub) -> None:
     """Add this module's subcommands to the ``seq2bert`` parser's subparsers."""
     p = sub.add_parser(
@@ -128,3 +142,19 @@ def register(sub) -> None:
         "(default 0.2)",
     )
     p.set_defaults(func=cmd_evaluate_lm)
+
+    p = sub.add_parser(
+        "convert-elmo",
+        help="a published ELMo model (bilm-tf options.json + weights.hdf5) as a seq2bert checkpoint",
+        description="Read a published ELMo biLM (the options.json and HDF5 weights of bilm-tf, which AllenNLP "
+        "also reads; needs h5py) and write it as a seq2bert checkpoint that `seq2bert embed` and fine-tuning "
+        "features read. The published models read tokenized text, split on whitespace.",
+        epilog="example:\n  seq2bert convert-elmo elmo_options.json elmo_weights.hdf5 --out models/elmo-small\n"
+        '  seq2bert embed models/elmo-small "he sat on the river bank ." "she paid the money into the bank ."',
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("options", help="bilm-tf's options.json")
+    p.add_argument("weights", help="bilm-tf's weights (HDF5)")
+    p.add_argument("--out", required=True, help="the checkpoint folder to write")
+    p.add_argument("--vocab", help="bilm-tf's vocabulary file (one word per line), kept with the checkpoint")
+    p.set_defaults(func=cmd_convert_elmo)

@@ -48,10 +48,15 @@ class VocabConfig:
         self.validate()
 
 
+TASK_HEADS = {"sequence", "tokens", "qa", "choice"}
+
+
 def model_config(model: str, overrides: dict[str, Any], **fields) -> Any:
     """The config of family ``model``: its defaults ← ``overrides`` (model_config) ← ``fields`` (the recipe's),
     every key and value checked; errors name ``model_config.<key>``."""
-    encoders = [t for t, f in registry.FAMILIES.items() if f.kind == "encoder"]
+    # the encoders a task model can be built from: those with a fine-tuning head (ELMo's biLM has none;
+    # its layers are features for the BiLSTM, not a model to fine-tune)
+    encoders = [t for t, f in registry.FAMILIES.items() if f.kind == "encoder" and set(f.heads) & TASK_HEADS]
     if model not in encoders:
         raise ConfigError(f"model: expected an encoder family ({', '.join(encoders)}), got {model!r}")
     family = registry.get(model)

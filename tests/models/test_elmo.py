@@ -185,3 +185,28 @@ def test_a_bad_published_file_is_one_clear_error(tmp_path):
     (tmp_path / "options.json").write_text('{"lstm": {}}')
     with pytest.raises(CheckpointError, match=r"options.json: not a bilm-tf options file"):
         load_bilm_tf(tmp_path / "options.json", tmp_path / "weights.hdf5")
+
+
+def test_convert_elmo_writes_a_checkpoint_every_command_reads(tmp_path, capsys):
+    from seq2bert.cli import main
+    from seq2bert.models.elmo.convert import load_bilm_tf
+    from seq2bert.pipelines import embed
+
+    write_bilm_tf(tmp_path, np.random.default_rng(0))
+    (tmp_path / "vocab.txt").write_text("<S>\n</S>\n<UNK>\nthe\nbank\n")
+    out = tmp_path / "converted"
+    argv = ["convert-elmo", str(tmp_path / "options.json"), str(tmp_path / "weights.hdf5"), "--out", str(out)]
+    assert main([*argv, "--vocab", str(tmp_path / "vocab.txt")]) == 0
+    assert "2 layers of 6 cells projected to 4" in capsys.readouterr().out
+    model, tok = registry.load(out)
+    assert type(model) is ELMoModel and tok.token_to_id("bank") is not None
+    direct = load_bilm_tf(tmp_path / "options.json", tmp_path / "weights.hdf5")
+    chars, mask = batch_char_ids([["the", "river", "bank"]])
+    torch.testing.assert_close(model(chars, mask).last_hidden_state, direct(chars, mask).last_hidden_state)
+    vectors = embed(["the river bank", "the bank"], model=out)
+    assert vectors.shape == (2, 8) and not torch.allclose(
+        torch.as_tensor(vectors[0]), torch.as_tensor(vectors[1])
+    )
+    assert main(["convert-elmo", str(tmp_path / "options.json"), str(tmp_path / "nope.hdf5"), "--out",
+                 str(tmp_path / "x")]) == 2  # fmt: skip
+    assert "nope.hdf5: no such file" in capsys.readouterr().err and not (tmp_path / "x").exists()

@@ -32,9 +32,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from seq2bert.data.tokenization import Tokenizer
 from seq2bert.errors import CheckpointError
+from seq2bert.io import write_dir_atomically
 from seq2bert.models.elmo.config import ELMoConfig
-from seq2bert.models.elmo.model import ELMoModel
+from seq2bert.models.elmo.model import FAMILY, ELMoModel
+from seq2bert.models.pretrained import write_hf_files
 
 TF_TO_TORCH_GATES = [0, 2, 1, 3]  # torch's i, f, g, o from TensorFlow's i, j, f, o
 FORGET_BIAS = 1.0  # TensorFlow's LSTMCell adds it to the forget gate at run time
@@ -143,3 +146,30 @@ def load_bilm_tf(options_file: str | Path, weight_file: str | Path) -> ELMoModel
             state["token_encoder.projection.bias"] = torch.zeros(num_filters)
     model.load_state_dict(state)
     return model.eval()
+
+
+def save_bilm_tf(
+    options_file: str | Path, weight_file: str | Path, out: str | Path, vocab_file: str | Path | None = None
+) -> ELMoModel:
+    """Convert a published ELMo model into a checkpoint of ours at ``out`` (written atomically), which every
+    command reads (`seq2bert embed`, fine-tuning features): config.json, model.safetensors and a word
+    tokenizer — the words of bilm-tf's vocabulary file when given (one per line), else only the special
+    tokens: the biLM itself reads every word by its characters, and the published softmax is not in the
+    weights file. The tokenizer splits text on whitespace, as the text the published models were trained on
+    (the 1B Word Benchmark, tokenised) was split: give it tokenised text."""
+    model = load_bilm_tf(options_file, weight_file)
+    words: list[str] = []
+    if vocab_file is not None:
+        try:
+            lines = Path(vocab_file).read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as e:
+            raise CheckpointError(f"{vocab_file}: not a readable vocabulary file ({e})") from None
+        words = [w.strip() for w in lines if w.strip() and w.strip() not in ("<S>", "</S>", "<UNK>")]
+    tok = Tokenizer.train([" ".join(words)], kind="word", vocab_size=len(words) + 16, min_frequency=1)
+
+    def write(directory: Path) -> None:
+        write_hf_files(FAMILY, model, directory)
+        tok.save(directory)
+
+    write_dir_atomically(Path(out), write)
+    return model
