@@ -150,7 +150,8 @@ class WordFeatures(nn.Module):
         """The learned s_j (softmax-normalised) and γ of the mix: which layers the task reads."""
         if self.mix is None:
             return None
-        return {"s": [round(float(s), 4) for s in self.mix.s], "gamma": round(float(self.mix.gamma), 4)}
+        s, gamma = self.mix.s.detach(), self.mix.gamma.detach()
+        return {"s": [round(float(w), 4) for w in s], "gamma": round(float(gamma), 4)}
 
 
 def first_pieces(word_ids: Sequence[int | None], sequence_ids: Sequence[int | None], lengths: Sequence[int]):
