@@ -24,6 +24,7 @@ import torch
 import torch.nn.functional as F
 
 from seq2bert.data.batching import pad_sequences
+from seq2bert.data.finetuning import aligned_words
 from seq2bert.decoding.generation import GREEDY, Decoding
 from seq2bert.errors import CheckpointError, UserError
 from seq2bert.models import registry
@@ -245,6 +246,20 @@ def _device(net) -> torch.device:
     return next(net.parameters()).device
 
 
+def _word_features(net, encodings, texts) -> dict[str, torch.Tensor]:
+    """For a model that also reads a frozen encoder's vectors of the words (a BiLSTM with ``features``):
+    each token's word (``word_index``) and the encoder's inputs of the words, spelled as in the texts;
+    {} for any other model."""
+    if not getattr(getattr(net.config, "features", None), "encoder", None):
+        return {}
+    aligned = [
+        aligned_words(e, [t] if isinstance(t, str) else list(t))
+        for e, t in zip(encodings, texts, strict=True)
+    ]
+    word_index, _ = pad_sequences([index for _, index in aligned], -1)
+    return {"word_index": word_index, **net.feature_inputs([words for words, _ in aligned])}
+
+
 @torch.no_grad()
 def classify(texts, model, *, top_k: int | None = 1, batch_size: int = 32, max_length: int = 512) -> list:
     """Labels of texts or ``(text, pair)`` tuples with a BertForSequenceClassification directory.
@@ -259,9 +274,11 @@ def classify(texts, model, *, top_k: int | None = 1, batch_size: int = 32, max_l
     labels = net.config.id2label
     out = []
     for start in range(0, len(texts), batch_size):
-        batch = tok.encode_batch(list(texts[start : start + batch_size]), max_length=max_length,
-                                 truncation="longest_first", padding="longest", return_tensors="pt")  # fmt: skip
-        logits = net(**{k: v.to(_device(net)) for k, v in batch.items()}).logits.float()  # (B, K)
+        chunk = list(texts[start : start + batch_size])
+        batch = tok.encode_batch(chunk, max_length=max_length, truncation="longest_first", padding="longest",
+                                 return_tensors="pt")  # fmt: skip
+        inputs = {**batch, **_word_features(net, batch.encodings, chunk)}
+        logits = net(**{k: v.to(_device(net)) for k, v in inputs.items()}).logits.float()  # (B, K)
         for row in logits:
             if row.numel() == 1:  # regression
                 out.append({"label": labels[0], "score": float(row[0])})
@@ -287,8 +304,9 @@ def tag(text: str, model, *, aggregate: bool = True, max_length: int = 512) -> l
     max_length = positions(net.config, max_length)
     enc = tok.encode(text, max_length=max_length, truncation="longest_first")
     ids = torch.tensor([enc.ids], device=_device(net))
+    words = {k: v.to(ids.device) for k, v in _word_features(net, [enc], [text]).items()}
     probs = (
-        net(ids, torch.ones_like(ids), torch.tensor([enc.type_ids], device=ids.device))
+        net(ids, torch.ones_like(ids), torch.tensor([enc.type_ids], device=ids.device), **words)
         .logits[0]
         .float()
         .softmax(-1)

@@ -40,8 +40,11 @@ def cmd_finetune(args: argparse.Namespace) -> int:
         data = replace(data, task=args.task)
     if args.data:
         data = replace(data, path=str(Path(args.data).resolve()))
+    features = (
+        replace(cfg.features, path=str(Path(args.features).resolve())) if args.features else cfg.features
+    )
     cfg = replace(cfg, data=data, init=str(Path(args.init).resolve()) if args.init else cfg.init,
-                  random_init=cfg.random_init or args.random_init)  # fmt: skip
+                  random_init=cfg.random_init or args.random_init, features=features)  # fmt: skip
     row = finetune(cfg, args.out, resume=args.resume)
     print(format_table([row], task_columns([row])))
     return 0
@@ -220,7 +223,9 @@ def register(sub) -> None:
         "--set data.max_train_examples=20000 --set train.max_minutes=55\n"
         "  seq2bert finetune --task mrpc --init runs/bert-mini/best --random-init --data ../shared/data/mrpc --out runs/mrpc-random\n"
         "  seq2bert finetune --task sst2 --model bilstm --data ../shared/data/sst2 --out runs/sst2-bilstm "
-        "--set model_config.hidden_size=128\n\n"
+        "--set model_config.hidden_size=128\n"
+        "  seq2bert finetune --task conll2003 --model bilstm --features runs/elmo/best --data ../shared/data/conll2003 "
+        "--out runs/ner-elmo\n\n"
         "tasks: sst2 cola mrpc stsb qqp mnli qnli rte wnli conll2003 squad squad_v2 swag",
     )
     p.add_argument("--task", help="the task (sets data.task)")
@@ -229,6 +234,9 @@ def register(sub) -> None:
     p.add_argument("--random-init", action="store_true", help="the checkpoint's architecture, fresh weights")
     p.add_argument("--model", metavar="TYPE", help="in place of --init: a family trained from random weights "
                    "with a tokenizer trained on the task (bilstm: the pre-Transformer baseline; sets model)")  # fmt: skip
+    p.add_argument("--features", metavar="DIR", help="with --model: a frozen encoder (ELMo, BERT) whose layers "
+                   "the model reads beside its embeddings (sets features.path; features.layers=mix|last|"
+                   "sum_last_four)")  # fmt: skip
     p.add_argument("--out", required=True, help="run directory")
     p.add_argument("--resume", action="store_true", help="continue a killed run from its last checkpoint")
     p.add_argument("--config", metavar="FILE", help="a YAML or JSON fine-tuning configuration")

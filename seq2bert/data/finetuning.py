@@ -10,6 +10,11 @@ that padding small.
                                                 representation of the first sub-token", Sect. 5.3)
     qa         [CLS] question [SEP] window [SEP]  start / end token (data/qa.py makes the windows)
     choice     C × ([CLS] context [SEP] start + ending_c [SEP])   label: the right choice
+
+``words=True`` (a model that also reads a frozen encoder's vectors of the words, models/bilstm/features.py)
+adds each feature's ``words`` — the words its tokens keep, one list per text, spelled as in the text (not
+looked up: a word the vocabulary lacks keeps its spelling) — and ``word_index``: per token, the index of its
+word among them (−1 for [CLS] and [SEP]; padded with −1).
 """
 
 from __future__ import annotations
@@ -18,13 +23,14 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
+from torch.nn.utils.rnn import pad_sequence
 from tqdm.auto import tqdm
 
 from seq2bert.data.batching import pad_sequences
 from seq2bert.data.conll import TaggedSentence
 from seq2bert.data.glue import TextExample
 from seq2bert.data.swag import ChoiceExample
-from seq2bert.data.tokenization import Tokenizer
+from seq2bert.data.tokenization import Encoding, Tokenizer
 from seq2bert.objectives.cross_entropy import IGNORE_INDEX
 
 Feature = dict[str, Any]
@@ -39,8 +45,27 @@ def _chunks(items: Sequence, progress: bool, desc: str):
             bar.update(len(chunk))
 
 
+def aligned_words(enc: Encoding, texts: Sequence[str]) -> tuple[list[list[str]], list[int]]:
+    """(the words of each text that ``enc`` keeps, as spelled in the text; per token the index of its word
+    among them all, −1 for special tokens), from the tokens' offsets into their texts."""
+    spans: dict[tuple[int, int], list[int]] = {}  # (text, word) → its [start, end) in the text
+    for s, w, (start, end) in zip(enc.sequence_ids, enc.word_ids, enc.offsets, strict=True):
+        if s is not None and w is not None:
+            spans.setdefault((s, w), [start, end])[1] = end
+    index = {key: i for i, key in enumerate(sorted(spans))}
+    words = [[texts[s][a:b] for (s, _), (a, b) in sorted(spans.items()) if s == t] for t in range(len(texts))]
+    return words, [
+        -1 if w is None else index[(s, w)] for s, w in zip(enc.sequence_ids, enc.word_ids, strict=True)
+    ]
+
+
 def encode_sequences(
-    examples: Sequence[TextExample], tok: Tokenizer, max_length: int, *, progress: bool = False
+    examples: Sequence[TextExample],
+    tok: Tokenizer,
+    max_length: int,
+    *,
+    progress: bool = False,
+    words: bool = False,
 ) -> list[Feature]:
     """Single sentences or pairs, the longer text of a pair trimmed first when over ``max_length``."""
     out: list[Feature] = []
@@ -49,6 +74,10 @@ def encode_sequences(
         batch = tok.encode_batch(texts, max_length=max_length, truncation="longest_first")
         for e, enc in zip(chunk, batch.encodings, strict=True):
             feature: Feature = {"input_ids": enc.ids, "token_type_ids": enc.type_ids}
+            if words:
+                feature["words"], feature["word_index"] = aligned_words(
+                    enc, [t for t in (e.text_a, e.text_b) if t is not None]
+                )
             if e.label is not None:
                 feature["labels"] = e.label
             out.append(feature)
@@ -62,6 +91,7 @@ def encode_tagged(
     max_length: int,
     *,
     progress: bool = False,
+    words: bool = False,
 ) -> list[Feature]:
     """Sentences of words with a tag each. ``word_ids`` (per token: the word it starts, else −1) lets the
     predictions go back to words; words cut by ``max_length`` are not predicted (``num_words`` tells)."""
@@ -80,6 +110,10 @@ def encode_tagged(
                 previous = w
             out.append({"input_ids": enc.ids, "token_type_ids": enc.type_ids, "labels": labels,
                         "word_ids": starts, "num_words": len(s.words)})  # fmt: skip
+            if words:
+                kept = 1 + max((w for w in enc.word_ids if w is not None), default=-1)
+                out[-1]["words"] = [list(s.words[:kept])]
+                out[-1]["word_index"] = [-1 if w is None else w for w in enc.word_ids]
     return out
 
 
@@ -112,7 +146,9 @@ def feature_length(feature: Feature) -> int:
 
 def collate(features: Sequence[Feature], pad_token_id: int) -> dict[str, torch.Tensor]:
     """Pad a batch to its longest feature: input_ids, token_type_ids, attention_mask (B, T) — (B, C, T)
-    for choices — and the targets the model takes (labels, or start_positions / end_positions)."""
+    for choices —, word_index (B, T) when the features have one, and the targets the model takes (labels,
+    or start_positions / end_positions), word_layers (B, N, K, D) when computed once (recipes/scratch.py).
+    ``words`` stay with the features (the model's ``feature_inputs`` makes the encoder's inputs of them)."""
     first = features[0]
     if isinstance(first["input_ids"][0], list):  # multiple choice: pad every choice to the batch's longest
         C = len(first["input_ids"])
@@ -125,6 +161,10 @@ def collate(features: Sequence[Feature], pad_token_id: int) -> dict[str, torch.T
         ids, mask = pad_sequences([f["input_ids"] for f in features], pad_token_id)  # (B, T)
         types, _ = pad_sequences([f["token_type_ids"] for f in features], 0)
         batch = {"input_ids": ids, "attention_mask": mask.long(), "token_type_ids": types}
+    if "word_index" in first:
+        batch["word_index"], _ = pad_sequences([f["word_index"] for f in features], -1)
+    if "word_layers" in first:  # (n, K, D) each, a frozen encoder's layers computed once: (B, N, K, D)
+        batch["word_layers"] = pad_sequence([f["word_layers"] for f in features], batch_first=True)
     if "labels" in first:
         if isinstance(first["labels"], list):  # per token
             batch["labels"], _ = pad_sequences([f["labels"] for f in features], IGNORE_INDEX)

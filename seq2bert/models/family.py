@@ -64,6 +64,10 @@ class Family:
     # None: the tokenizer's ids, [CLS] and [SEP] included (a model that reads characters spells words itself)
     text_inputs: Callable[[nn.Module, Any, list[str]], tuple[dict, list[list[str]]]] | None = None
     default_layer: int | Literal["mean"] = -1  # what the pipelines read: a layer, or "mean" (all of them)
+    # files of a checkpoint beside its config, weights and tokenizer: (model, directory) → None, written with
+    # every checkpoint and read when one is loaded (the BiLSTM's: its features encoder's tokenizer)
+    save_files: Callable[[nn.Module, Path], None] | None = None
+    load_files: Callable[[nn.Module, Path], None] | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:

@@ -47,6 +47,8 @@ def load_hf(
     weights = read_weights(path)
     model = family.make(cfg, architecture, weights)
     model.load_state_dict(family.read_state(weights, cfg, architecture, str(path), False))
+    if family.load_files is not None:
+        family.load_files(model, path)
     return model.to(device).eval(), hf_tokenizer(family, path)
 
 
@@ -109,6 +111,8 @@ def init_task_model(
                  tuple(state[key].shape), tuple(expected[key].shape))  # fmt: skip
         del state[key]
     missing, unexpected = model.load_state_dict(state, strict=False)
+    if family.load_files is not None:
+        family.load_files(model, path)
     if unexpected:  # read_state only returns keys of our layout
         raise CheckpointError(f"{path}: unexpected keys {', '.join(unexpected)}")
     if missing:
@@ -122,6 +126,8 @@ def write_hf_files(family: Family, model: nn.Module, directory: Path) -> None:
     architecture = family.architecture_of(model)
     config = {**family.write_config(model.config, architecture), "torch_dtype": "float32"}
     write_model_files(directory, config, family.write_state(model.state_dict(), model.config, architecture))
+    if family.save_files is not None:
+        family.save_files(model, directory)
 
 
 def load_hf_weights(family: Family, model: nn.Module, directory: Path) -> None:

@@ -18,6 +18,11 @@ Read top to bottom:
 
     seq2bert finetune --task sst2 --init MODEL_DIR --data ../shared/data/sst2 --out runs/sst2
     seq2bert finetune --task sst2 --model bilstm --data ../shared/data/sst2 --out runs/sst2-bilstm
+    seq2bert finetune --task conll2003 --model bilstm --features runs/elmo/best --data … --out runs/ner-elmo
+
+``features`` (``--features DIR``): the model trained from scratch also reads the layers of a frozen
+pretrained encoder at its input (feature-based transfer: ELMo's scalar mix, or BERT's Table 7 choices;
+models/bilstm/features.py); the learned layer weights go to results.json (``feature_layer_weights``).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import time
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -44,8 +50,9 @@ from seq2bert.data.swag import read_swag
 from seq2bert.errors import ConfigError, DataError
 from seq2bert.evaluation.tasks import glue_metrics, ner_metrics, squad_metrics
 from seq2bert.models import registry
+from seq2bert.models.bilstm.config import FeaturesConfig
 from seq2bert.models.pretrained import init_task_model, load_hf_weights, write_hf_files
-from seq2bert.recipes.scratch import VocabConfig, model_config, new_model
+from seq2bert.recipes.scratch import VocabConfig, cache_word_layers, model_config, new_model, reads_features
 from seq2bert.training import checkpoint as ckpt
 from seq2bert.training.config import TrainConfig
 from seq2bert.training.distributed import cleanup, setup
@@ -113,6 +120,7 @@ class FinetuneConfig:
     model: str = ""
     model_config: dict[str, Any] = field(default_factory=dict)
     vocab: VocabConfig = field(default_factory=VocabConfig)
+    features: FeaturesConfig = field(default_factory=FeaturesConfig)  # path: a frozen encoder's features
     warmup_ratio: float = 0.1  # of all steps, when train.warmup_steps is 0
     # None: the checkpoint's own (BERT: 0.1). On a CPU, P_drop on the attention weights keeps torch from its
     # fused attention kernel: up to 2.25x the step time at 256 tokens (benchmarks/RESULTS.md)
@@ -144,6 +152,13 @@ class FinetuneConfig:
         elif self.model_config:
             raise ConfigError(
                 "model_config: the fields of a model trained from scratch; give model (--model)"
+            )
+        if self.features.encoder:
+            raise ConfigError("features.encoder: set by the recipe from the checkpoint (--features DIR)")
+        if self.features.path and not (self.model and reads_features(self.model)):
+            readers = [t for t in registry.FAMILIES if reads_features(t)]
+            raise ConfigError(
+                f"features: read by a model trained from scratch (--model {' or '.join(readers)})"
             )
 
 
@@ -257,20 +272,35 @@ def fit_length(data: FinetuneDataConfig, config, checkpoint) -> FinetuneDataConf
     return replace(data, max_seq_length=positions)
 
 
-def encode(data: FinetuneDataConfig, examples: list, tok, id2label, *, progress: bool = False) -> list[dict]:
-    """Features of ``examples`` (QA: several per example, each with its ``example_index``)."""
+def encode(data: FinetuneDataConfig, examples: list, tok, id2label, *, progress: bool = False,
+           words: bool = False) -> list[dict]:  # fmt: skip
+    """Features of ``examples`` (QA: several per example, each with its ``example_index``); ``words``: with
+    the words of each (a model that reads a frozen encoder's features of them)."""
     L = data.seq_length
     if data.kind == "sequence":
-        return encode_sequences(examples, tok, L, progress=progress)
+        return encode_sequences(examples, tok, L, progress=progress, words=words)
     if data.kind == "tokens":
         label2id = {label: i for i, label in id2label.items()}
-        return encode_tagged(examples, tok, label2id, L, progress=progress)
+        return encode_tagged(examples, tok, label2id, L, progress=progress, words=words)
     if data.kind == "choice":
         return encode_choices(examples, tok, L, progress=progress)
     features = make_features(examples, tok, max_seq_length=L, doc_stride=data.doc_stride,
                              max_query_length=data.max_query_length, progress=progress)  # fmt: skip
     return [{"input_ids": f.input_ids, "token_type_ids": f.token_type_ids, "start_position": f.start_position,
              "end_position": f.end_position, "example_index": f.example_index, "qa": f} for f in features]  # fmt: skip
+
+
+def reads_words(model) -> bool:
+    """Whether ``model`` reads a frozen encoder's features of the words (its config's ``features``)."""
+    return bool(getattr(getattr(model.config, "features", None), "encoder", None))
+
+
+def batch_of(model, features: list[dict], pad_token_id: int) -> dict[str, torch.Tensor]:
+    """The padded batch of ``features``, with the frozen encoder's inputs of their words when they have any."""
+    batch = collate(features, pad_token_id)
+    if "words" in features[0]:
+        batch.update(model.feature_inputs([f["words"] for f in features]))
+    return batch
 
 
 # --- 4. evaluation
@@ -280,12 +310,9 @@ def predict(model, features: list[dict], pad_token_id: int, batch_size: int, dev
     plan = BucketBatchSampler([feature_length(f) for f in features], batch_size=batch_size, shuffle=False)
     out: list[torch.Tensor | None] = [None] * len(features)
     for indices in plan.batches(0):
-        batch = collate([features[i] for i in indices], pad_token_id)
-        batch = {
-            k: v.to(device)
-            for k, v in batch.items()
-            if k in ("input_ids", "attention_mask", "token_type_ids")
-        }
+        batch = batch_of(model, [features[i] for i in indices], pad_token_id)
+        targets = ("labels", "start_positions", "end_positions")
+        batch = {k: v.to(device) for k, v in batch.items() if k not in targets}
         o = model(**batch)
         rows = torch.stack([o.start_logits, o.end_logits], 1) if hasattr(o, "start_logits") else o.logits
         for i, row in zip(indices, rows.float().cpu(), strict=True):
@@ -387,7 +414,7 @@ def finetune(
     id2label = labels_of(data, train_examples + dev_examples)
     if cfg.model:  # random weights, a tokenizer trained on the training texts (recipes/scratch.py)
         model, tok = new_model(cfg.model, cfg.model_config, cfg.vocab, data.kind, train_examples, architecture,
-                               id2label=id2label, problem_type=problem_type_of(data),
+                               id2label=id2label, problem_type=problem_type_of(data), features=cfg.features,
                                resume_from=ckpt.latest_checkpoint(out_dir) if resume else None)  # fmt: skip
         new = []
     else:
@@ -400,8 +427,16 @@ def finetune(
     if not cfg.random_init and new:
         log.info("new parameters (trained from scratch): %s", ", ".join(new))
     pad = tok.pad_token_id if tok.pad_token_id is not None else 0
-    train_features = encode(data, train_examples, tok, model.config.id2label, progress=progress_bar)
-    dev_features = encode(data, dev_examples, tok, model.config.id2label, progress=progress_bar)
+    words = reads_words(model)
+    train_features = encode(
+        data, train_examples, tok, model.config.id2label, progress=progress_bar, words=words
+    )
+    dev_features = encode(data, dev_examples, tok, model.config.id2label, progress=progress_bar, words=words)
+    if words and cfg.features.cache:  # the frozen encoder's layers at the words, once per example
+        started = time.perf_counter()
+        for split in (train_features, dev_features):
+            cache_word_layers(model, split, batch_size=2 * data.batch_size, progress=progress_bar)
+        log.info("features of %s computed once: %.1f s", cfg.features.path, time.perf_counter() - started)
     plan = BucketBatchSampler([feature_length(f) for f in train_features], batch_size=data.batch_size,
                               shuffle=True, seed=cfg.train.seed, num_replicas=dist.world_size, rank=dist.rank)  # fmt: skip
     # 4. the engine
@@ -430,7 +465,7 @@ def finetune(
         model,
         train_cfg,
         plan=plan,
-        collate=lambda indices: {k: v for k, v in collate([train_features[i] for i in indices], pad).items()},
+        collate=lambda indices: batch_of(model, [train_features[i] for i in indices], pad),
         out_dir=out_dir,
         evaluate=evaluate,
         write_extra=write_extra,
@@ -466,11 +501,16 @@ def finetune(
         mismatched = replace(data, task="mnli_mismatched")
         if data.task == "mnli" and (Path(data.path) / GLUE_TASKS["mnli_mismatched"].dev_file).is_file():
             mm_examples = subset(read_task(mismatched)["dev"], data.max_eval_examples, None)
-            mm_features = encode(mismatched, mm_examples, tok, model.config.id2label)
+            mm_features = encode(mismatched, mm_examples, tok, model.config.id2label, words=words)
             metrics, preds = score(mismatched, model, mm_examples, mm_features, pad, device)
             row.update({f"dev_mm_{k}": v for k, v in metrics.items()})  # MNLI-mm beside MNLI-m
             write_predictions(out_dir / "predictions_mismatched.jsonl", mismatched, mm_examples, preds,
                               model.config.id2label)  # fmt: skip
+        features = registry.family_of(model).base_model(model).features if words else None
+        if features is not None and features.layer_weights() is not None:  # which layers the task reads
+            row["feature_layer_weights"] = features.layer_weights()
+            log.info("learned layer weights of %s: s_j = %s, gamma = %s", cfg.features.path,
+                     row["feature_layer_weights"]["s"], row["feature_layer_weights"]["gamma"])  # fmt: skip
         row["run_dir"] = str(out_dir)
         write_results(out_dir, row)
     cleanup()
@@ -506,7 +546,7 @@ def evaluate_checkpoint(checkpoint: str | Path, data: FinetuneDataConfig | None 
         raise DataError(f"{checkpoint}: no tokenizer in the checkpoint")
     examples = subset(read_task(data)["dev"], data.max_eval_examples, None)
     require_labels("dev", examples, data)
-    features = encode(data, examples, tok, model.config.id2label)
+    features = encode(data, examples, tok, model.config.id2label, words=reads_words(model))
     metrics, preds = score(data, model, examples, features, tok.pad_token_id or 0, torch.device(device))
     if out is not None:
         write_predictions(Path(out), data, examples, preds, model.config.id2label)

@@ -14,15 +14,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+import torch
 from torch import nn
+from tqdm.auto import tqdm
 
 from seq2bert import config as config_io
 from seq2bert.data.tokenization import SPECIAL_TOKENS, Tokenizer
-from seq2bert.errors import ConfigError
+from seq2bert.errors import CheckpointError, ConfigError
 from seq2bert.models import registry
 
-# the config fields the recipe sets: from the trained tokenizer and from the task
-RECIPE_FIELDS = ("vocab_size", "pad_token_id", "id2label", "problem_type")
+# the config fields the recipe sets: from the trained tokenizer, from the task, from --features
+RECIPE_FIELDS = ("vocab_size", "pad_token_id", "id2label", "problem_type", "features")
 
 
 @dataclass
@@ -77,12 +79,34 @@ def training_texts(kind: str, examples: Iterable) -> Iterator[str]:
             yield from (e.context, *(f"{e.start} {ending}" for ending in e.endings))
 
 
+def reads_features(model: str) -> bool:
+    """Whether family ``model`` can read a frozen encoder's features (its config has ``features``)."""
+    return "features" in registry.get(model).config_class.__dataclass_fields__
+
+
+def features_encoder(path: str, model: str) -> tuple[nn.Module, Any]:
+    """The frozen encoder whose layers ``model`` reads, and its tokenizer: the bare model of a checkpoint of
+    an encoder family (ELMo, BERT, …) other than ``model``'s own."""
+    family = registry.family_at(path)
+    if family.kind != "encoder" or family.model_type == model or "base" not in family.heads:
+        encoders = [t for t, f in registry.FAMILIES.items() if f.kind == "encoder" and t != model]
+        raise ConfigError(f"features: {path} is a {family.model_type} checkpoint; the features come from an "
+                          f"encoder ({', '.join(encoders)})")  # fmt: skip
+    encoder, tok = registry.load(path, head="base")
+    if tok is None:
+        raise CheckpointError(f"{path}: no tokenizer (the features encoder reads the words with its own)")
+    return encoder, tok
+
+
 def new_model(
     model: str, overrides: dict[str, Any], vocab: VocabConfig, kind: str, examples: list, architecture: str,
     *, id2label: dict[int, str] | None, problem_type: str | None, resume_from: Path | None = None,
+    features: Any = None,
 ) -> tuple[nn.Module, Tokenizer]:  # fmt: skip
     """A model of family ``model`` (``architecture``) with random weights, and a tokenizer trained on the
-    training ``examples`` — or read from ``resume_from``, the checkpoint a resumed run continues from."""
+    training ``examples`` — or read from ``resume_from``, the checkpoint a resumed run continues from.
+    ``features`` (models/bilstm/config.py FeaturesConfig, its ``path`` set): the model also reads that
+    encoder's layers, the encoder's weights copied in and frozen."""
     if resume_from is not None and (resume_from / "tokenizer.json").is_file():
         tok = Tokenizer.load(resume_from)
     else:
@@ -91,5 +115,34 @@ def new_model(
     fields = {"vocab_size": tok.vocab_size, "pad_token_id": tok.pad_token_id, "problem_type": problem_type}
     if id2label is not None:
         fields["id2label"] = id2label
+    encoder = None
+    if features is not None and features.path:
+        encoder, encoder_tok = features_encoder(features.path, model)
+        family = registry.family_of(encoder)
+        encoder_config = family.write_config(encoder.config, family.base_architecture)
+        fields["features"] = {**config_io.to_dict(features), "encoder": encoder_config}
     config = model_config(model, overrides, **fields)
-    return registry.get(model).make(config, architecture), tok
+    net = registry.get(model).make(config, architecture)
+    if encoder is not None:  # the pretrained weights (all of them but what it does not read: BERT's pooler)
+        words = registry.family_of(net).base_model(net).features
+        ours = words.encoder.state_dict()
+        words.encoder.load_state_dict({k: v for k, v in encoder.state_dict().items() if k in ours})
+        words.tokenizer = encoder_tok
+    return net, tok
+
+
+@torch.no_grad()
+def cache_word_layers(
+    model: nn.Module, features: list[dict], *, batch_size: int = 64, progress: bool = False
+) -> None:
+    """Each feature's frozen-encoder layers at its words, ``word_layers`` (n, K, D), computed once in place
+    of its ``words``: the encoder is frozen and in eval mode, so every step would compute the same."""
+    words = registry.family_of(model).base_model(model).features
+    order = sorted(range(len(features)), key=lambda i: len(features[i]["word_index"]))  # little padding
+    for start in tqdm(
+        range(0, len(order), batch_size), desc="features", disable=not progress, mininterval=1.0
+    ):
+        chunk = [features[i] for i in order[start : start + batch_size]]
+        layers = words.word_layers(**words.inputs([f["words"] for f in chunk]))  # (B, N, K, D)
+        for f, row in zip(chunk, layers, strict=True):
+            f["word_layers"] = row[: sum(len(text) for text in f.pop("words"))].clone()

@@ -5,6 +5,8 @@ Encoder — a bidirectional LSTM (Graves & Schmidhuber 2005; the LSTM cell, Hoch
 written out in nn/rnn.py)::
 
     e_t = E x_t                                         word embeddings, random (nothing pretrained)
+    e_t = [E x_t ; f_t]                                 with ``features``: a frozen encoder's vector of the
+                                                        word (ELMo's mix, BERT's layers; features.py)
     h→_t = LSTM→(e_t, h→_{t−1})                          left to right
     h←_t = LSTM←(e_t, h←_{t+1})                          right to left
     h_t = [h→_t; h←_t] ∈ R^{2H}                          num_layers such layers, each reading the last's h_t
@@ -42,7 +44,9 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from seq2bert.data.tokenization import Tokenizer
 from seq2bert.models.bilstm.config import BiLSTMConfig
+from seq2bert.models.bilstm.features import TOKENIZER_DIR, WordFeatures
 from seq2bert.models.family import Family
 from seq2bert.models.pretrained import SavePretrained
 from seq2bert.nn.rnn import recurrent
@@ -78,7 +82,9 @@ class BiLSTMModel(SavePretrained, nn.Module):
             config.vocab_size, config.embedding_dim, padding_idx=config.pad_token_id
         )
         self.dropout = nn.Dropout(config.dropout)
-        self.lstm = recurrent("lstm", config.embedding_dim, config.hidden_size, num_layers=config.num_layers,
+        self.features = WordFeatures(config.features) if config.features.encoder else None
+        width = config.embedding_dim + (self.features.dim if self.features is not None else 0)
+        self.lstm = recurrent("lstm", width, config.hidden_size, num_layers=config.num_layers,
                               bidirectional=True, dropout=config.dropout)  # fmt: skip
 
     def forward(
@@ -86,12 +92,22 @@ class BiLSTMModel(SavePretrained, nn.Module):
         input_ids: torch.Tensor,
         attention_mask: torch.Tensor | None = None,
         token_type_ids: torch.Tensor | None = None,
+        word_index: torch.Tensor | None = None,
+        **features: torch.Tensor,
     ) -> BiLSTMOutput:
-        """input_ids, attention_mask (B, T), right-padded; token_type_ids unused."""
+        """input_ids, attention_mask (B, T), right-padded; token_type_ids unused. With ``features``: word_index
+        (B, T), each token's word (−1: none), and the encoder's inputs of the words (``feature_inputs``)."""
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)
         lengths = attention_mask.sum(dim=1)  # (B,)
-        e = self.dropout(self.embeddings(input_ids))  # e_t = E x_t: (B, T, E)
+        e = self.embeddings(input_ids)  # E x_t: (B, T, E)
+        if self.features is not None:
+            if word_index is None:
+                raise ValueError("this BiLSTM reads features: give word_index and feature_inputs(words)")
+            e = torch.cat([e, self.features(word_index, **features).to(e.dtype)], dim=-1)  # [E x_t; f_t]
+        elif features or word_index is not None:
+            raise ValueError(f"this BiLSTM reads no features; got {', '.join(features) or 'word_index'}")
+        e = self.dropout(e)  # (B, T, E [+ D])
         h, state = self.lstm(e, lengths=lengths)  # packed: h (B, T, 2H), zeros at padding; (h_n, c_n)
         return BiLSTMOutput(last_hidden_state=h, final_state=state)
 
@@ -114,12 +130,21 @@ class BiLSTMTaskModel(SavePretrained, nn.Module):
         attention_mask: torch.Tensor | None = None,
         token_type_ids: torch.Tensor | None = None,
         labels: torch.Tensor | None = None,
+        **features: torch.Tensor,
     ) -> ClassifierOutput:
-        """input_ids, attention_mask (B, T), right-padded; labels as the head's ``loss`` takes them."""
+        """input_ids, attention_mask (B, T), right-padded; labels as the head's ``loss`` takes them;
+        ``features``: word_index and the encoder's inputs, when the encoder reads features."""
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)
-        logits = self.logits(self.bilstm(input_ids, attention_mask), attention_mask)
-        return ClassifierOutput(None if labels is None else self.loss(logits, labels), logits)
+        logits = self.logits(self.bilstm(input_ids, attention_mask, **features), attention_mask)
+        if labels is None:
+            return ClassifierOutput(None, logits)
+        words = self.bilstm.features
+        return ClassifierOutput(self.loss(logits, labels) + (words.penalty() if words else 0.0), logits)
+
+    def feature_inputs(self, words: list) -> dict[str, torch.Tensor]:
+        """The inputs of the frozen encoder for a batch of examples' words (features.py); {} without one."""
+        return {} if self.bilstm.features is None else self.bilstm.features.inputs(words)
 
 
 class BiLSTMForSequenceClassification(BiLSTMTaskModel):
@@ -153,8 +178,26 @@ class BiLSTMForTokenClassification(BiLSTMTaskModel):
         return token_classification_loss(logits, labels)
 
 
-# its checkpoints: config.json (this config and ``architectures``), model.safetensors of the state dict as is,
-# tokenizer.json (the vocabulary the fine-tuning recipe trained)
+def features_of(model: nn.Module) -> WordFeatures | None:
+    base = model.bilstm if isinstance(model, BiLSTMTaskModel) else model
+    return base.features
+
+
+def save_features_tokenizer(model: nn.Module, directory) -> None:
+    words = features_of(model)
+    if words is not None and words.tokenizer is not None:
+        words.tokenizer.save(directory / TOKENIZER_DIR)
+
+
+def load_features_tokenizer(model: nn.Module, directory) -> None:
+    words = features_of(model)
+    if words is not None and (directory / TOKENIZER_DIR).is_dir():
+        words.tokenizer = Tokenizer.load(directory / TOKENIZER_DIR)
+
+
+# its checkpoints: config.json (this config and ``architectures``), model.safetensors of the state dict as is
+# (a frozen features encoder's weights among them), tokenizer.json (the vocabulary the fine-tuning recipe
+# trained), features/ (the features encoder's tokenizer)
 FAMILY = Family(
     model_type="bilstm",
     config_class=BiLSTMConfig,
@@ -172,4 +215,6 @@ FAMILY = Family(
     base_model_prefix="bilstm",
     tokenizer="word",
     head_modules=("classifier",),
+    save_files=save_features_tokenizer,
+    load_files=load_features_tokenizer,
 )

@@ -59,6 +59,16 @@ class ELMoConfig:
     lm_vocabulary: ClassVar[tuple[str, int]] = ("word", 20_000)
     bidirectional: ClassVar[bool] = True
 
+    # the Hugging Face names of a layer's count and width, for code that reads any encoder's layers
+    # (models/bilstm/features.py): the L LSTM layers above the token layer, each 2P wide ([h→; h←])
+    @property
+    def num_hidden_layers(self) -> int:
+        return self.num_layers
+
+    @property
+    def hidden_size(self) -> int:
+        return 2 * self.projection_dim
+
     def describe(self) -> str:
         return f"ELMo biLM ({self.num_layers}×{self.cell_size}→{self.projection_dim})"
 
