@@ -152,9 +152,8 @@ class EncoderDecoder(nn.Module):
         for t in range(true.size(1)):
             tokens = true[:, t]
             if t > 0:
-                scores = (
-                    logits[-1].detach().float().log_softmax(dim=-1)
-                )  # step t − 1's log p(ŷ_{t−1}): (B, V)
+                # step t − 1's distribution over ŷ_{t−1}: (B, V)
+                scores = logits[-1].detach().float().log_softmax(dim=-1)
                 if how.sampling == "argmax":
                     own = scores.argmax(dim=-1)  # (B,)
                 else:
