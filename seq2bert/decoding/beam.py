@@ -177,7 +177,7 @@ def beam_search(
         cand_scores, cand_index = _topk(scores, 2 * K)  # (B, 2K)
         cand_tokens = cand_index % V  # (B, 2K)
         cand_rows = cand_index // V + batch_offsets  # (B, 2K) the row of the beam each candidate extends
-        cand_is_eos = cand_tokens.eq(eos)  # (B, 2K)
+        cand_is_eos = cand_tokens.eq(-1 if eos is None else eos)  # (B, 2K); no [EOS]: none ends here
 
         # 4. Candidates ending in [EOS] among the first K ranks are finished hypotheses of length t + 1.
         new_finished = cand_is_eos[:, :K] & cand_scores[:, :K].isfinite()  # (B, K)

@@ -40,10 +40,11 @@ class GenerationConfig:
 
     ``decoder_start_token_id``: the first token an encoder-decoder's decoder is fed ([BOS]; Marian: [PAD]).
     None: a decoder-only model, whose left-padded prompt is the input and whose first fed token is the
-    prompt's last (seq2bert/decoding/protocol.py).
+    prompt's last (seq2bert/decoding/protocol.py). ``eos_token_id`` None: a model without an end token (GPT-1)
+    — every hypothesis runs to its maximum length.
     """
 
-    eos_token_id: int
+    eos_token_id: int | None
     pad_token_id: int
     decoder_start_token_id: int | None = None
     num_beams: int = 1  # 1: greedy decoding
@@ -75,7 +76,7 @@ class GenerationConfig:
         object.__setattr__(self, "bad_words_ids", words)
         for name in ("eos_token_id", "pad_token_id", "decoder_start_token_id", "forced_eos_token_id"):
             value = getattr(self, name)
-            required = name in ("eos_token_id", "pad_token_id")
+            required = name == "pad_token_id"
             if (value is not None or required) and (not isinstance(value, int) or value < 0):
                 raise ConfigError(f"{name}: expected a token id (an int >= 0), got {value!r}")
         if self.do_sample and self.num_beams != 1:

@@ -83,7 +83,7 @@ def pad_hypotheses(
     return torch.cat([prompt.repeat_interleave(n, dim=0), new], dim=1)  # (B · n, P + L)
 
 
-def strip_special(ids: list[int], *, eos_token_id: int, pad_token_id: int) -> list[int]:
+def strip_special(ids: list[int], *, eos_token_id: int | None, pad_token_id: int) -> list[int]:
     """Cut a decoded row at its first [EOS] and drop padding."""
     cut = []
     for i in ids:

@@ -61,7 +61,9 @@ def greedy_search(
         tokens = tokens.masked_fill(finished, config.pad_token_id)  # ended rows are fed [PAD]
         steps.append(tokens)
         t += 1
-        finished = finished | tokens.eq(config.eos_token_id) | max_lengths.eq(t)
+        finished = finished | max_lengths.eq(t)
+        if config.eos_token_id is not None:
+            finished = finished | tokens.eq(config.eos_token_id)
     new_tokens = torch.stack(steps, dim=1).tolist() if steps else [[] for _ in start.max_lengths]  # (B, t)
     return [
         [hypothesis(row[:n], s, config)]

@@ -68,7 +68,7 @@ def apply_rules(
 
     log_probs (N, V) log p(y | x, y_≤t) of each row, changed in place; history (N, P + t) its decoder prompt
     and new tokens; last (N,) bool, the rows whose next token is their last (None: none of them) → (N, V)."""
-    if t < config.min_new_tokens:
+    if t < config.min_new_tokens and config.eos_token_id is not None:
         log_probs[:, config.eos_token_id] = -math.inf
     n = config.no_repeat_ngram_size
     if n and history.size(1) >= n:

@@ -33,6 +33,7 @@ def scaled_dot_product_attention(
     *,
     dropout: float = 0.0,
     need_weights: bool = False,
+    scale: float | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Eq. 1. q (B, h, T_q, d_k), k (B, h, T_k, d_k), v (B, h, T_k, d_v) → (B, h, T_q, d_v) and, when
     ``need_weights``, the weights (B, h, T_q, T_k) (after dropout, as they were used).
@@ -41,14 +42,20 @@ def scaled_dot_product_attention(
     it, the explicit computation below, which gives the same values (tests/nn/test_multihead.py). A single
     query per row (incremental decoding) also takes the explicit path: two small batched matmuls beat the
     fused kernel's set-up there (about 2× on CPU).
-    ``dropout`` is the probability P_drop on the weights; pass 0 in evaluation."""
+    ``dropout`` is the probability P_drop on the weights; pass 0 in evaluation. ``scale``: the factor of QKᵀ
+    (None: 1/√d_k, the paper's; some GPT-2 variants use others). A query that may attend to no key at all (a
+    left pad of a causal model) gets zero weights and a zero output, as torch's fused kernel gives it."""
     if not need_weights and q.size(-2) > 1:
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout), None
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout, scale=scale), None
     with full_precision(q):  # scores and softmax in fp32 under autocast, as in torch's fused kernel
-        scores = widen(q) @ widen(k).transpose(-2, -1) / math.sqrt(q.size(-1))  # QKᵀ/√d_k: (B, h, T_q, T_k)
+        scores = widen(q) @ widen(k).transpose(-2, -1)  # QKᵀ: (B, h, T_q, T_k)
+        scores = scores / math.sqrt(q.size(-1)) if scale is None else scores * scale  # QKᵀ/√d_k
         if mask is not None:
             scores = scores.masked_fill(~mask, float("-inf"))  # Sect. 3.2.3: illegal connections → −∞
-        weights = torch.softmax(scores, dim=-1).to(q.dtype)
+        weights = torch.softmax(scores, dim=-1)
+        if mask is not None:  # a row without any visible key: a softmax of −∞ only (NaN) → weights 0
+            weights = weights.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)
+        weights = weights.to(q.dtype)
     if dropout:
         weights = F.dropout(weights, dropout)
     return weights @ v, weights  # (B, h, T_q, d_v)
@@ -84,7 +91,8 @@ class KVCache:
 class MultiHeadAttention(nn.Module):
     """Multi-head attention, Sect. 3.2.2, for self-attention (``cross=False``: Q, K, V from one input through
     the fused projection ``qkv``) or cross-attention (``cross=True``: Q through ``q``, K and V from the
-    memory through ``kv``). d_k = d_v = d_model / h unless given (Table 3, rows A and B)."""
+    memory through ``kv``). d_k = d_v = d_model / h unless given (Table 3, rows A and B); ``scale`` multiplies
+    QKᵀ (None: 1/√d_k)."""
 
     def __init__(
         self,
@@ -96,6 +104,7 @@ class MultiHeadAttention(nn.Module):
         dropout: float = 0.0,
         bias: bool = True,
         cross: bool = False,
+        scale: float | None = None,
     ):
         super().__init__()
         if d_k is None or d_v is None:
@@ -106,6 +115,7 @@ class MultiHeadAttention(nn.Module):
         self.d_v = d_v or d_model // num_heads
         self.dropout = dropout
         self.cross = cross
+        self.scale = scale
         hk, hv = self.h * self.d_k, self.h * self.d_v
         if cross:
             self.q = nn.Linear(d_model, hk, bias=bias)  # W^Q
@@ -179,7 +189,9 @@ class MultiHeadAttention(nn.Module):
             if cache is not None:
                 k, v = cache.append(k, v)  # (B, h, past + T, d)
         p = self.dropout if self.training else 0.0
-        heads, weights = scaled_dot_product_attention(q, k, v, mask, dropout=p, need_weights=need_weights)
+        heads, weights = scaled_dot_product_attention(
+            q, k, v, mask, dropout=p, need_weights=need_weights, scale=self.scale
+        )
         # Concat(head_1 … head_h): (B, T, h·d_v); with g > 1 the g·T queries go back to their g rows
         concat = heads.transpose(1, 2).reshape(B, T, self.h * self.d_v)
         if weights is not None and g > 1:  # (B_s, h, g·T, S) → (B, h, T, S)

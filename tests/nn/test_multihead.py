@@ -49,6 +49,24 @@ def test_fused_and_explicit_paths_agree(masked):
         torch.testing.assert_close(w.sum(-1), torch.ones(2, 4, 5))
 
 
+@pytest.mark.parametrize("scale", [None, 1.0, 0.1])
+def test_a_query_without_visible_keys_gets_zeros_on_both_paths_and_the_scale_is_honoured(scale):
+    """A causal model's left pad sees no key: zeros, not NaN, on both paths (NaN would reach the real
+    tokens through the next layer's values); ``scale`` replaces 1/√d_k on both paths."""
+    torch.manual_seed(0)
+    q, k, v = torch.randn(2, 3, 4, 8), torch.randn(2, 3, 4, 8), torch.randn(2, 3, 4, 8)
+    mask = combine(padding_mask(torch.tensor([[0, 0, 1, 1], [1, 1, 1, 1]])), causal_mask(4))
+    fast, _ = scaled_dot_product_attention(q, k, v, mask, scale=scale)
+    slow, w = scaled_dot_product_attention(q, k, v, mask, need_weights=True, scale=scale)
+    torch.testing.assert_close(fast, slow, rtol=0, atol=1e-5)
+    assert (w[0, :, :2] == 0).all() and (slow[0, :, :2] == 0).all() and not slow.isnan().any()
+    s = 1 / math.sqrt(8) if scale is None else scale
+    expected = torch.softmax(q[1] @ k[1].transpose(-2, -1) * s + (~causal_mask(4)) * -1e9, dim=-1)
+    torch.testing.assert_close(w[1], expected, rtol=0, atol=1e-6)
+    one, _ = scaled_dot_product_attention(q[:, :, :1], k, v, mask[:, :, :1])  # one query: the explicit path
+    assert (one[0] == 0).all()
+
+
 def torch_mha_from(ours: MultiHeadAttention, d_model: int) -> torch.nn.MultiheadAttention:
     ref = torch.nn.MultiheadAttention(d_model, ours.h, batch_first=True)
     with torch.no_grad():
