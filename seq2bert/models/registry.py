@@ -26,6 +26,7 @@ from seq2bert.models.bert.pretrained import FAMILY as BERT
 from seq2bert.models.bilstm.model import FAMILY as BILSTM
 from seq2bert.models.elmo.model import FAMILY as ELMO
 from seq2bert.models.family import Family
+from seq2bert.models.gpt.pretrained import GPT2, OPENAI_GPT
 from seq2bert.models.hf import model_type_of
 from seq2bert.models.rnn_lm.model import FAMILY as RNN_LM
 from seq2bert.models.seq2seq.cho import ChoEncoderDecoder
@@ -61,6 +62,8 @@ FAMILIES: dict[str, Family] = {
         BERT,
         BILSTM,
         ELMO,
+        OPENAI_GPT,
+        GPT2,
     )
 }
 
