@@ -8,11 +8,12 @@ the family, never a family's name:
     architectures    transformers' class name → our class ("BertForMaskedLM" → BertForMaskedLM); the first is
                      the bare model
     heads            what a job needs → the architecture that has it: "base" (hidden states), "pretraining",
-                     "masked_lm", "sequence" / "tokens" / "qa" / "choice" (the fine-tuning shapes), "seq2seq"
+                     "masked_lm", "sequence" / "tokens" / "qa" / "choice" (the fine-tuning shapes), "seq2seq",
+                     "causal_lm" (a left-to-right language model that generates)
     text_inputs, default_layer   how the pipelines feed its base model texts and which layer they read
     kind             "encoder", "encoder-decoder" or "decoder": how its attention is shown and used
     base_model_prefix  the attribute under which a head model keeps the bare model ("bert"; "" for none)
-    tokenizer        the tokenizer kind its checkpoints carry ("wordpiece", "sentencepiece", "seq2bert", …)
+    tokenizer        the tokenizer kind its checkpoints carry ("wordpiece", "sentencepiece", "bpe", "seq2bert", …)
 
 and how its checkpoints are laid out. ``layout="huggingface"``: a directory transformers reads —
 config.json with ``architectures``, model.safetensors, the tokenizer files — through the family's

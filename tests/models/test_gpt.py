@@ -186,6 +186,21 @@ def test_double_heads_equal_transformers(model_type, shape_index):
 
 
 @pytest.mark.parametrize(
+    "summary",
+    [dict(summary_activation="tanh", summary_proj_to_labels=False), dict(summary_use_proj=False),
+     dict(summary_type="mean", summary_activation="relu")],
+)  # fmt: skip
+def test_the_summary_options_of_the_multiple_choice_head(summary):
+    """transformers' SequenceSummary options: a tanh over d_model outputs, no projection, a mean."""
+    hf = hf_model("gpt2", "GPT2DoubleHeadsModel", **summary)
+    ours = ours_from(hf, "GPT2DoubleHeadsModel")
+    ids = batch("right", rows=1)[0].repeat(2, 1)  # (B, T): transformers' "mean" is over the sequence then
+    with torch.no_grad():
+        e = hf(input_ids=ids, mc_token_ids=torch.tensor([4, 8]))
+    close(ours(ids, mc_token_ids=torch.tensor([4, 8])).mc_logits, e.mc_logits)
+
+
+@pytest.mark.parametrize(
     "num_labels, labels", [(1, [0.5, -1.0, 2.0]), (3, [[1.0, 0, 1], [0, 0, 1], [0, 1, 0]])]
 )
 def test_sequence_classification_problem_types_follow_transformers(num_labels, labels):
@@ -240,7 +255,7 @@ def test_a_cache_continues_the_forward(model_type):
 
 
 @pytest.mark.parametrize("model_type", list(SHAPES))
-def test_position_ids_are_honoured(model_type):
+def test_position_and_token_type_ids_are_honoured(model_type):
     """The positions transformers' generate gives a left-padded batch (real tokens from 0) instead of the
     default 0 … T − 1: the same logits as transformers with the same position_ids."""
     architecture = ARCHITECTURES[model_type][1]
@@ -256,6 +271,10 @@ def test_position_ids_are_honoured(model_type):
     close(o[real], e[real])
     assert not torch.allclose(o[1:][real[1:]], default[1:][real[1:]])  # the padded rows moved
     close(o[0], default[0])  # the unpadded row did not
+    types = torch.randint(0, 3, ids.shape, generator=torch.Generator().manual_seed(0))  # looked up in W_e
+    with torch.no_grad():
+        e = hf(input_ids=ids, attention_mask=mask, token_type_ids=types).logits
+    close(ours(ids, mask, token_type_ids=types).logits[real], e[real])
 
 
 @pytest.mark.parametrize("model_type", list(SHAPES))

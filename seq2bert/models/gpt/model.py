@@ -30,7 +30,9 @@ field names. Conventions of transformers' GPT and GPT-2, followed here (marked w
 - ``token_type_ids`` are looked up in the token embedding W_e and added (GPT-1 marks segments with delimiter
   tokens instead, Sect. 3.3; the option is transformers');
 - GPT-1's "gelu" is the tanh approximation (config.AFN); its released code hid later keys with −1e4 where we
-  use −∞: the same weights in fp32.
+  use −∞: the same weights in fp32;
+- the cache (``past_key_values``: one LayerCache per layer) is returned when asked for (``use_cache``) or given;
+  transformers' GPT-2 returns one by default, its GPT-1 has none.
 Departure: a left pad of a causal model sees no key; its output is computed from a zero attention output (as
 torch's fused kernel gives it) where transformers attends uniformly. Outputs at real tokens are equal.
 """
