@@ -14,7 +14,7 @@ Five kinds of vocabulary can be trained (:meth:`Tokenizer.train`):
 * ``"bytelevel-bpe"`` – GPT-2's byte-level BPE, ``<|endoftext|>`` its last id; ``"gpt1-bpe"`` – GPT-1's
   lower-cased BPE with ``</w>`` and ``<unk>``. Both live in :mod:`seq2bert.data.gpt_bpe`, add no special
   tokens around a text (as transformers' ``GPT2Tokenizer`` and ``OpenAIGPTTokenizer`` do not) and are saved
-  as vocab.json + merges.txt besides tokenizer.json.
+  as vocab.json + merges.txt next to tokenizer.json.
 
 BPE and word training are deterministic. WordPiece training is not, run to run, in the engine itself
 (huggingface/tokenizers#1794: hash-map order assigns the ids of ``##`` pieces, which break merge ties);
