@@ -57,6 +57,9 @@ class GenerationConfig:
     early_stopping: bool = False  # True: an input is done as soon as it has num_beams finished hypotheses
     num_return_sequences: int = 1  # the n-best list kept per input, at most num_beams
     no_repeat_ngram_size: int = 0  # 0: off; n: no n-gram may occur twice (Paulus et al. 2018)
+    # θ > 0; 1: off. The logit of every token already in the row, prompt included, is divided by θ when
+    # positive and multiplied by θ when negative (Keskar et al. 2019, CTRL; rules.py)
+    repetition_penalty: float = 1.0
     forced_eos_token_id: int | None = None
     # token sequences never generated (transformers' bad_words_ids; Marian checkpoints ban [PAD]: [[pad]])
     bad_words_ids: tuple[tuple[int, ...], ...] = ()
@@ -83,11 +86,14 @@ class GenerationConfig:
             raise ConfigError(
                 f"do_sample: sampling draws one continuation per input; set num_beams=1, not {self.num_beams}"
             )
-        if not self.temperature > 0 or self.top_k < 0 or not 0.0 < self.top_p <= 1.0:
-            raise ConfigError(
-                f"temperature must be > 0, top_k >= 0 and top_p in (0, 1]; got temperature={self.temperature}, "
-                f"top_k={self.top_k}, top_p={self.top_p}"
-            )
+        if not self.temperature > 0:  # also rejects nan
+            raise ConfigError(f"temperature: must be > 0, got {self.temperature}")
+        if not isinstance(self.top_k, int) or self.top_k < 0:
+            raise ConfigError(f"top_k: must be an integer >= 0 (0: no top-k filter), got {self.top_k}")
+        if not 0.0 < self.top_p <= 1.0:
+            raise ConfigError(f"top_p: must be in (0, 1] (1: no nucleus filter), got {self.top_p}")
+        if not self.repetition_penalty > 0:
+            raise ConfigError(f"repetition_penalty: must be > 0 (1: none), got {self.repetition_penalty}")
         if self.num_beams < 1:
             raise ConfigError(f"num_beams: must be at least 1 (1 = greedy), got {self.num_beams}")
         if not 1 <= self.num_return_sequences <= self.num_beams:
