@@ -32,6 +32,7 @@ import torch
 
 from seq2bert.decoding import generation
 from seq2bert.decoding.config import GenerationConfig
+from seq2bert.decoding.stopping import StopStrings, Streamer
 from seq2bert.nn.layers import LayerCache
 
 
@@ -117,6 +118,10 @@ class DecoderOnlyLM:
         num_return_sequences: int = 1,
         min_new_tokens: int = 0,
         no_repeat_ngram_size: int = 0,
+        repetition_penalty: float = 1.0,
+        stop_strings: str | list[str] | None = None,
+        tokenizer: Any = None,
+        streamer: Streamer | None = None,
         seed: int | None = None,
     ) -> torch.Tensor:
         """The left-padded prompts input_ids (B, P) followed by the new tokens: (B · R, P + L), R =
@@ -124,21 +129,28 @@ class DecoderOnlyLM:
 
         Greedy for one beam, beam search otherwise (transformers' length penalty and stopping), or sampling
         (``do_sample``: temperature, then top-k — 50 unless set, transformers' default — then nucleus ``top_p``;
-        ``seed`` makes the draws repeatable). Without ``attention_mask`` the mask is inferred as transformers
-        infers it (``inferred_attention_mask``). ``seq2bert.decoding.generate`` with ``generation_config(…)``
-        gives the hypotheses and their scores too."""
+        ``seed`` makes the draws repeatable). ``repetition_penalty`` θ: CTRL's penalty on every token already in
+        the row (seq2bert/decoding/rules.py). ``stop_strings``: a row also ends when a new token completes one
+        of them in its text (needs ``tokenizer``, as transformers' does; seq2bert/decoding/stopping.py).
+        ``streamer``: called after every step with the tokens (B,) just chosen — greedy or sampling only.
+        Without ``attention_mask`` the mask is inferred as transformers infers it
+        (``inferred_attention_mask``). Invalid settings raise ConfigError, a ValueError.
+        ``seq2bert.decoding.generate`` with ``generation_config(…)`` gives the hypotheses and their scores
+        too."""
+        stopping = None if stop_strings is None else StopStrings(tokenizer, stop_strings)
         config = self.generation_config(
             max_new_tokens=max_new_tokens,
             num_beams=num_beams,
             do_sample=do_sample,
             temperature=temperature,
-            top_k=top_k if do_sample else 0,
+            top_k=top_k,  # read only when sampling
             top_p=top_p,
             length_penalty=length_penalty,
             early_stopping=early_stopping,
             num_return_sequences=num_return_sequences,
             min_new_tokens=min_new_tokens,
             no_repeat_ngram_size=no_repeat_ngram_size,
+            repetition_penalty=repetition_penalty,
             seed=seed,
         )
         if attention_mask is None:
@@ -148,6 +160,9 @@ class DecoderOnlyLM:
         was_training = self.training
         self.eval()
         try:
-            return generation.generate(self, input_ids, attention_mask, config).sequences
+            out = generation.generate(
+                self, input_ids, attention_mask, config, stopping=stopping, streamer=streamer
+            )
+            return out.sequences
         finally:
             self.train(was_training)

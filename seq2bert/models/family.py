@@ -57,6 +57,8 @@ class Family:
     state_from_hf: Callable[..., dict[str, torch.Tensor]] | None = None
     state_to_hf: Callable[[dict, Any, str], dict] | None = None  # (our state, config, architecture) → theirs
     load_tokenizer: Callable[[Path], Any] | None = None  # the checkpoint's tokenizer (None when it has none)
+    # (tokenizer, directory, model config): its files in a checkpoint (default: tokenizer.save(directory))
+    save_tokenizer: Callable[[Any, Path, Any], None] | None = None
     # our model for (config, architecture, their weights or None); default: architectures[architecture](config)
     build: Callable[..., nn.Module] | None = None
     head_modules: tuple[str, ...] = ()  # top-level modules of every head (dropped when a task starts)

@@ -47,6 +47,13 @@ SETTINGS = {
         num_beams=3, no_repeat_ngram_size=2, min_new_tokens=4
     ),
     "greedy, no repeated bigram": dict(no_repeat_ngram_size=2),
+    "greedy, repetition penalty 1.5": dict(repetition_penalty=1.5),
+    "greedy, repetition penalty 0.7, no repeated trigram": dict(
+        repetition_penalty=0.7, no_repeat_ngram_size=3
+    ),
+    "beam 3, repetition penalty 1.3, no repeated bigram, n-best 2": dict(
+        num_beams=3, repetition_penalty=1.3, no_repeat_ngram_size=2, num_return_sequences=2
+    ),
 }
 
 
@@ -77,7 +84,7 @@ def test_hypotheses_end_early_so_the_settings_matter(model_type):
     best = {
         name: seqs[:: SETTINGS[name].get("num_return_sequences", 1)].tolist() for name, seqs in out.items()
     }
-    assert len({str(b) for b in best.values()}) == len(best)  # five settings, five different results
+    assert len({str(b) for b in best.values()}) == len(best)  # each setting its own result
 
 
 @pytest.mark.parametrize("num_beams", [1, 3])
@@ -158,3 +165,137 @@ def test_sampling_is_repeatable_and_top_k_1_is_greedy():
     ours.train()
     ours.generate(ids, mask, max_new_tokens=2)
     assert ours.training  # generate decodes in eval mode and gives the mode back
+
+
+# --- a checkpoint directory with its tokenizer; stop strings, streaming and settings through model.generate
+CORPUS = ["the quick brown fox jumps over the lazy dog. a stop is a stop, not a top. Naïve café 🙂"] * 20
+
+
+def tiny_directory(path, kind="bytelevel-bpe", **overrides):
+    """A tiny random GPT-2 (or GPT-1 for kind "gpt1-bpe") saved with a BPE trained on CORPUS: (model, tokenizer)."""
+    from seq2bert.data.tokenization import Tokenizer
+    from seq2bert.models.gpt.config import gpt1_tiny, gpt2_tiny
+    from seq2bert.models.gpt.heads import GPT2LMHeadModel, OpenAIGPTLMHeadModel
+
+    tok = Tokenizer.train(CORPUS, kind=kind, vocab_size=300, min_frequency=1)
+    torch.manual_seed(0)
+    if kind == "bytelevel-bpe":
+        eot = tok.eos_token_id
+        cfg = gpt2_tiny(vocab_size=tok.vocab_size, bos_token_id=eot, eos_token_id=eot, n_positions=48,
+                        initializer_range=0.3, **overrides)  # fmt: skip
+        model = GPT2LMHeadModel(cfg).eval()
+    else:
+        model = OpenAIGPTLMHeadModel(gpt1_tiny(vocab_size=tok.vocab_size, n_positions=48, **overrides)).eval()
+    model.save_pretrained(path, tokenizer=tok)
+    return model, tok
+
+
+@pytest.mark.parametrize("kind", ["bytelevel-bpe", "gpt1-bpe"])
+def test_a_directory_carries_its_tokenizer_and_transformers_reads_both(tmp_path, kind):
+    import seq2bert
+    from seq2bert.models import registry
+
+    ours, tok = tiny_directory(tmp_path, kind)
+    names = {"config.json", "model.safetensors", "tokenizer.json", "vocab.json", "merges.txt"}
+    assert names | {"tokenizer_config.json"} == {p.name for p in tmp_path.iterdir()}
+    loaded, loaded_tok = registry.load(tmp_path, head="causal_lm")
+    assert type(loaded) is type(ours) and loaded_tok.backend.to_str() == tok.backend.to_str()
+    (tmp_path / "tokenizer.json").unlink()  # vocab.json + merges.txt alone, as GPT was published
+    assert registry.load(tmp_path)[1].encode(CORPUS[0]).ids == tok.encode(CORPUS[0]).ids
+
+    hf_tok = transformers.AutoTokenizer.from_pretrained(tmp_path)
+    hf = transformers.AutoModelForCausalLM.from_pretrained(tmp_path).eval()
+    assert type(hf_tok).__name__ == {"bytelevel-bpe": "GPT2Tokenizer", "gpt1-bpe": "OpenAIGPTTokenizer"}[kind]
+    assert hf_tok.model_max_length == 48
+    texts = [CORPUS[0], "  two spaces\tand a tab\n", "Unseen: ÆØÅ 日本"]
+    for text in texts:
+        ids = tok.encode(text).ids
+        assert hf_tok(text)["input_ids"] == ids
+        assert hf_tok.decode(ids, skip_special_tokens=True) == tok.decode(ids)
+    ids = torch.tensor([tok.encode("the quick brown").ids])
+    with torch.no_grad():
+        torch.testing.assert_close(hf(ids).logits, ours(ids).logits, rtol=0, atol=1e-5)
+        expected = hf.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=12,
+                               repetition_penalty=1.2)  # fmt: skip
+    assert ours.generate(ids, max_new_tokens=12, repetition_penalty=1.2).tolist() == expected.tolist()
+    assert seq2bert.from_pretrained(tmp_path).config.vocab_size == tok.vocab_size
+
+
+def test_a_tokenizer_larger_than_the_model_is_refused_naming_its_file(tmp_path):
+    from seq2bert.errors import CheckpointError
+    from seq2bert.models import registry
+    from seq2bert.models.gpt.config import gpt2_tiny
+    from seq2bert.models.gpt.heads import GPT2LMHeadModel
+
+    _, tok = tiny_directory(tmp_path / "right")
+    GPT2LMHeadModel(gpt2_tiny(vocab_size=200)).save_pretrained(tmp_path / "wrong", tokenizer=tok)
+    with pytest.raises(CheckpointError) as e:
+        registry.load(tmp_path / "wrong")
+    n = tok.vocab_size
+    assert str(e.value) == (f"{tmp_path / 'wrong' / 'tokenizer.json'}: {n} tokens, more than the model's "
+                            "vocab_size 200 (config.json): not this model's tokenizer")  # fmt: skip
+    (tmp_path / "wrong" / "tokenizer.json").unlink()
+    with pytest.raises(CheckpointError, match=r"vocab\.json: \d+ tokens"):
+        registry.load(tmp_path / "wrong")
+
+
+def stop_strings(tok, tokens):
+    """Stop strings drawn from a generated text: one spanning two tokens, one ending inside a token, a
+    token's own text, a pair of them, one that never occurs."""
+    texts = [tok.decode([i]) for i in tokens]
+    plain = [i for i, t in enumerate(texts) if t and t.isascii() and t.isprintable()]  # not a piece of a byte
+    pairs = [i for i in plain if i - 1 in plain]
+    a, b = plain[len(plain) // 2], plain[-1]
+    return [[texts[pairs[0] - 1][-1] + texts[pairs[0]][0]], [texts[a][:2]], [texts[a][-2:]], [texts[b], texts[a]],
+            ["zzzq"]]  # fmt: skip
+
+
+@pytest.mark.parametrize("num_beams", [1, 3])
+def test_stop_strings_stop_where_transformers_stops(tmp_path, num_beams):
+    ours, tok = tiny_directory(tmp_path)
+    hf = transformers.AutoModelForCausalLM.from_pretrained(tmp_path).eval()
+    hf_tok = transformers.AutoTokenizer.from_pretrained(tmp_path)
+    ids = torch.tensor([tok.encode("the quick brown").ids])
+    settings = dict(max_new_tokens=30, num_beams=num_beams, num_return_sequences=min(num_beams, 2))
+    plain = ours.generate(ids, **settings)[0, ids.size(1) :].tolist()
+    lengths = set()
+    for stops in stop_strings(tok, plain):
+        with torch.no_grad():
+            expected = hf.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False, stop_strings=stops,
+                                   tokenizer=hf_tok, **settings)  # fmt: skip
+        got = ours.generate(ids, stop_strings=stops, tokenizer=tok, **settings)
+        assert got.tolist() == expected.tolist(), stops
+        lengths.add(got.size(1))
+    assert len(lengths) > 1  # some strings stop the text early
+    with pytest.raises(ValueError, match="tokenizer"):
+        ours.generate(ids, stop_strings=["x"])
+
+
+def test_generate_streams_each_new_token(tmp_path):
+    ours, tok = tiny_directory(tmp_path)
+    ids = torch.tensor([tok.encode("the quick brown").ids])
+    seen = []
+    for settings in (dict(), dict(do_sample=True, top_p=0.9, seed=3)):
+        seen.clear()
+        out = ours.generate(ids, max_new_tokens=10, streamer=lambda t: seen.append(int(t)), **settings)
+        assert seen == out[0, ids.size(1) :].tolist()
+    with pytest.raises(ValueError, match="streamer"):
+        ours.generate(ids, max_new_tokens=4, num_beams=2, streamer=print)
+
+
+@pytest.mark.parametrize(
+    "setting",
+    [
+        dict(top_p=0.0),
+        dict(top_p=1.2),
+        dict(temperature=0.0),
+        dict(top_k=-1),
+        dict(repetition_penalty=0.0),
+        dict(repetition_penalty=-1.0),
+    ],  # fmt: skip
+)
+def test_invalid_settings_raise_value_errors(setting):
+    _, ours = lm_pair("gpt2")
+    ids, mask = prompts()
+    with pytest.raises(ValueError, match=next(iter(setting))):
+        ours.generate(ids, mask, max_new_tokens=3, **setting)
