@@ -58,7 +58,7 @@ def greedy_search(
         # the rows whose next token is their last (only the forced token reads them)
         last = max_lengths.eq(t + 1) if config.forced_eos_token_id is not None and t + 1 in limits else None
         log_probs = apply_rules(log_probs, t, history, last, config)
-        if config.do_sample:  # y_t ~ p (tempered, filtered), scored by the model's own log-probability
+        if config.do_sample:  # y_t ~ p (tempered, filtered), scored by its log-probability before both
             tokens = sample(log_probs, config.temperature, config.top_k, config.top_p, generator)
             best = log_probs.gather(1, tokens[:, None]).squeeze(1)
         else:
