@@ -490,10 +490,7 @@ def generate(
     GenerationConfig(eos_token_id=None, pad_token_id=0, **settings)  # invalid settings fail before any work
     if on_text is not None and (len(prompts) != 1 or num_beams != 1):
         raise ConfigError("on_text: streams one prompt decoded greedily or by sampling (num_beams=1)")
-    net, tok, _ = _kept(model, "causal_lm")
-    if tok.vocab_size > net.config.vocab_size:
-        raise CheckpointError(f"the tokenizer has {tok.vocab_size} tokens, more than the model's vocab_size "
-                              f"{net.config.vocab_size}: not this model's tokenizer")  # fmt: skip
+    net, tok, _ = _kept(model, "causal_lm")  # its family checked the tokenizer against the model
     config = _generation_config(net, settings)
     stopping = None if stop is None else StopStrings(tok, stop)
     rows = prompt_ids(net, tok, prompts, max_new_tokens)

@@ -299,3 +299,30 @@ def test_invalid_settings_raise_value_errors(setting):
     ids, mask = prompts()
     with pytest.raises(ValueError, match=next(iter(setting))):
         ours.generate(ids, mask, max_new_tokens=3, **setting)
+
+
+def test_gpt1_vocab_json_without_unk_as_published_loads(tmp_path):
+    """GPT-1's published vocab.json has no <unk>: it gets the next id, beyond the model's vocab_size, as in
+    transformers; only the BPE's own tokens are held to vocab_size."""
+    import json
+
+    from seq2bert.models import registry
+
+    _, tok = tiny_directory(tmp_path, kind="gpt1-bpe")
+    vocab = json.loads((tmp_path / "vocab.json").read_text())
+    del vocab["<unk>"]
+    vocab = {t: i for i, t in enumerate(sorted(vocab, key=vocab.get))}
+    (tmp_path / "vocab.json").write_text(json.dumps(vocab))
+    (tmp_path / "tokenizer.json").unlink()
+    config = json.loads((tmp_path / "config.json").read_text())
+    weights = transformers.AutoModelForCausalLM.from_pretrained(tmp_path)
+    weights.resize_token_embeddings(len(vocab))
+    weights.save_pretrained(tmp_path)
+    assert (
+        json.loads((tmp_path / "config.json").read_text())["vocab_size"]
+        == len(vocab)
+        == config["vocab_size"] - 1
+    )
+    model, loaded = registry.load(tmp_path)
+    assert loaded.token_to_id("<unk>") == len(vocab) and loaded.vocab_size == len(vocab) + 1
+    assert loaded.encode("the quick").ids == [vocab[t] for t in tok.encode("the quick").tokens]

@@ -7,8 +7,8 @@ A directory carries its tokenizer as GPT's were published and as transformers re
 ``tokenizer.json``, which is read first when there is one. Saving writes all three and a
 ``tokenizer_config.json`` naming transformers' class (``GPT2Tokenizer`` / ``OpenAIGPTTokenizer``), its
 special tokens and the context (``model_max_length`` = n_positions), so that ``AutoTokenizer`` reads the
-folder as we do. A tokenizer with more tokens than the model's ``vocab_size`` is not this model's: a
-one-line CheckpointError naming the file (a smaller one is fine: a vocabulary may be padded)."""
+folder as we do. A BPE with more tokens than the model's ``vocab_size`` is not this model's: a one-line
+CheckpointError naming the file (a smaller one is fine: a vocabulary may be padded)."""
 
 from __future__ import annotations
 
@@ -49,10 +49,13 @@ def load_tokenizer(path: Path) -> Tokenizer | None:
         return None
     tokenizer = Tokenizer.from_file(source)
     vocab_size = read_json(path / "config.json").get("vocab_size")
-    if isinstance(vocab_size, int) and tokenizer.vocab_size > vocab_size:
+    # the BPE's own tokens: a special token absent from them is given the next id, as transformers gives it
+    # (GPT-1's <unk>, which its published vocab.json lacks and its embedding has no row for)
+    n = tokenizer.backend.get_vocab_size(with_added_tokens=False)
+    if isinstance(vocab_size, int) and n > vocab_size:
         raise CheckpointError(
-            f"{source}: {tokenizer.vocab_size} tokens, more than the model's vocab_size {vocab_size} "
-            "(config.json): not this model's tokenizer"
+            f"{source}: {n} tokens, more than the model's vocab_size {vocab_size} (config.json): "
+            "not this model's tokenizer"
         )
     return tokenizer
 
