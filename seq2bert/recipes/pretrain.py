@@ -386,8 +386,10 @@ def pretrain(
             f"{', '.join(cfg.data.files)}: {corpus.num_documents} documents; pretraining needs at least 2"
         )
     valid_docs, train_docs = np.sort(order[:n_valid]), np.sort(order[n_valid:])
-    if n_valid < 2:
-        log.warning("fewer than 2 held-out documents (data.valid_fraction): evaluating on training documents")
+    least = 1 if causal else 2  # BERT draws a held-out B from another held-out document
+    if n_valid < least:
+        log.warning("fewer than %d held-out documents (data.valid_fraction): evaluating on training documents",
+                    least)  # fmt: skip
         valid_docs = train_docs[:50]
     if causal:
         objective = causal_lm(cfg, corpus, train_docs, valid_docs, tok, dist, device)

@@ -336,6 +336,23 @@ def test_a_fine_tuned_checkpoint_starts_another_run_with_its_tokens_once(gpt2_di
     assert torch.equal(again.transformer.embeddings.token.weight, model.transformer.embeddings.token.weight)
 
 
+def test_a_killed_fine_tuning_run_resumes_exactly(gpt2_dir, tmp_path):
+    import shutil
+
+    from safetensors.torch import load_file
+
+    write_glue(tmp_path / "mrpc", "mrpc", np.random.default_rng(4), n=(64, 16))
+    steps = ["--set", "train.max_steps=6", "--set", "train.eval_every=3"]
+    for run in ("a", "b"):
+        assert finetune("mrpc", tmp_path / "mrpc", gpt2_dir, tmp_path / run, *steps) == 0
+    for name in ("checkpoint-6", "best", "results.json"):
+        path = tmp_path / "b" / name
+        shutil.rmtree(path) if path.is_dir() else path.unlink()
+    assert main(["finetune", "--out", str(tmp_path / "b"), "--resume"]) == 0  # the rest from run.json
+    a, b = (load_file(tmp_path / run / "checkpoint-6" / "model.safetensors") for run in ("a", "b"))
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
 @pytest.mark.parametrize(
     "task, setting, message",
     [
