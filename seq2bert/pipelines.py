@@ -28,6 +28,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from seq2bert.data import gpt_finetuning as gpt
 from seq2bert.data.batching import pad_sequences
 from seq2bert.decoding.generation import GREEDY, Decoding
 from seq2bert.errors import CheckpointError, ConfigError, UserError
@@ -37,9 +38,10 @@ from seq2bert.models.alignment import loaded, source_ids
 log = logging.getLogger(__name__)
 
 
-def _load(model, head: str):
-    """(model with ``head`` — "base", "masked_lm", "sequence", "tokens" or "qa" —, tokenizer, its directory)
-    of a checkpoint directory of any family in the registry, or of a ``(model, tokenizer)`` pair."""
+def _load(model, head: str | tuple[str, ...]):
+    """(model with ``head`` — "base", "masked_lm", "sequence", "tokens" or "qa"; of several, the one the
+    directory holds —, tokenizer, its directory) of a checkpoint directory of any family in the registry, or of
+    a ``(model, tokenizer)`` pair."""
     if isinstance(model, (str, Path)):
         net, tok = registry.load(model, head=head)
         if tok is None:
@@ -254,20 +256,26 @@ def _device(net) -> torch.device:
 
 @torch.no_grad()
 def classify(texts, model, *, top_k: int | None = 1, batch_size: int = 32, max_length: int = 512) -> list:
-    """Labels of texts or ``(text, pair)`` tuples with a BertForSequenceClassification directory.
+    """Labels of texts or ``(text, pair)`` tuples with a fine-tuned sequence classifier: BERT's, or a GPT's
+    (GPT-1's input transformations; a similarity model reads each pair in both orders).
 
     Each text gets [{"label", "score"}, …]: the ``top_k`` most probable labels (softmax), best first —
     just the best one as a dict when ``top_k`` is 1; a regression model (one output, e.g. STS-B) gives
     {"label": its label name, "score": the predicted value}."""
     if isinstance(texts, str) or (isinstance(texts, tuple) and len(texts) == 2):
         return classify([texts], model, top_k=top_k, batch_size=batch_size, max_length=max_length)[0]
-    net, tok, _ = _load(model, "sequence")
+    net, tok, _ = _load(model, ("sequence", "similarity"))
     max_length = positions(net.config, max_length)
     labels = net.config.id2label
+    decoder = registry.family_of(net).kind == "decoder"
     out = []
     for start in range(0, len(texts), batch_size):
-        batch = tok.encode_batch(list(texts[start : start + batch_size]), max_length=max_length,
-                                 truncation="longest_first", padding="longest", return_tensors="pt")  # fmt: skip
+        chunk = list(texts[start : start + batch_size])
+        if decoder:
+            batch = _decoder_inputs(net, tok, chunk, max_length)
+        else:
+            batch = tok.encode_batch(chunk, max_length=max_length, truncation="longest_first", padding="longest",
+                                     return_tensors="pt")  # fmt: skip
         logits = net(**{k: v.to(_device(net)) for k, v in batch.items()}).logits.float()  # (B, K)
         for row in logits:
             if row.numel() == 1:  # regression
@@ -278,6 +286,20 @@ def classify(texts, model, *, top_k: int | None = 1, batch_size: int = 32, max_l
             best = [{"label": labels[int(i)], "score": float(p)} for p, i in zip(*probs.topk(k), strict=True)]
             out.append(best[0] if top_k == 1 else best)
     return out
+
+
+def _decoder_inputs(net, tok, items: list, max_length: int) -> dict:
+    """A decoder's classifier reads texts through GPT-1's input transformations (data/gpt_finetuning.py):
+    [start] text [extract], a pair as [start] A [delim] B [extract] — in both orders for a similarity model."""
+    family = registry.family_of(net)
+    similarity = family.architecture_of(net) == family.heads.get("similarity")
+    rows = [
+        gpt.encode_texts([x], tok, "similarity" if similarity else "classification" if isinstance(x, str)
+                         else "entailment", max_length)[0]
+        for x in items
+    ]  # fmt: skip
+    shape = "similarity" if similarity else "classification"
+    return gpt.collate([{"input_ids": r} for r in rows], net.config.pad_token_id, shape, lm=False)
 
 
 @torch.no_grad()

@@ -119,6 +119,15 @@ def pipeline(
     return backend
 
 
+def with_special(backend: tokenizers.Tokenizer, tokens: Iterable[str]) -> tokenizers.Tokenizer:
+    """A copy of ``backend`` with ``tokens`` added as special tokens after its vocabulary (those it lacks):
+    GPT-1's fine-tuning tokens, or an end-of-text token for a vocabulary without one."""
+    copy = tokenizers.Tokenizer.from_str(backend.to_str())
+    missing = [t for t in tokens if copy.token_to_id(t) is None]
+    copy.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in missing])
+    return copy
+
+
 def kind_of(backend: tokenizers.Tokenizer) -> str | None:
     """The GPT kind of ``backend``: a byte-level BPE (GPT-2's, RoBERTa's…), GPT-1's BPE, or None."""
     if not isinstance(backend.model, models.BPE):

@@ -6,7 +6,8 @@ by Generative Pre-Training", Sect. 3.1, Eq. 1):
 minimised as the mean negative log-likelihood of each token given the ones before it. transformers'
 convention: the labels are the input ids themselves and the shift happens here — the logits at position t
 predict the label at t + 1, so the last position predicts nothing and the first label is never a target.
-Positions labelled IGNORE_INDEX (padding) are left out of the mean.
+Positions labelled IGNORE_INDEX (padding) are left out of the mean. In fine-tuning the same loss on the task's
+inputs is an auxiliary objective (``with_auxiliary_lm``, Eq. 5).
 """
 
 from __future__ import annotations
@@ -28,3 +29,12 @@ def causal_lm_loss(
         logits = logits[:, :-1]  # (B, T − 1, V): positions 0 … T − 2 predict …
         labels = labels[:, 1:]  # (B, T − 1): … tokens 1 … T − 1
     return sequence_cross_entropy(logits, labels, label_smoothing=label_smoothing)
+
+
+def with_auxiliary_lm(task_loss: torch.Tensor, lm_loss: torch.Tensor | None, lm_coef: float) -> torch.Tensor:
+    """GPT-1's fine-tuning objective (Sect. 3.2, Eq. 5): L_3(C) = L_2(C) + λ · L_1(C), the task's loss plus λ times
+    the language-model loss on the task's own inputs ("improving generalization of the supervised model, and
+    accelerating convergence"; λ = 0.5). λ = 0, or no LM loss: the task's loss alone."""
+    if lm_coef == 0 or lm_loss is None:
+        return task_loss
+    return task_loss + lm_coef * lm_loss

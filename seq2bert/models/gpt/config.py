@@ -9,7 +9,8 @@ scaling switches and its special ids. The ``summary_*`` fields describe the mult
 DoubleHeads models (transformers' SequenceSummary).
 
 Named builders: the papers' models — ``gpt1()`` (12 layers, 768 units, 12 heads: Radford et al. 2018,
-Sect. 4.1), GPT-2 small / medium / large / XL (Radford et al. 2019, Table 2) — and tiny models for tests.
+Sect. 4.1), GPT-2 small / medium / large / XL (Radford et al. 2019, Table 2) — mini models of BERT-mini's size
+(4 layers, 256 units, 4 heads: what `seq2bert pretrain` trains by default) and tiny models for tests.
 """
 
 from __future__ import annotations
@@ -57,6 +58,23 @@ class GPTConfig(ClassifierFields):
     def d_ff(self) -> int:
         """The feed-forward's inner size: 4·n_embd ("3072 dimensional inner states", GPT-1 Sect. 4.1)."""
         return 4 * self.n_embd
+
+    # transformers' attribute_map: the names the other families' configs use, read-only
+    @property
+    def hidden_size(self) -> int:
+        return self.n_embd
+
+    @property
+    def num_hidden_layers(self) -> int:
+        return self.n_layer
+
+    @property
+    def num_attention_heads(self) -> int:
+        return self.n_head
+
+    @property
+    def max_position_embeddings(self) -> int:
+        return self.n_positions
 
     def validate(self) -> None:
         expected = type(self).__dataclass_fields__["model_type"].default
@@ -149,6 +167,11 @@ def gpt1(**overrides) -> OpenAIGPTConfig:
     return OpenAIGPTConfig(**overrides)
 
 
+def gpt1_mini(**overrides) -> OpenAIGPTConfig:
+    """4 layers, d_model 256, 4 heads (BERT-mini's size): the default of GPT-1 pretraining on a CPU."""
+    return OpenAIGPTConfig(**{"n_layer": 4, "n_embd": 256, "n_head": 4, **overrides})
+
+
 def gpt1_tiny(**overrides) -> OpenAIGPTConfig:
     """2 layers, d_model 64, 4 heads, 128 positions: a model for tests and CPU experiments."""
     return OpenAIGPTConfig(**{"n_layer": 2, "n_embd": 64, "n_head": 4, "n_positions": 128, **overrides})
@@ -161,6 +184,11 @@ def _gpt2(layers: int, width: int, heads: int, **overrides) -> GPT2Config:
 def gpt2_tiny(**overrides) -> GPT2Config:
     """2 layers, d_model 64, 4 heads, 128 positions: a model for tests and CPU experiments."""
     return _gpt2(2, 64, 4, **{"n_positions": 128, **overrides})
+
+
+def gpt2_mini(**overrides) -> GPT2Config:
+    """4 layers, d_model 256, 4 heads (BERT-mini's size): the default of GPT-2 pretraining on a CPU."""
+    return _gpt2(4, 256, 4, **overrides)
 
 
 def gpt2_small(**overrides) -> GPT2Config:

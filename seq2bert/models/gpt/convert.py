@@ -12,6 +12,9 @@
     lm_head                                 lm_head              the token embedding (tied), stored under both names
     multiple_choice_head.summary, score, classifier   the same names
 
+Our own ``…ForSimilarity`` (GPT-1's similarity head, heads.py) is written as ForSequenceClassification's keys
+under its own architecture name.
+
 transformers keeps the four projections of a block in Conv1D modules, whose weight is (in, out): the transpose
 of nn.Linear's (out, in). Those weights (``CONV1D``) are transposed on the way in and out. Buffers of older
 checkpoints — the causal mask ``attn.bias``, ``attn.masked_bias``, ``position_ids`` — carry nothing and are
@@ -45,13 +48,15 @@ CONV1D = re.compile(r"(^|\.)h\.\d+\.(attn\.c_attn|attn\.c_proj|mlp\.c_fc|mlp\.c_
 BUFFER = re.compile(r"(^|\.)(h\.\d+\.attn\.(bias|masked_bias)|position_ids)$")
 HEAD_MODULES = ("lm_head", "multiple_choice_head", "score", "classifier")
 HEADS = ("Model", "LMHeadModel", "DoubleHeadsModel", "ForSequenceClassification", "ForTokenClassification")
+# seq2bert's own head (GPT-1 Sect. 3.3, heads.py), no transformers class: ForSequenceClassification's weights
+OWN_HEADS = ("ForSimilarity",)
 TIED = ("LMHeadModel", "DoubleHeadsModel")  # the heads whose lm_head is the token embedding
 
 
 def architectures(model_type: str) -> tuple[str, ...]:
-    """transformers' class names of ``model_type`` (GPT-1 has no token classifier)."""
+    """The class names of ``model_type``: transformers' (GPT-1 has no token classifier), then our own."""
     heads = HEADS if model_type == "gpt2" else HEADS[:-1]
-    return tuple(PREFIXES[model_type] + head for head in heads)
+    return tuple(PREFIXES[model_type] + head for head in heads + OWN_HEADS)
 
 
 def head_of(cfg: GPTConfig, architecture: str) -> str:
@@ -117,7 +122,7 @@ def head_keymap(cfg: GPTConfig, head: str) -> KeyMap:
     """The head's own keys (the tied lm_head is not one: it is the token embedding)."""
     if head == "DoubleHeadsModel" and cfg.summary_use_proj:
         return linear("multiple_choice_head.summary", "multiple_choice_head.summary")
-    if head == "ForSequenceClassification":
+    if head in ("ForSequenceClassification", "ForSimilarity"):
         return [("score.weight", ("score.weight",))]  # no bias
     if head == "ForTokenClassification":
         return linear("classifier", "classifier")

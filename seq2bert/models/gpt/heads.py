@@ -6,8 +6,13 @@
     fine-tuning           P(y | x^1 … x^m) = softmax(h_l^m W_y)        Sect. 3.2, Eq. 3: the final state of the
                                                                       last token (``score``, no bias)
     with an auxiliary LM  L_3(C) = L_2(C) + λ · L_1(C)                 Sect. 3.2, Eq. 5: DoubleHeads returns both
-                                                                      losses (``loss``, ``mc_loss``); λ is the
-                                                                      caller's (0.5 in the paper)
+                                                                      losses (``loss``, ``mc_loss``), the sequence
+                                                                      classifiers L_1 as ``lm_loss`` when given
+                                                                      ``lm_labels``; λ is the caller's (0.5 in the
+                                                                      paper)
+    similarity            h_l^m(A; B) + h_l^m(B; A), then W_y            Sect. 3.3 ("Similarity"): both orders of a
+                                                                      pair, their final states added (seq2bert's
+                                                                      own ``…ForSimilarity``: no transformers class)
     multiple choice       each choice a sequence [context; $; answer], scored from the state of its last token
                           and normalised by a softmax over the choices  Sect. 3.3 ("Question Answering and
                           Commonsense Reasoning"): DoubleHeads' ``multiple_choice_head`` (transformers'
@@ -17,6 +22,11 @@
 Sequence classification pools, as transformers 5 does, the rightmost token that is not ``pad_token_id``: left
 and right padding alike (without a [PAD] only one row at a time). The LM heads implement the incremental-
 decoder protocol and ``generate`` (seq2bert/models/decoder_only.py).
+
+Departures from transformers, for GPT-1's fine-tuning (Sect. 3.2–3.3): the sequence classifiers take
+``lm_labels`` (L_1 on the task's inputs through the tied token embedding: no new weights, the checkpoint layout
+unchanged); every head model can grow its token embedding (``resize_token_embeddings``: the [start], [delim]
+and [extract] tokens the paper adds to the vocabulary).
 """
 
 from __future__ import annotations
@@ -64,6 +74,7 @@ class SequenceClassifierOutputWithPast:
     past_key_values: list[LayerCache] | None = None
     hidden_states: tuple[torch.Tensor, ...] | None = None
     attentions: tuple[torch.Tensor, ...] | None = None
+    lm_loss: torch.Tensor | None = None  # GPT-1's auxiliary L_1 on the inputs (given ``lm_labels``)
 
 
 class GPTHeadModel(SavePretrained, nn.Module):
@@ -79,6 +90,28 @@ class GPTHeadModel(SavePretrained, nn.Module):
 
     def encode(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None, **options):
         return self.transformer(input_ids, attention_mask, **options)
+
+    def auxiliary_lm_loss(self, hidden: torch.Tensor, lm_labels: torch.Tensor) -> torch.Tensor:
+        """Sect. 3.2: L_1 (Eq. 1) on the task's own inputs, from the final states (B, T, d_model) through the tied
+        output layer softmax(h_n W_eᵀ); lm_labels (B, T): the input ids, −100 on padding."""
+        logits = F.linear(hidden, self.transformer.embeddings.token.weight)  # h_n W_eᵀ: (B, T, V)
+        return causal_lm_loss(logits, lm_labels)
+
+    def resize_token_embeddings(self, vocab_size: int) -> None:
+        """The token embedding W_e with ``vocab_size`` rows: the old ones kept, new ones drawn from
+        N(0, initializer_range) — GPT-1 adds its [start], [delim] and [extract] tokens so (Sect. 3.3) — and a
+        tied LM head tied to the new matrix; ``config.vocab_size`` follows."""
+        old = self.transformer.embeddings.token
+        new = nn.Embedding(vocab_size, old.embedding_dim).to(old.weight.device, old.weight.dtype)
+        nn.init.normal_(new.weight, 0.0, self.config.initializer_range)
+        with torch.no_grad():
+            kept = min(vocab_size, old.num_embeddings)
+            new.weight[:kept] = old.weight[:kept]
+        self.transformer.embeddings.token = new
+        if hasattr(self, "lm_head"):
+            self.lm_head = nn.Linear(old.embedding_dim, vocab_size, bias=False).to(new.weight.device)
+            self.lm_head.weight = new.weight  # tied
+        self.config.vocab_size = vocab_size
 
 
 class GPTLMHeadModel(DecoderOnlyLM, GPTHeadModel):
@@ -238,13 +271,14 @@ class GPTForSequenceClassification(GPTHeadModel):
         position_ids: torch.Tensor | None = None,
         token_type_ids: torch.Tensor | None = None,
         labels: torch.Tensor | None = None,
+        lm_labels: torch.Tensor | None = None,
         past_key_values: list[LayerCache] | None = None,
         use_cache: bool = False,
         output_hidden_states: bool = False,
         output_attentions: bool = False,
     ) -> SequenceClassifierOutputWithPast:
         """input_ids … (B, T) → logits (B, K) at each row's last token; labels (B,) class ids, (B,) floats for
-        regression, (B, K) for multi-label."""
+        regression, (B, K) for multi-label; lm_labels (B, T): GPT-1's auxiliary LM loss on the inputs."""
         out = self.encode(
             input_ids, attention_mask, position_ids=position_ids, token_type_ids=token_type_ids,
             past_key_values=past_key_values, use_cache=use_cache, output_hidden_states=output_hidden_states,
@@ -253,12 +287,55 @@ class GPTForSequenceClassification(GPTHeadModel):
         at = last_token(input_ids, self.config.pad_token_id)  # (B,)
         hidden = out.last_hidden_state[torch.arange(input_ids.size(0), device=at.device), at]  # h_l^m: (B, d)
         logits = self.score(hidden)  # (B, K)
-        loss = None
+        return self.classified(logits, labels, out, lm_labels)
+
+    def classified(self, logits, labels, out, lm_labels) -> SequenceClassifierOutputWithPast:
+        """The output for ``logits`` (B, K): L_2 against ``labels``, L_1 on the inputs against ``lm_labels``."""
+        loss = lm_loss = None
         if labels is not None:
             loss = sequence_classification_loss(logits, labels, problem_type(self.config, labels))
+        if lm_labels is not None:
+            lm_loss = self.auxiliary_lm_loss(out.last_hidden_state, lm_labels.reshape(-1, lm_labels.size(-1)))
         return SequenceClassifierOutputWithPast(
-            loss, logits, out.past_key_values, out.hidden_states, out.attentions
+            loss, logits, out.past_key_values, out.hidden_states, out.attentions, lm_loss
         )
+
+
+class GPTForSimilarity(GPTForSequenceClassification):
+    """Sect. 3.3, "Similarity": "there is no inherent ordering of the two sentences being compared", so the input
+    holds both orders — [start] A [delim] B [extract] and [start] B [delim] A [extract] — each processed
+    independently; their final states at [extract] are added element-wise before the output layer W_y:
+
+        P(y | A, B) = softmax((h_l^m(A; B) + h_l^m(B; A)) W_y)
+
+    seq2bert's own architecture (``GPT2ForSimilarity``, ``OpenAIGPTForSimilarity``): transformers has no such
+    class. Its weights are those of ForSequenceClassification (``transformer``, ``score``), which transformers'
+    class reads, scoring one order only."""
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        *,
+        labels: torch.Tensor | None = None,
+        lm_labels: torch.Tensor | None = None,
+        output_hidden_states: bool = False,
+        output_attentions: bool = False,
+    ) -> SequenceClassifierOutputWithPast:
+        """input_ids, attention_mask, lm_labels (B, 2, T): the two orders of each pair → logits (B, K); the
+        hidden states and attentions of the 2·B sequences, order by order."""
+        B, orders, T = input_ids.shape
+        if orders != 2:
+            raise ValueError(f"input_ids: expected (batch, 2 orders, length), got {tuple(input_ids.shape)}")
+        flat = input_ids.reshape(2 * B, T)  # (2B, T): the two orders of pair b at rows 2b, 2b + 1
+        mask = None if attention_mask is None else attention_mask.reshape(2 * B, T)
+        out = self.encode(
+            flat, mask, output_hidden_states=output_hidden_states, output_attentions=output_attentions
+        )
+        at = last_token(flat, self.config.pad_token_id)  # (2B,): each order's [extract]
+        hidden = out.last_hidden_state[torch.arange(2 * B, device=at.device), at]  # (2B, d)
+        logits = self.score(hidden.view(B, 2, -1).sum(dim=1))  # (h(A; B) + h(B; A)) W_y: (B, K)
+        return self.classified(logits, labels, out, lm_labels)
 
 
 class GPTForTokenClassification(GPTHeadModel):
@@ -318,4 +395,13 @@ class GPT2ForSequenceClassification(GPTForSequenceClassification):
 
 
 class GPT2ForTokenClassification(GPTForTokenClassification):
+    base_class = GPT2Model
+
+
+# --- seq2bert's own: the similarity head of GPT-1 (Sect. 3.3) on either model
+class OpenAIGPTForSimilarity(GPTForSimilarity):
+    base_class = OpenAIGPTModel
+
+
+class GPT2ForSimilarity(GPTForSimilarity):
     base_class = GPT2Model

@@ -1,14 +1,16 @@
 """GPT-1 and GPT-2 in the registry: one ``Family`` record per Hugging Face model_type ("openai-gpt", "gpt2"),
-each with transformers' class names, the heads the jobs ask for, the conversions of convert.py, and the
-tokenizer files of a checkpoint directory.
+each with transformers' class names (and our own similarity head), the heads the jobs ask for — pretraining
+is the causal LM, fine-tuning GPT-1's (Sect. 3.3: sequence, similarity, multiple choice) — the conversions of
+convert.py, and the tokenizer files of a checkpoint directory.
 
 A directory carries its tokenizer as GPT's were published and as transformers reads them: ``vocab.json`` +
 ``merges.txt`` (GPT-2's byte-level BPE, GPT-1's BPE with ``</w>``; seq2bert/data/gpt_bpe.py), and/or a
-``tokenizer.json``, which is read first when there is one. Saving writes all three and a
-``tokenizer_config.json`` naming transformers' class (``GPT2Tokenizer`` / ``OpenAIGPTTokenizer``), its
-special tokens and the context (``model_max_length`` = n_positions), so that ``AutoTokenizer`` reads the
-folder as we do. A BPE with more tokens than the model's ``vocab_size`` is not this model's: a one-line
-CheckpointError naming the file (a smaller one is fine: a vocabulary may be padded)."""
+``tokenizer.json``, which is read first when there is one (fine-tuning's added tokens travel in it). Saving
+writes all three and a ``tokenizer_config.json`` naming transformers' class (``GPT2Tokenizer`` /
+``OpenAIGPTTokenizer``), its special tokens and the context (``model_max_length`` = n_positions), so that
+``AutoTokenizer`` reads the folder as we do. A BPE with more tokens than the model's ``vocab_size`` is not
+this model's: a one-line CheckpointError naming the file (a smaller one is fine: a vocabulary may be
+padded)."""
 
 from __future__ import annotations
 
@@ -28,10 +30,12 @@ from seq2bert.models.gpt.convert import config_from_hf, config_to_hf, from_hf_st
 from seq2bert.models.gpt.heads import (
     GPT2DoubleHeadsModel,
     GPT2ForSequenceClassification,
+    GPT2ForSimilarity,
     GPT2ForTokenClassification,
     GPT2LMHeadModel,
     OpenAIGPTDoubleHeadsModel,
     OpenAIGPTForSequenceClassification,
+    OpenAIGPTForSimilarity,
     OpenAIGPTLMHeadModel,
 )
 from seq2bert.models.gpt.model import GPT2Model, OpenAIGPTModel
@@ -74,20 +78,19 @@ def save_tokenizer(tokenizer: Any, directory: Path, config: GPTConfig) -> None:
     atomic_write_text(Path(directory) / "tokenizer_config.json", json.dumps(settings, indent=2) + "\n")
 
 
-def gpt_family(model_type: str, config_class: type[GPTConfig], classes: list[type[nn.Module]]) -> Family:
-    architectures = {cls.__name__: cls for cls in classes}
-    base, lm, _, sequence, *tokens = architectures
-    heads = {"base": base, "causal_lm": lm, "sequence": sequence}
-    if tokens:
-        heads["tokens"] = tokens[0]
+def gpt_family(
+    model_type: str, config_class: type[GPTConfig], tokenizer: str, heads: dict[str, type[nn.Module]]
+) -> Family:
+    """``heads``: what a job needs → our class (the first: the bare model)."""
+    architectures = {cls.__name__: cls for cls in heads.values()}
     return Family(
         model_type=model_type,
         config_class=config_class,
         architectures=architectures,
-        heads=heads,
+        heads={head: cls.__name__ for head, cls in heads.items()},
         kind="decoder",
         base_model_prefix="transformer",
-        tokenizer="bpe",
+        tokenizer=tokenizer,
         config_from_hf=lambda hf, source: config_from_hf(hf, source=source),
         config_to_hf=config_to_hf,
         state_from_hf=lambda hf, cfg, arch, source, new_heads: from_hf_state_dict(
@@ -97,22 +100,34 @@ def gpt_family(model_type: str, config_class: type[GPTConfig], classes: list[typ
         load_tokenizer=load_tokenizer,
         save_tokenizer=save_tokenizer,
         head_modules=("lm_head", "multiple_choice_head", "score", "classifier"),
+        pretraining_objective="causal_lm",
     )
 
 
 OPENAI_GPT = gpt_family(
     "openai-gpt",
     OpenAIGPTConfig,
-    [OpenAIGPTModel, OpenAIGPTLMHeadModel, OpenAIGPTDoubleHeadsModel, OpenAIGPTForSequenceClassification],
+    "gpt1-bpe",
+    {
+        "base": OpenAIGPTModel,
+        "causal_lm": OpenAIGPTLMHeadModel,
+        "pretraining": OpenAIGPTLMHeadModel,
+        "choice": OpenAIGPTDoubleHeadsModel,
+        "sequence": OpenAIGPTForSequenceClassification,
+        "similarity": OpenAIGPTForSimilarity,
+    },
 )
 GPT2 = gpt_family(
     "gpt2",
     GPT2Config,
-    [
-        GPT2Model,
-        GPT2LMHeadModel,
-        GPT2DoubleHeadsModel,
-        GPT2ForSequenceClassification,
-        GPT2ForTokenClassification,
-    ],
+    "bytelevel-bpe",
+    {
+        "base": GPT2Model,
+        "causal_lm": GPT2LMHeadModel,
+        "pretraining": GPT2LMHeadModel,
+        "choice": GPT2DoubleHeadsModel,
+        "sequence": GPT2ForSequenceClassification,
+        "similarity": GPT2ForSimilarity,
+        "tokens": GPT2ForTokenClassification,
+    },
 )
