@@ -48,6 +48,7 @@ from torch import nn
 from seq2bert.models.gpt.config import AFN, GPT2Config, GPTConfig, OpenAIGPTConfig
 from seq2bert.models.pretrained import SavePretrained
 from seq2bert.nn.feed_forward import PositionwiseFeedForward
+from seq2bert.nn.init import normal_init
 from seq2bert.nn.layers import LayerCache, TransformerLayer
 from seq2bert.nn.multihead import MultiHeadAttention
 from seq2bert.nn.stack import TransformerStack
@@ -190,14 +191,7 @@ class GPT2Model(GPTStack):
 def init_gpt_weights(module: nn.Module, c: GPTConfig) -> None:
     """N(0, initializer_range) weights (GPT-1 Sect. 4.1: "a simple weight initialization of N(0, 0.02)"), zero
     biases, LayerNorms at (1, 0): every Linear, Embedding and LayerNorm inside ``module``."""
-    for m in module.modules():
-        if isinstance(m, (nn.Linear, nn.Embedding)):
-            nn.init.normal_(m.weight, 0.0, c.initializer_range)
-        if isinstance(m, nn.Linear) and m.bias is not None:
-            nn.init.zeros_(m.bias)
-        elif isinstance(m, nn.LayerNorm):
-            nn.init.ones_(m.weight)
-            nn.init.zeros_(m.bias)
+    normal_init(module, c.initializer_range)
 
 
 def residual_scaled_init(stack: TransformerStack, c: GPTConfig) -> None:
