@@ -16,7 +16,6 @@ cross-attention Q from the decoder and [W^K W^V] from the encoder output, comput
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -46,6 +45,7 @@ def scaled_dot_product_attention(
     (None: 1/√d_k, the paper's; some GPT-2 variants use others). A query that may attend to no key at all (a
     left pad of a causal model) gets zero weights and a zero output, as torch's fused kernel gives it."""
     if not need_weights and q.size(-2) > 1:
+        k = k.to(q.dtype)  # a cache keeps widened keys (KVCache)
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout, scale=scale), None
     with full_precision(q):  # scores and softmax in fp32 under autocast, as in torch's fused kernel
         scores = widen(q) @ widen(k).transpose(-2, -1)  # QKᵀ: (B, h, T_q, T_k)
@@ -61,31 +61,82 @@ def scaled_dot_product_attention(
     return weights @ v, weights  # (B, h, T_q, d_v)
 
 
-@dataclass
 class KVCache:
     """Keys and values one attention layer has already computed: (B, h, T, d_k) and (B, h, T, d_v).
 
-    Decoder self-attention appends one step at a time; cross-attention fills it once per source."""
+    Decoder self-attention appends one step at a time; cross-attention fills it once per source. The steps
+    are written into room kept ahead (a buffer (B, h, capacity, d) whose capacity doubles when it is full,
+    as a growing array does), so a step copies only its own keys and values — concatenating would copy
+    every earlier step again, O(T²) over a decode. ``key`` and ``value`` are views of the filled part. A
+    first fill is kept as it is given (cross-attention is never appended to); from the first step appended
+    to it on, the keys are kept in at least fp32 (bf16 keys of autocast widened once, as they are written):
+    a single query's scores are computed in fp32 from every key (scaled_dot_product_attention), which would
+    otherwise widen the whole cache again at every step. Where autograd records the
+    keys (a cache used in training), steps are concatenated instead: writing into a buffer that earlier steps
+    saved for their backward would void it."""
 
-    key: torch.Tensor | None = None
-    value: torch.Tensor | None = None
+    def __init__(self, key: torch.Tensor | None = None, value: torch.Tensor | None = None):
+        self._key, self._value = key, value  # (B, h, capacity, d)
+        self.length = 0 if key is None else key.size(2)
 
     @property
-    def length(self) -> int:
-        return 0 if self.key is None else self.key.size(2)
+    def key(self) -> torch.Tensor | None:
+        return None if self._key is None else self._key[:, :, : self.length]
+
+    @property
+    def value(self) -> torch.Tensor | None:
+        return None if self._value is None else self._value[:, :, : self.length]
+
+    @property
+    def capacity(self) -> int:
+        return 0 if self._key is None else self._key.size(2)
 
     def append(self, key: torch.Tensor, value: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Add the keys / values of new steps (B, h, t, d); return all of them so far."""
-        if self.key is not None:
-            key, value = torch.cat([self.key, key], dim=2), torch.cat([self.value, value], dim=2)
-        self.key, self.value = key, value
-        return key, value
+        """Add the keys / values of new steps (B, h, t, d); return all of them so far (views)."""
+        if self._key is None:
+            self._key, self._value, self.length = key, value, key.size(2)
+            return key, value
+        past, n = self.length, self.length + key.size(2)
+        if _recorded(key, self._key):
+            self._key, self._value = torch.cat([self.key, key], 2), torch.cat([self.value, value], 2)
+            self.length = n
+            return self._key, self._value
+        if n > self.capacity:  # double the room: amortised O(1) copies per step
+            capacity = max(n, 2 * self.capacity)
+            self._key = self._grown(self._key, capacity, widen(key).dtype)  # the keys in fp32: see above
+            self._value = self._grown(self._value, capacity, value.dtype)
+        self._key[:, :, past:n] = key
+        self._value[:, :, past:n] = value
+        self.length = n
+        return self.key, self.value
+
+    def _grown(self, x: torch.Tensor, capacity: int, dtype: torch.dtype) -> torch.Tensor:
+        """(B, h, capacity, d) of ``dtype`` holding x's filled part."""
+        out = x.new_empty(*x.shape[:2], capacity, x.size(3), dtype=dtype)
+        out[:, :, : self.length] = x[:, :, : self.length]
+        return out
 
     def reorder(self, index: torch.Tensor) -> KVCache:
-        """Rows ``index`` (N,) of the batch (beam search follows its surviving beams)."""
-        if self.key is None:
-            return KVCache()
-        return KVCache(self.key.index_select(0, index), self.value.index_select(0, index))
+        """Rows ``index`` (N,) of the batch (beam search follows its surviving beams), in new buffers with the
+        same room ahead; only the filled part is copied."""
+        out = KVCache()
+        if self._key is None:
+            return out
+        out._key, out._value = (self._rows(x, index) for x in (self._key, self._value))
+        out.length = self.length
+        return out
+
+    def _rows(self, x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+        if _recorded(x):
+            return x[:, :, : self.length].index_select(0, index)
+        out = x.new_empty(index.numel(), *x.shape[1:])  # (N, h, capacity, d)
+        torch.index_select(x[:, :, : self.length], 0, index, out=out[:, :, : self.length])
+        return out
+
+
+def _recorded(*xs: torch.Tensor) -> bool:
+    """Whether autograd records operations on any of xs."""
+    return torch.is_grad_enabled() and any(x.requires_grad for x in xs)
 
 
 class MultiHeadAttention(nn.Module):

@@ -187,3 +187,54 @@ def test_explicit_attention_scores_in_fp32_under_bf16_autocast():
     with torch.autocast("cpu", dtype=torch.bfloat16):
         _, weights = scaled_dot_product_attention(q, k, v, need_weights=True)
     torch.testing.assert_close(weights.float(), expected.bfloat16().float(), rtol=0, atol=0)
+
+
+def test_a_cache_writes_each_step_into_room_kept_ahead():
+    """Appending equals concatenating; the buffer doubles when full (the first fill kept as given), so a step
+    copies only its own keys; a reordered cache keeps its room and holds the chosen rows."""
+    torch.manual_seed(0)
+    steps = [torch.randn(3, 2, t, 4) for t in (5, 1, 1, 1, 1, 1, 2)]
+    cache = KVCache()
+    capacities = []
+    for k in steps:
+        key, value = cache.append(k, -k)
+        capacities.append(cache.capacity)
+    assert capacities == [5, 10, 10, 10, 10, 10, 20] and cache.length == 12
+    torch.testing.assert_close(key, torch.cat(steps, 2), rtol=0, atol=0)
+    torch.testing.assert_close(cache.value, -torch.cat(steps, 2), rtol=0, atol=0)
+    index = torch.tensor([2, 0, 0, 1])
+    moved = cache.reorder(index)
+    assert moved.capacity == 20 and moved.length == 12
+    torch.testing.assert_close(moved.key, cache.key[index], rtol=0, atol=0)
+    new = torch.randn(4, 2, 1, 4)
+    key, _ = moved.append(new, new)
+    torch.testing.assert_close(key, torch.cat([cache.key[index], new], 2), rtol=0, atol=0)
+    assert cache.length == 12  # the reordered cache is a copy
+
+
+def test_a_cache_under_autograd_backpropagates_through_every_step():
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(16, 2)
+    x = torch.randn(2, 4, 16, requires_grad=True)
+    cache = KVCache()
+    outs = [mha(x[:, t : t + 1], mask=causal_mask(1, past=t), cache=cache)[0] for t in range(4)]
+    torch.cat(outs, 1).sum().backward()
+    full = x.detach().requires_grad_()
+    mha(full, mask=causal_mask(4))[0].sum().backward()
+    torch.testing.assert_close(x.grad, full.grad, rtol=0, atol=1e-5)
+
+
+def test_under_autocast_a_cache_keeps_its_keys_widened():
+    """bf16 keys are widened once, as they are written, not at every step (the scores are fp32 either way)."""
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(16, 2).eval()
+    x = torch.randn(2, 6, 16)
+    full, _ = mha(x, mask=causal_mask(6))
+    cache, steps = KVCache(), []
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):  # as in decoding
+        steps.append(mha(x[:, :3], mask=causal_mask(3), cache=cache)[0])  # a first fill, kept as given
+        assert cache.key.dtype == torch.bfloat16
+        for t in range(3, 6):
+            steps.append(mha(x[:, t : t + 1], mask=causal_mask(1, past=t), cache=cache)[0])
+    assert cache.key.dtype == torch.float32 and cache.value.dtype == torch.bfloat16
+    torch.testing.assert_close(torch.cat(steps, 1).float(), full, rtol=0, atol=0.05)
