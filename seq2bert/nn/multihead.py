@@ -21,6 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from seq2bert.nn.masks import is_causal
 from seq2bert.precision import full_precision, widen
 
 
@@ -40,12 +41,19 @@ def scaled_dot_product_attention(
     Without ``need_weights`` this is torch's fused kernel (flash / memory-efficient where available); with
     it, the explicit computation below, which gives the same values (tests/nn/test_multihead.py). A single
     query per row (incremental decoding) also takes the explicit path: two small batched matmuls beat the
-    fused kernel's set-up there (about 2× on CPU).
+    fused kernel's set-up there (about 2× on CPU). A mask that is exactly the causal one (masks.is_causal)
+    goes to the fused kernel as ``is_causal``, which then skips the scores above the diagonal.
     ``dropout`` is the probability P_drop on the weights; pass 0 in evaluation. ``scale``: the factor of QKᵀ
     (None: 1/√d_k, the paper's; some GPT-2 variants use others). A query that may attend to no key at all (a
     left pad of a causal model) gets zero weights and a zero output, as torch's fused kernel gives it."""
     if not need_weights and q.size(-2) > 1:
         k = k.to(q.dtype)  # a cache keeps widened keys (KVCache)
+        if is_causal(mask, q.size(-2)) and k.size(-2) == q.size(
+            -2
+        ):  # only the diagonal's lower side computed
+            return F.scaled_dot_product_attention(
+                q, k, v, dropout_p=dropout, is_causal=True, scale=scale
+            ), None
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout, scale=scale), None
     with full_precision(q):  # scores and softmax in fp32 under autocast, as in torch's fused kernel
         scores = widen(q) @ widen(k).transpose(-2, -1)  # QKᵀ: (B, h, T_q, T_k)

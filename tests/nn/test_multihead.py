@@ -5,8 +5,9 @@ import math
 
 import pytest
 import torch
+import torch.nn.functional as F
 
-from seq2bert.nn.masks import causal_mask, combine, padding_mask
+from seq2bert.nn.masks import causal_mask, combine, is_causal, padding_mask
 from seq2bert.nn.multihead import KVCache, MultiHeadAttention, scaled_dot_product_attention
 
 
@@ -238,3 +239,20 @@ def test_under_autocast_a_cache_keeps_its_keys_widened():
             steps.append(mha(x[:, t : t + 1], mask=causal_mask(1, past=t), cache=cache)[0])
     assert cache.key.dtype == torch.float32 and cache.value.dtype == torch.bfloat16
     torch.testing.assert_close(torch.cat(steps, 1).float(), full, rtol=0, atol=0.05)
+
+
+def test_an_exactly_causal_mask_goes_to_the_fused_kernel_as_is_causal():
+    """The same outputs and gradients as the mask itself; any other mask (padding too) is passed as it is."""
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 3, 7, 4, requires_grad=True) for _ in range(3))
+    mask = causal_mask(7)
+    assert is_causal(mask, 7) and not is_causal(causal_mask(6, past=1), 6) and not is_causal(mask.T, 7)
+    assert not is_causal(combine(padding_mask(torch.ones(2, 7)), mask), 7) and not is_causal(None, 7)
+    out, _ = scaled_dot_product_attention(q, k, v, mask)
+    out.sum().backward()
+    grads = [x.grad for x in (q, k, v)]
+    q2, k2, v2 = (x.detach().requires_grad_() for x in (q, k, v))
+    expected = F.scaled_dot_product_attention(q2, k2, v2, attn_mask=mask)
+    expected.sum().backward()
+    torch.testing.assert_close(out, expected, rtol=0, atol=1e-6)
+    torch.testing.assert_close(grads, [q2.grad, k2.grad, v2.grad], rtol=0, atol=1e-6)
