@@ -268,7 +268,7 @@ def causal_lm(cfg: PretrainConfig, corpus: Corpus, train_docs, valid_docs, tok: 
     words = words_per_token(tok, valid.stream, len(indices) * L)
     return Objective(
         plan=train,
-        loss=lambda m, batch: m(**batch).loss,
+        loss=lambda m, batch: m(**batch, loss_only=True).loss,  # the LM head fused with its loss
         evaluate=lambda m: evaluate_causal_lm(m, valid, indices, device, words),
         metric="perplexity",
     )

@@ -155,6 +155,32 @@ def test_left_padded_loss_equals_transformers_sdpa_with_plain_labels():
     close(ours(ids, mask).logits, e.logits)  # every position, padding included
 
 
+@pytest.mark.parametrize(
+    "model_type", list(LM_HEADS := {"gpt2": "GPT2LMHeadModel", "openai-gpt": "OpenAIGPTLMHeadModel"})
+)
+def test_the_fused_loss_has_transformers_loss_and_gradients(model_type):
+    """``loss_only``: the LM head fused with its loss, no logits built — the loss and every gradient (the tied
+    embedding's included) as transformers computes them, on a right-padded batch."""
+    architecture = LM_HEADS[model_type]
+    hf = hf_model(model_type, architecture)
+    ours = ours_from(hf, architecture)
+    ids, mask, lm_labels = batch("right")
+    e = hf(input_ids=ids, attention_mask=mask, labels=lm_labels)
+    e.loss.backward()
+    o = ours(ids, mask, labels=lm_labels, loss_only=True)
+    o.loss.backward()
+    assert o.logits is None
+    close(o.loss, e.loss)
+    theirs = dict(hf.named_parameters())
+    expected = to_hf_state_dict(
+        {k: p.grad for k, p in ours.named_parameters(remove_duplicate=False)}, ours.config, architecture
+    )
+    for name, p in theirs.items():  # the tied lm_head is one of them under transformers' name
+        close(expected[name], p.grad, msg=name)
+    with pytest.raises(ValueError, match="labels"):
+        ours(ids, mask, loss_only=True)
+
+
 @pytest.mark.parametrize("model_type", list(SHAPES))
 @pytest.mark.parametrize("shape_index", [0, 1, 2])
 def test_double_heads_equal_transformers(model_type, shape_index):

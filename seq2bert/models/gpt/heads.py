@@ -43,14 +43,14 @@ from seq2bert.models.gpt.model import GPT2Model, GPTStack, OpenAIGPTModel, init_
 from seq2bert.models.pretrained import SavePretrained
 from seq2bert.nn.feed_forward import ACTIVATIONS
 from seq2bert.nn.layers import LayerCache
-from seq2bert.objectives.causal_lm import causal_lm_loss
+from seq2bert.objectives.causal_lm import causal_lm_loss, causal_lm_loss_from_hidden
 from seq2bert.objectives.classification import sequence_classification_loss, token_classification_loss
 
 
 @dataclass
 class CausalLMOutputWithPast:
     loss: torch.Tensor | None
-    logits: torch.Tensor  # (B, T, V)
+    logits: torch.Tensor | None  # (B, T, V); None with ``loss_only``
     past_key_values: list[LayerCache] | None = None
     hidden_states: tuple[torch.Tensor, ...] | None = None
     attentions: tuple[torch.Tensor, ...] | None = None
@@ -94,8 +94,7 @@ class GPTHeadModel(SavePretrained, nn.Module):
     def auxiliary_lm_loss(self, hidden: torch.Tensor, lm_labels: torch.Tensor) -> torch.Tensor:
         """Sect. 3.2: L_1 (Eq. 1) on the task's own inputs, from the final states (B, T, d_model) through the tied
         output layer softmax(h_n W_eᵀ); lm_labels (B, T): the input ids, −100 on padding."""
-        logits = F.linear(hidden, self.transformer.embeddings.token.weight)  # h_n W_eᵀ: (B, T, V)
-        return causal_lm_loss(logits, lm_labels)
+        return causal_lm_loss_from_hidden(hidden, self.transformer.embeddings.token.weight, lm_labels)
 
     def resize_token_embeddings(self, vocab_size: int) -> None:
         """The token embedding W_e with ``vocab_size`` rows: the old ones kept, new ones drawn from
@@ -134,14 +133,24 @@ class GPTLMHeadModel(DecoderOnlyLM, GPTHeadModel):
         use_cache: bool = False,
         output_hidden_states: bool = False,
         output_attentions: bool = False,
+        loss_only: bool = False,
     ) -> CausalLMOutputWithPast:
         """input_ids … (B, T) → logits (B, T, V); ``labels`` (B, T): the input ids (−100 where ignored), shifted
-        here as transformers does — the logits at t predict the label at t + 1."""
+        here as transformers does — the logits at t predict the label at t + 1.
+
+        ``loss_only`` (with labels; training): Eq. 1 straight from the final states, the output layer and the
+        loss fused (objectives/cross_entropy.py: no (B, T, V) logits or log-probabilities are built; the same
+        loss and gradients up to rounding); ``logits`` is then None. seq2bert pretrain trains so."""
         out = self.encode(
             input_ids, attention_mask, position_ids=position_ids, token_type_ids=token_type_ids,
             past_key_values=past_key_values, use_cache=use_cache, output_hidden_states=output_hidden_states,
             output_attentions=output_attentions,
         )  # fmt: skip
+        if loss_only:
+            if labels is None:
+                raise ValueError("loss_only needs labels")
+            loss = causal_lm_loss_from_hidden(out.last_hidden_state, self.lm_head.weight, labels)  # Eq. 1
+            return CausalLMOutputWithPast(loss, None, out.past_key_values, out.hidden_states, out.attentions)
         logits = self.lm_head(out.last_hidden_state)  # h_n W_eᵀ: (B, T, V)
         loss = None if labels is None else causal_lm_loss(logits, labels)  # Eq. 1
         return CausalLMOutputWithPast(loss, logits, out.past_key_values, out.hidden_states, out.attentions)
