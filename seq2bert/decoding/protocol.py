@@ -8,6 +8,9 @@ A search never sees an encoder, a cache or a hidden state, only an opaque ``stat
     state = model.reorder(state, index)                keep rows ``index`` (N,) of the batch (beam search:
                                                       the state follows the beam each new beam extends)
 
+A state handed to ``step`` or ``reorder`` is not used again: a model may change it in place (the key/value
+caches grow in place and are reordered in place, seq2bert/nn/multihead.py).
+
 and, optionally,
 
     state = model.repeat(state, k)                     each row becomes k consecutive rows

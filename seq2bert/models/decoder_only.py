@@ -14,7 +14,7 @@ and gets
     start(prompt, mask)      the prompt (but its last column, protocol.py) runs once through the stack, its keys
                              and values kept in one LayerCache per layer
     step(tokens, state)      one new token per row at its next position: its logits and the grown cache
-    reorder(state, index)    rows ``index`` of the caches, the mask and the positions (beam search)
+    reorder(state, index)    rows ``index`` of the caches (in place), the mask and the positions (beam search)
     generate(…)              the prompt followed by the new tokens, as transformers' generate returns them
 
 Positions, as transformers' generate numbers them (generation/utils.py, _prepare_position_ids_for_generation):
@@ -85,7 +85,7 @@ class DecoderOnlyLM:
         return logits, DecoderState(state.caches, mask, state.positions + 1)
 
     def reorder(self, state: DecoderState, index: torch.Tensor) -> DecoderState:
-        """Rows ``index`` (N,) of the state."""
+        """Rows ``index`` (N,) of the state; the caches are reordered in place (KVCache.reorder)."""
         return DecoderState(
             [cache.reorder(index) for cache in state.caches],
             state.attention_mask.index_select(0, index),

@@ -72,20 +72,25 @@ def scaled_dot_product_attention(
 class KVCache:
     """Keys and values one attention layer has already computed: (B, h, T, d_k) and (B, h, T, d_v).
 
-    Decoder self-attention appends one step at a time; cross-attention fills it once per source. The steps
-    are written into room kept ahead (a buffer (B, h, capacity, d) whose capacity doubles when it is full,
-    as a growing array does), so a step copies only its own keys and values — concatenating would copy
-    every earlier step again, O(T²) over a decode. ``key`` and ``value`` are views of the filled part. A
-    first fill is kept as it is given (cross-attention is never appended to); from the first step appended
-    to it on, the keys are kept in at least fp32 (bf16 keys of autocast widened once, as they are written):
-    a single query's scores are computed in fp32 from every key (scaled_dot_product_attention), which would
-    otherwise widen the whole cache again at every step. Where autograd records the
-    keys (a cache used in training), steps are concatenated instead: writing into a buffer that earlier steps
-    saved for their backward would void it."""
+    Decoder self-attention appends one step at a time; cross-attention fills it once per source. ``key`` and
+    ``value`` are views of the filled part of buffers kept for the purpose:
+    - room ahead: steps are written into a buffer (B, h, capacity, d) whose capacity doubles when it is full,
+      as a growing array does, so a step copies only its own keys and values (concatenating would copy every
+      earlier step again, O(T²) over a decode). A first fill is kept as it is given (cross-attention is
+      never appended to).
+    - widened keys: from the first step appended on, the keys are kept in at least fp32 (bf16 keys of
+      autocast widened once, as they are written): a single query's scores are computed in fp32 from every
+      key (scaled_dot_product_attention), which would otherwise widen the whole cache at every step.
+    - reordering in place: beam search's ``reorder`` gathers the rows into a second buffer of the same room
+      and swaps the two, so no step allocates (fresh memory costs its page faults on a CPU).
+    Where autograd records the keys (a cache used in training) steps are concatenated and rows gathered into
+    new tensors instead: writing into a buffer that earlier steps saved for their backward would void it."""
 
     def __init__(self, key: torch.Tensor | None = None, value: torch.Tensor | None = None):
         self._key, self._value = key, value  # (B, h, capacity, d)
         self.length = 0 if key is None else key.size(2)
+        self._owned = False  # whether the buffers are ours to write into (not a first fill as given)
+        self._spare: tuple[torch.Tensor, torch.Tensor] | None = None  # reorder's second buffers
 
     @property
     def key(self) -> torch.Tensor | None:
@@ -107,12 +112,13 @@ class KVCache:
         past, n = self.length, self.length + key.size(2)
         if _recorded(key, self._key):
             self._key, self._value = torch.cat([self.key, key], 2), torch.cat([self.value, value], 2)
-            self.length = n
+            self.length, self._owned = n, False
             return self._key, self._value
-        if n > self.capacity:  # double the room: amortised O(1) copies per step
+        if n > self.capacity or not self._owned:  # double the room: amortised O(1) copies per step
             capacity = max(n, 2 * self.capacity)
             self._key = self._grown(self._key, capacity, widen(key).dtype)  # the keys in fp32: see above
             self._value = self._grown(self._value, capacity, value.dtype)
+            self._owned, self._spare = True, None
         self._key[:, :, past:n] = key
         self._value[:, :, past:n] = value
         self.length = n
@@ -125,21 +131,26 @@ class KVCache:
         return out
 
     def reorder(self, index: torch.Tensor) -> KVCache:
-        """Rows ``index`` (N,) of the batch (beam search follows its surviving beams), in new buffers with the
-        same room ahead; only the filled part is copied."""
-        out = KVCache()
+        """Rows ``index`` (N,) of the batch (beam search follows its surviving beams): this cache, its rows
+        gathered in place (only the filled part is copied, into the second buffers, which are then swapped)."""
         if self._key is None:
-            return out
-        out._key, out._value = (self._rows(x, index) for x in (self._key, self._value))
-        out.length = self.length
-        return out
-
-    def _rows(self, x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
-        if _recorded(x):
-            return x[:, :, : self.length].index_select(0, index)
-        out = x.new_empty(index.numel(), *x.shape[1:])  # (N, h, capacity, d)
-        torch.index_select(x[:, :, : self.length], 0, index, out=out[:, :, : self.length])
-        return out
+            return self
+        L = self.length
+        if _recorded(self._key, self._value):
+            self._key, self._value = (x[:, :, :L].index_select(0, index) for x in (self._key, self._value))
+            self._owned, self._spare = False, None
+            return self
+        shape = (index.numel(), *self._key.shape[1:])
+        spare = self._spare
+        if spare is None or spare[0].shape != shape:
+            spare = self._key.new_empty(shape), self._value.new_empty((*shape[:3], self._value.size(3)))
+        for source, target in zip((self._key, self._value), spare, strict=True):
+            torch.index_select(source[:, :, :L], 0, index, out=target[:, :, :L])
+        # the old buffers become the spare ones, unless they were a first fill (not ours to write into)
+        self._spare = (self._key, self._value) if self._owned else None
+        self._key, self._value = spare
+        self._owned = True
+        return self
 
 
 def _recorded(*xs: torch.Tensor) -> bool:

@@ -192,7 +192,8 @@ def test_explicit_attention_scores_in_fp32_under_bf16_autocast():
 
 def test_a_cache_writes_each_step_into_room_kept_ahead():
     """Appending equals concatenating; the buffer doubles when full (the first fill kept as given), so a step
-    copies only its own keys; a reordered cache keeps its room and holds the chosen rows."""
+    copies only its own keys; reordering gathers the rows in place, keeps the room and, from the second
+    time on, allocates nothing (the two buffers are swapped)."""
     torch.manual_seed(0)
     steps = [torch.randn(3, 2, t, 4) for t in (5, 1, 1, 1, 1, 1, 2)]
     cache = KVCache()
@@ -203,14 +204,25 @@ def test_a_cache_writes_each_step_into_room_kept_ahead():
     assert capacities == [5, 10, 10, 10, 10, 10, 20] and cache.length == 12
     torch.testing.assert_close(key, torch.cat(steps, 2), rtol=0, atol=0)
     torch.testing.assert_close(cache.value, -torch.cat(steps, 2), rtol=0, atol=0)
-    index = torch.tensor([2, 0, 0, 1])
-    moved = cache.reorder(index)
-    assert moved.capacity == 20 and moved.length == 12
-    torch.testing.assert_close(moved.key, cache.key[index], rtol=0, atol=0)
-    new = torch.randn(4, 2, 1, 4)
-    key, _ = moved.append(new, new)
-    torch.testing.assert_close(key, torch.cat([cache.key[index], new], 2), rtol=0, atol=0)
-    assert cache.length == 12  # the reordered cache is a copy
+    expected = torch.cat(steps, 2)
+    buffers = []
+    for index in (torch.tensor([2, 0, 0]), torch.tensor([1, 2, 0]), torch.tensor([0, 0, 1])):
+        assert cache.reorder(index) is cache and cache.capacity == 20 and cache.length == 12
+        expected = expected[index]
+        torch.testing.assert_close(cache.key, expected, rtol=0, atol=0)
+        torch.testing.assert_close(cache.value, -expected, rtol=0, atol=0)
+        buffers.append(cache.key.data_ptr())
+    assert buffers[2] == buffers[0] != buffers[1]  # two buffers, in turn
+    new = torch.randn(3, 2, 1, 4)
+    key, _ = cache.append(new, new)
+    torch.testing.assert_close(key, torch.cat([expected, new], 2), rtol=0, atol=0)
+    first = KVCache()  # a first fill is not written into: its rows go to new buffers
+    given = torch.randn(3, 2, 4, 4)
+    first.append(given, given)
+    before = given.clone()
+    first.reorder(torch.tensor([1, 1, 1])).reorder(torch.tensor([0, 2, 1]))
+    torch.testing.assert_close(given, before, rtol=0, atol=0)
+    torch.testing.assert_close(first.key, before[[1, 1, 1]], rtol=0, atol=0)
 
 
 def test_a_cache_under_autograd_backpropagates_through_every_step():
