@@ -28,7 +28,7 @@ def sequence_cross_entropy(
 
 
 def linear_cross_entropy(
-    hidden: torch.Tensor, weight: torch.Tensor, labels: torch.Tensor, *, chunk_elements: int = 1 << 21
+    hidden: torch.Tensor, weight: torch.Tensor, labels: torch.Tensor, *, chunk_elements: int = 1 << 20
 ) -> torch.Tensor:
     """``sequence_cross_entropy(F.linear(hidden, weight), labels)`` — the output layer and its loss in one —
     without the full-precision (N, V) tensors around the logits (N = rows, V = vocabulary).
