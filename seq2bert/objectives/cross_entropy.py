@@ -2,6 +2,9 @@
 
 Label smoothing with ε spreads ε of the target mass uniformly over the vocabulary: the loss becomes
 (1 − ε)·CE(y) + ε·mean_v(−log p_v). The Transformer uses ε_ls = 0.1 (Vaswani et al. 2017, Sect. 5.4).
+
+``linear_cross_entropy`` is the output layer and the loss in one, for a language model whose vocabulary is
+wide (GPT-2's 50,257): the same loss and gradients without the (N, V) tensors autograd keeps around logits.
 """
 
 from __future__ import annotations
