@@ -81,3 +81,18 @@ def answer(question: str, context: str, model, **options):
     from seq2bert.pipelines import answer as _answer
 
     return _answer(question, context, model, **options)
+
+
+def generate(prompts, model, **settings):
+    """The continuation of each prompt (a string for a string, else a list) by a language model directory
+    (GPT, GPT-2) or a ``(model, tokenizer)`` pair: the generated text alone, prompt excluded. ``settings``:
+    ``max_new_tokens`` (50), ``do_sample``, ``temperature``, ``top_k`` (50, when sampling), ``top_p``,
+    ``num_beams``, ``repetition_penalty``, ``no_repeat_ngram_size``, ``min_new_tokens``, ``length_penalty``,
+    ``stop`` (stop strings), ``seed``, ``batch_size``, ``on_text`` (a callable given the text as it comes).
+    Prompts longer than the context leaves (n_positions − max_new_tokens) keep their last tokens, with a
+    warning; an empty prompt starts from the model's <|endoftext|> (an error for a model without one).
+    Invalid settings raise ValueError (ConfigError). The model of a directory is loaded once and kept
+    between calls (seq2bert/pipelines.py)."""
+    from seq2bert.pipelines import generate as _generate
+
+    return _generate(prompts, model, **settings)

@@ -314,16 +314,24 @@ def _set_dotted(data: dict[str, Any], cls: type, parts: list[str], value: Any) -
     node[last] = to_dict(_convert(value, fields[last], prefix + last))
 
 
+# the field metadata of a tagged section that names the defaults of some of its models in this configuration:
+# {model_type: a function returning its config} (pretraining starts GPT-2 at BERT-mini's size, say)
+ARM_DEFAULTS = "defaults_by_model_type"
+
+
 def _restart_retagged(base: dict[str, Any], update: dict[str, Any], cls: type) -> dict[str, Any]:
     """Where ``update`` switches a tagged section to another ``model_type``, the base's keys for that section
-    (another model's settings) are dropped: the new model starts from its own defaults."""
+    (another model's settings) are dropped: the new model starts from its own defaults — or from those the
+    section's field names for it (``ARM_DEFAULTS``)."""
     out = dict(base)
+    metadata = {f.name: f.metadata for f in dataclasses.fields(cls)}
     for name, tp in _hints(cls).items():
         if not isinstance(update.get(name), dict) or not isinstance(out.get(name), dict):
             continue
         if tagged_arms(tp) is not None:
             if TAG in update[name] and update[name][TAG] != out[name].get(TAG):
-                out[name] = {}
+                defaults = metadata[name].get(ARM_DEFAULTS, {}).get(update[name][TAG])
+                out[name] = to_dict(defaults()) if defaults is not None else {}
         elif dataclasses.is_dataclass(tp):
             out[name] = _restart_retagged(out[name], update[name], tp)
     return out

@@ -10,8 +10,9 @@ class UserError(Exception):
     """A mistake in the user's input; the message is shown to the user as is."""
 
 
-class ConfigError(UserError):
-    """An unknown or invalid configuration key or value."""
+class ConfigError(UserError, ValueError):
+    """An unknown or invalid configuration key or value (also a ValueError, what Python code expects of an
+    invalid argument: ``model.generate(top_p=2)`` raises it)."""
 
 
 class DataError(UserError):

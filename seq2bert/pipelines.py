@@ -11,6 +11,10 @@ translation.
 
     seq2bert.translate(["ein Hund läuft ."], model="runs/m30k")          # ["a dog runs ."]
 
+and for decoder-only language models, text generation:
+
+    seq2bert.generate(["Once upon a time"], model="gpt2/", max_new_tokens=40)   # [" there was …"]
+
 ``model`` is a checkpoint directory (or a ``(model, tokenizer)`` pair already loaded); the registry finds
 the class with the head the pipeline needs.
 """
@@ -18,22 +22,27 @@ the class with the head the pipeline needs.
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
+from seq2bert.data import gpt_finetuning as gpt
 from seq2bert.data.batching import pad_sequences
 from seq2bert.data.finetuning import aligned_words
 from seq2bert.decoding.generation import GREEDY, Decoding
-from seq2bert.errors import CheckpointError, UserError
+from seq2bert.errors import CheckpointError, ConfigError, UserError
 from seq2bert.models import registry
 from seq2bert.models.alignment import loaded, source_ids
 
+log = logging.getLogger(__name__)
 
-def _load(model, head: str):
-    """(model with ``head`` — "base", "masked_lm", "sequence", "tokens" or "qa" —, tokenizer, its directory)
-    of a checkpoint directory of any family in the registry, or of a ``(model, tokenizer)`` pair."""
+
+def _load(model, head: str | tuple[str, ...]):
+    """(model with ``head`` — "base", "masked_lm", "sequence", "tokens" or "qa"; of several, the one the
+    directory holds —, tokenizer, its directory) of a checkpoint directory of any family in the registry, or of
+    a ``(model, tokenizer)`` pair."""
     if isinstance(model, (str, Path)):
         net, tok = registry.load(model, head=head)
         if tok is None:
@@ -262,23 +271,28 @@ def _word_features(net, encodings, texts) -> dict[str, torch.Tensor]:
 
 @torch.no_grad()
 def classify(texts, model, *, top_k: int | None = 1, batch_size: int = 32, max_length: int = 512) -> list:
-    """Labels of texts or ``(text, pair)`` tuples with a BertForSequenceClassification directory.
+    """Labels of texts or ``(text, pair)`` tuples with a fine-tuned sequence classifier: BERT's, or a GPT's
+    (GPT-1's input transformations; a similarity model reads each pair in both orders).
 
     Each text gets [{"label", "score"}, …]: the ``top_k`` most probable labels (softmax), best first —
     just the best one as a dict when ``top_k`` is 1; a regression model (one output, e.g. STS-B) gives
     {"label": its label name, "score": the predicted value}."""
     if isinstance(texts, str) or (isinstance(texts, tuple) and len(texts) == 2):
         return classify([texts], model, top_k=top_k, batch_size=batch_size, max_length=max_length)[0]
-    net, tok, _ = _load(model, "sequence")
+    net, tok, _ = _load(model, ("sequence", "similarity"))
     max_length = positions(net.config, max_length)
     labels = net.config.id2label
+    decoder = registry.family_of(net).kind == "decoder"
     out = []
     for start in range(0, len(texts), batch_size):
         chunk = list(texts[start : start + batch_size])
-        batch = tok.encode_batch(chunk, max_length=max_length, truncation="longest_first", padding="longest",
-                                 return_tensors="pt")  # fmt: skip
-        inputs = {**batch, **_word_features(net, batch.encodings, chunk)}
-        logits = net(**{k: v.to(_device(net)) for k, v in inputs.items()}).logits.float()  # (B, K)
+        if decoder:
+            batch = _decoder_inputs(net, tok, chunk, max_length)
+        else:
+            batch = tok.encode_batch(chunk, max_length=max_length, truncation="longest_first", padding="longest",
+                                     return_tensors="pt")  # fmt: skip
+            batch = {**batch, **_word_features(net, batch.encodings, chunk)}
+        logits = net(**{k: v.to(_device(net)) for k, v in batch.items()}).logits.float()  # (B, K)
         for row in logits:
             if row.numel() == 1:  # regression
                 out.append({"label": labels[0], "score": float(row[0])})
@@ -288,6 +302,20 @@ def classify(texts, model, *, top_k: int | None = 1, batch_size: int = 32, max_l
             best = [{"label": labels[int(i)], "score": float(p)} for p, i in zip(*probs.topk(k), strict=True)]
             out.append(best[0] if top_k == 1 else best)
     return out
+
+
+def _decoder_inputs(net, tok, items: list, max_length: int) -> dict:
+    """A decoder's classifier reads texts through GPT-1's input transformations (data/gpt_finetuning.py):
+    [start] text [extract], a pair as [start] A [delim] B [extract] — in both orders for a similarity model."""
+    family = registry.family_of(net)
+    similarity = family.architecture_of(net) == family.heads.get("similarity")
+    rows = [
+        gpt.encode_texts([x], tok, "similarity" if similarity else "classification" if isinstance(x, str)
+                         else "entailment", max_length)[0]
+        for x in items
+    ]  # fmt: skip
+    shape = "similarity" if similarity else "classification"
+    return gpt.collate([{"input_ids": r} for r in rows], net.config.pad_token_id, shape, lm=False)
 
 
 @torch.no_grad()
@@ -394,3 +422,134 @@ def translate(
         for i, text in zip(idx, tokenizer.decode_batch(rows), strict=True):
             out[i] = text
     return out
+
+
+# --- text generation: decoder-only language models (GPT, GPT-2)
+_KEPT: dict[str, tuple] = {}  # the last model directory a pipeline loaded: {key: (files' stamp, loaded)}
+
+
+def _kept(model, head: str):
+    """``_load`` of a directory, kept between calls: the last directory loaded stays in memory and is read
+    again only when a file in it changes (size or modification time). A loaded pair is used as it is."""
+    if not isinstance(model, (str, Path)):
+        return _load(model, head)
+    directory = registry.checkpoint_dir(model).resolve()
+    stamp = tuple((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(directory.iterdir()))
+    key = f"{directory}\0{head}"
+    if key in _KEPT and _KEPT[key][0] == stamp:
+        return _KEPT[key][1]
+    _KEPT.clear()  # one model at a time
+    loaded = _load(model, head)
+    _KEPT[key] = (stamp, loaded)
+    return loaded
+
+
+def _generation_config(net, settings: dict):
+    """The GenerationConfig of ``net`` (its [EOS] and [PAD]) with ``settings``."""
+    from seq2bert.decoding.config import GenerationConfig
+
+    if hasattr(net, "generation_config"):
+        return net.generation_config(**settings)
+    c = net.config
+    return GenerationConfig(eos_token_id=c.eos_token_id, pad_token_id=c.pad_token_id or 0, **settings)
+
+
+def prompt_ids(net, tok, prompts: list[str], max_new_tokens: int) -> list[list[int]]:
+    """The token ids of each prompt as the model reads it (no special tokens added, as transformers' GPT
+    tokenizers). An empty prompt starts from the model's [BOS] (else [EOS]: GPT-2's <|endoftext|>, as
+    transformers' generate does without input_ids); without either it is a ConfigError. A prompt longer
+    than the context leaves for the new tokens — n_positions − max_new_tokens — keeps its last tokens,
+    with a warning."""
+    c = net.config
+    start = getattr(c, "bos_token_id", None)
+    start = getattr(c, "eos_token_id", None) if start is None else start
+    context = getattr(c, "n_positions", None)
+    room = None if context is None else context - max_new_tokens
+    if room is not None and room < 1:
+        raise ConfigError(
+            f"max_new_tokens: {max_new_tokens} leaves no room for a prompt in the model's context of "
+            f"{context} positions (at most {context - 1})"
+        )
+    rows = tok.ids_batch(prompts)
+    for i, ids in enumerate(rows):
+        if not ids and start is None:
+            raise ConfigError(
+                f"prompt {i + 1} is empty, and the model has no begin or end token to start from "
+                "(bos_token_id, eos_token_id): give some text"
+            )
+        if not ids:
+            rows[i] = [start]
+        elif room is not None and len(ids) > room:
+            log.warning(
+                "prompt %d: %d tokens, but the context holds %d positions, %d of them for new tokens: kept its "
+                "last %d tokens", i + 1, len(ids), context, max_new_tokens, room,
+            )  # fmt: skip
+            rows[i] = ids[-room:]
+    return rows
+
+
+@torch.no_grad()
+def generate(
+    prompts: str | list[str],
+    model,
+    *,
+    max_new_tokens: int = 50,
+    do_sample: bool = False,
+    temperature: float = 1.0,
+    top_k: int = 50,
+    top_p: float = 1.0,
+    num_beams: int = 1,
+    repetition_penalty: float = 1.0,
+    no_repeat_ngram_size: int = 0,
+    min_new_tokens: int = 0,
+    length_penalty: float = 1.0,
+    stop: str | list[str] | None = None,
+    seed: int | None = None,
+    batch_size: int = 16,
+    on_text=None,
+) -> str | list[str]:
+    """The continuation of each prompt by a language model directory (GPT, GPT-2; its ``causal_lm`` head) or
+    a ``(model, tokenizer)`` pair: the generated text alone, prompt excluded, [EOS] dropped — one string per
+    prompt (a string for a string). The settings are ``model.generate``'s (seq2bert/models/decoder_only.py);
+    ``stop``: stop strings (kept in the text, as transformers keeps them). Prompts are batched
+    ``batch_size`` at a time, left-padded, in order of length. ``on_text``: called with each piece of text
+    as it is generated (complete characters only, seq2bert/data/text_stream.py) — one prompt, one beam.
+    The model of a directory is loaded once and kept for the next call (``_kept``)."""
+    from seq2bert.data.text_stream import TextStream
+    from seq2bert.decoding.config import GenerationConfig
+    from seq2bert.decoding.generation import generate as decode
+    from seq2bert.decoding.stopping import StopStrings
+
+    single = isinstance(prompts, str)
+    prompts = [prompts] if single else list(prompts)
+    settings = dict(max_new_tokens=max_new_tokens, do_sample=do_sample, temperature=temperature, top_k=top_k,
+                    top_p=top_p, num_beams=num_beams, repetition_penalty=repetition_penalty,
+                    no_repeat_ngram_size=no_repeat_ngram_size, min_new_tokens=min_new_tokens,
+                    length_penalty=length_penalty, seed=seed)  # fmt: skip
+    GenerationConfig(eos_token_id=None, pad_token_id=0, **settings)  # invalid settings fail before any work
+    if on_text is not None and (len(prompts) != 1 or num_beams != 1):
+        raise ConfigError("on_text: streams one prompt decoded greedily or by sampling (num_beams=1)")
+    net, tok, _ = _kept(model, "causal_lm")  # its family checked the tokenizer against the model
+    config = _generation_config(net, settings)
+    stopping = None if stop is None else StopStrings(tok, stop)
+    rows = prompt_ids(net, tok, prompts, max_new_tokens)
+    stream = streamer = None
+    if on_text is not None:  # one prompt
+        stream = TextStream(tok)
+
+        def streamer(tokens: torch.Tensor) -> None:
+            if piece := stream.push(tokens.tolist()):  # [EOS], a special token, adds no text
+                on_text(piece)
+
+    out: list[str] = [""] * len(prompts)
+    order = sorted(range(len(rows)), key=lambda i: len(rows[i]))
+    for b in range(0, len(order), batch_size):
+        idx = order[b : b + batch_size]
+        input_ids, mask = pad_sequences([rows[i] for i in idx], config.pad_token_id, left=True)
+        found = decode(net, input_ids.to(_device(net)), mask.to(_device(net)), config, stopping=stopping,
+                       streamer=streamer)  # fmt: skip
+        for i, text in zip(idx, tok.decode_batch(found.token_ids()), strict=True):
+            out[i] = text
+    if stream is not None and (rest := stream.flush()):
+        on_text(rest)
+    return out[0] if single else out

@@ -10,6 +10,7 @@ COLUMNS = [
     ("train_seconds", "train time"),
     ("tokens_per_s", "tokens/s"),
     ("valid_perplexity", "valid ppl"),
+    ("valid_word_perplexity", "valid word ppl"),
     ("test_token_accuracy", "test tok acc %"),
     ("test_exact_match", "test exact %"),
     ("test_bleu", "test BLEU"),

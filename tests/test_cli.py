@@ -22,6 +22,7 @@ SUBCOMMANDS = [
     "gradients",
     "train-lm",
     "sample",
+    "generate",
     "evaluate-lm",
 ]
 

@@ -24,6 +24,8 @@ def cmd_pretrain(args: argparse.Namespace) -> int:
         raise UserError("pretrain: give text files or folders (or data.files in --config)")
     row = pretrain(cfg, args.out, resume=args.resume)
     print(format_table([row]))
+    for sample in row.get("samples", []):  # a causal LM's continuations of its prompts
+        print(f"\n{sample['prompt']!r}\n  greedy:  {sample['greedy']!r}\n  sampled: {sample['sampled']!r}")
     return 0
 
 
@@ -51,13 +53,20 @@ def cmd_finetune(args: argparse.Namespace) -> int:
 
 
 def is_finetuned(checkpoint: str) -> bool:
-    """A fine-tuning run, its best/ or an encoder's task directory (rather than a translation checkpoint)."""
+    """A fine-tuning run, its best/ or an encoder's task directory (rather than a translation checkpoint); of a
+    decoder (GPT), a directory whose model has a task head."""
+    from seq2bert.io import read_json
     from seq2bert.models import registry
 
     try:
-        return registry.family_at(checkpoint).kind == "encoder"
+        family = registry.family_at(checkpoint)
+        if family.kind != "decoder":
+            return family.kind == "encoder"
+        config = read_json(registry.checkpoint_dir(checkpoint) / "config.json")
     except UserError:  # not a checkpoint at all: the translation evaluation says so
         return False
+    tasks = [family.heads.get(h) for h in ("sequence", "similarity", "tokens", "qa", "choice")]
+    return (config.get("architectures") or [None])[0] in tasks
 
 
 def cmd_evaluate_finetuned(args: argparse.Namespace) -> int:
@@ -74,14 +83,17 @@ def cmd_evaluate_finetuned(args: argparse.Namespace) -> int:
     return 0
 
 
-def _load_task(path: str, head: str):
-    """The fine-tuned model of ``path`` (the class its config.json names), which must have ``head``."""
+def _load_task(path: str, head: str, *others: str):
+    """The fine-tuned model of ``path`` (the class its config.json names), which must have ``head`` (or one of
+    ``others``)."""
     from seq2bert.models import registry
 
     model, tok = registry.load(path)
     family = registry.family_of(model)
     needed = family.heads.get(head)
-    if family.architecture_of(model) != needed:
+    if family.architecture_of(model) not in [
+        family.heads.get(h) for h in (head, *others) if h in family.heads
+    ]:
         raise UserError(f"{path}: a {type(model).__name__}; this command needs a {needed or head + ' model'}")
     if tok is None:
         raise UserError(f"{path}: no tokenizer in the directory")
@@ -91,7 +103,7 @@ def _load_task(path: str, head: str):
 def cmd_classify(args: argparse.Namespace) -> int:
     from seq2bert.pipelines import classify
 
-    model = _load_task(args.model, "sequence")
+    model = _load_task(args.model, "sequence", "similarity")
     texts = args.text or [line.rstrip("\n") for line in sys.stdin if line.strip()]
     items = [tuple(t.split("\t", 1)) if "\t" in t else t for t in texts]  # "A<TAB>B": a pair
     for text, result in zip(texts, classify(items, model, top_k=1), strict=True):
@@ -193,12 +205,16 @@ def register(sub) -> None:
     """Add this module's subcommands to the ``seq2bert`` parser's subparsers."""
     p = sub.add_parser(
         "pretrain",
-        help="pretrain BERT (masked LM + next sentence) on raw text files",
-        description="Pretrain BertForPreTraining from raw text (Devlin et al. 2018): the text is tokenized once "
-        "into shards of token arrays in --out/corpus (streamed from disk), instances and masks follow the original recipe "
-        "(data.* keys), checkpoints are Hugging Face BERT directories, --resume continues a killed run.",
+        help="pretrain BERT (masked LM + next sentence) or GPT / GPT-2 (causal LM) on raw text files",
+        description="Pretrain BertForPreTraining from raw text (Devlin et al. 2018) — or, with --set "
+        "model.model_type=gpt2 / openai-gpt, a GPT language model on contiguous blocks of the text (Radford et al. "
+        "2018, 2019): the text is tokenized once into shards of token arrays in --out/corpus (streamed from disk), "
+        "BERT's instances and masks follow the original recipe (data.* keys), a GPT reports held-out perplexity and "
+        "ends with samples; checkpoints are Hugging Face directories, --resume continues a killed run.",
         epilog="examples:\n  seq2bert pretrain ../shared/data/corpus --out runs/bert-mini --set train.max_minutes=55\n"
-        "  seq2bert pretrain books/ --out runs/b --set model.num_hidden_layers=2 --set data.masking=dynamic",
+        "  seq2bert pretrain books/ --out runs/b --set model.num_hidden_layers=2 --set data.masking=dynamic\n"
+        "  seq2bert pretrain ../shared/data/corpus --out runs/gpt2-mini --set model.model_type=gpt2 "
+        "--set data.documents=file",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("files", nargs="*", help="text files, or folders of *.txt files")
@@ -211,8 +227,9 @@ def register(sub) -> None:
 
     p = sub.add_parser(
         "finetune",
-        help="fine-tune a BERT checkpoint on a GLUE task, CoNLL-2003, SQuAD or SWAG",
-        description="Fine-tune the encoder of a Hugging Face-format BERT directory with a new task head, or "
+        help="fine-tune a BERT (or GPT) checkpoint on a GLUE task, CoNLL-2003, SQuAD or SWAG",
+        description="Fine-tune the encoder of a Hugging Face-format BERT directory with a new task head — a GPT "
+        "directory as GPT-1 was (input transformations with [start] [delim] [extract], L3 = L2 + lm_coef * L1) — or "
         "train a model from random weights on the task (--model bilstm: the pre-Transformer baseline); "
         "the best checkpoint on dev is kept in OUT/best (a transformers directory) and its dev predictions "
         "in OUT/predictions.jsonl.",
@@ -229,7 +246,7 @@ def register(sub) -> None:
         "tasks: sst2 cola mrpc stsb qqp mnli qnli rte wnli conll2003 squad squad_v2 swag",
     )
     p.add_argument("--task", help="the task (sets data.task)")
-    p.add_argument("--init", help="the BERT directory to start from (sets init)")
+    p.add_argument("--init", help="the BERT or GPT directory to start from (sets init)")
     p.add_argument("--data", metavar="DIR", help="the task's data folder (sets data.path)")
     p.add_argument("--random-init", action="store_true", help="the checkpoint's architecture, fresh weights")
     p.add_argument("--model", metavar="TYPE", help="in place of --init: a family trained from random weights "

@@ -1,5 +1,5 @@
-"""Subcommands of the language models: train one on raw text, score it on other text, sample from it, and
-bring a published ELMo model into our checkpoint format."""
+"""Subcommands of the language models: train one on raw text, score it on other text, sample from it,
+continue prompts with a GPT (generate), and bring a published ELMo model into our checkpoint format."""
 
 from __future__ import annotations
 
@@ -66,6 +66,36 @@ def cmd_sample(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_generate(args: argparse.Namespace) -> int:
+    import json
+    import sys
+
+    from seq2bert.pipelines import generate
+
+    prompts = args.text or [sys.stdin.read().removesuffix("\n")]
+    # --stop '\n': backslash escapes read as Python reads them in a string
+    stops = [s.encode("latin-1", "backslashreplace").decode("unicode_escape") for s in args.stop]
+    settings = dict(max_new_tokens=args.max_new_tokens, do_sample=args.do_sample, temperature=args.temperature,
+                    top_k=args.top_k, top_p=args.top_p, num_beams=args.num_beams,
+                    repetition_penalty=args.repetition_penalty, no_repeat_ngram_size=args.no_repeat_ngram_size,
+                    min_new_tokens=args.min_new_tokens, stop=stops or None, seed=args.seed,
+                    batch_size=args.batch_size)  # fmt: skip
+    if len(prompts) == 1 and args.num_beams == 1:  # streamed: each piece printed as it is generated
+
+        def show(piece: str) -> None:
+            sys.stdout.write(piece)
+            sys.stdout.flush()
+
+        generate(prompts[0], args.model, on_text=show, **settings)
+        print()
+    elif len(prompts) == 1:
+        print(generate(prompts[0], args.model, **settings))
+    else:  # one line per prompt: the text as a JSON string (it may hold newlines)
+        for text in generate(prompts, args.model, **settings):
+            print(json.dumps(text, ensure_ascii=False))
+    return 0
+
+
 def cmd_evaluate_lm(args: argparse.Namespace) -> int:
     from seq2bert.recipes.lm import evaluate_lm
     from seq2bert.report import format_table
@@ -124,6 +154,44 @@ def register(sub) -> None:
     p.add_argument("--seed", type=int, help="repeatable samples")
     p.add_argument("-n", type=int, default=1, help="how many samples")
     p.set_defaults(func=cmd_sample)
+
+    p = sub.add_parser(
+        "generate",
+        help="continue prompts with a GPT / GPT-2 directory: greedy, beam search or sampling, streamed",
+        description="Continue each prompt with a decoder-only language model (a Hugging Face GPT or GPT-2 "
+        "directory with its tokenizer files). One prompt without beams is streamed to the terminal as it is "
+        "generated; several prompts print one line each, the continuation as a JSON string. The prompt itself "
+        "is not printed. No prompt: one prompt read from stdin. A prompt longer than the context leaves "
+        "(n_positions - max-new-tokens) keeps its last tokens, with a warning; an empty prompt starts from the "
+        "model's <|endoftext|>.",
+        epilog='examples:\n  seq2bert generate gpt2/ "The meaning of life is" --max-new-tokens 40\n'
+        '  seq2bert generate gpt2/ "Once upon a time" --do-sample --temperature 0.8 --top-p 0.9 --seed 1\n'
+        '  seq2bert generate gpt2/ "Q: why?" "Q: how?" --num-beams 4 --no-repeat-ngram-size 3 --stop "\\n"',
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("model", help="a GPT / GPT-2 directory (config.json, weights, vocab.json + merges.txt)")
+    p.add_argument("text", nargs="*", help="the prompts (default: one read from stdin)")
+    p.add_argument("--max-new-tokens", type=int, default=50, metavar="N")
+    p.add_argument(
+        "--do-sample", action="store_true", help="sample the next token (default: the most probable)"
+    )
+    p.add_argument("--temperature", type=float, default=1.0, metavar="T", help="with --do-sample (> 0)")
+    p.add_argument("--top-k", type=int, default=50, metavar="K", help="with --do-sample; 0: no top-k filter")
+    p.add_argument(
+        "--top-p", type=float, default=1.0, metavar="P", help="with --do-sample: the nucleus, (0, 1]"
+    )
+    p.add_argument("--num-beams", type=int, default=1, metavar="B", help="beam search (default 1: greedy)")
+    p.add_argument("--repetition-penalty", type=float, default=1.0, metavar="R",
+                   help="CTRL's penalty on tokens already in the text, > 0 (1: none; 1.2 is common)")  # fmt: skip
+    p.add_argument(
+        "--no-repeat-ngram-size", type=int, default=0, metavar="N", help="no n-gram twice (0: off)"
+    )
+    p.add_argument("--min-new-tokens", type=int, default=0, metavar="N", help="no end token before N tokens")
+    p.add_argument("--stop", action="append", default=[], metavar="STR",
+                   help="stop a text when it comes to contain STR (kept; escapes such as \\n read; repeatable)")  # fmt: skip
+    p.add_argument("--seed", type=int, help="repeatable samples")
+    p.add_argument("--batch-size", type=int, default=16, help="prompts decoded together (left-padded)")
+    p.set_defaults(func=cmd_generate)
 
     p = sub.add_parser(
         "evaluate-lm", help="perplexity of a language model on text files (its own vocabulary)"

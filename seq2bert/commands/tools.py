@@ -47,6 +47,16 @@ def cmd_config(args: argparse.Namespace) -> int:
     return 0
 
 
+TOKENIZER_KINDS = {
+    "bpe": "SentencePiece-like BPE, spaces kept as ▁ (the default)",
+    "wordpiece": "BERT's WordPiece with ## continuations",
+    "word": "whole words, for teaching",
+    "bytelevel-bpe": "GPT-2's byte-level BPE: exact round trip, <|endoftext|> last, keeps case",
+    "gpt1-bpe": "GPT-1's BPE: lower-cased, BERT-style words, </w> suffix, <unk>",
+}
+GPT_KINDS = ("bytelevel-bpe", "gpt1-bpe")
+
+
 def cmd_tokenizer(args: argparse.Namespace) -> int:
     from seq2bert.data.tokenization import Tokenizer
 
@@ -59,9 +69,9 @@ def cmd_tokenizer(args: argparse.Namespace) -> int:
             lowercase=args.lowercase,
         )
         tok.save(args.out)
-        print(
-            f"{args.kind} vocabulary of {tok.vocab_size} tokens written to {Path(args.out) / 'tokenizer.json'}"
-        )
+        written = ["tokenizer.json"] + (["vocab.json", "merges.txt"] if args.kind in GPT_KINDS else [])
+        where = ", ".join(str(Path(args.out) / name) for name in written)
+        print(f"{args.kind} vocabulary of {tok.vocab_size} tokens written to {where}")
     else:
         tok = Tokenizer.from_file(args.tokenizer)
         enc = tok.encode(args.text, args.pair)
@@ -131,20 +141,29 @@ def register(sub) -> None:
 
     p = sub.add_parser(
         "tokenizer",
-        help="train a WordPiece / BPE / word vocabulary, or show an encoding",
+        help="train a WordPiece / BPE / GPT BPE / word vocabulary, or show an encoding",
         description="`seq2bert tokenizer train --kind bpe --vocab-size 8000 --out DIR FILE...` or "
         "`seq2bert tokenizer encode TOKENIZER TEXT [--pair TEXT]`.",
     )
     tsub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
-    t = tsub.add_parser("train", help="train a vocabulary from text files (plain or .gz)")
+    t = tsub.add_parser(
+        "train",
+        help="train a vocabulary from text files (plain or .gz)",
+        description="Train a vocabulary on text files, one text a line. Kinds:\n"
+        + "\n".join(f"  {kind:<14} {text}" for kind, text in TOKENIZER_KINDS.items())
+        + "\nThe GPT kinds also write GPT's vocab.json + merges.txt, which transformers reads.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     t.add_argument("files", nargs="+")
-    t.add_argument("--kind", default="bpe", choices=["bpe", "wordpiece", "word"])
-    t.add_argument("--vocab-size", type=int, default=8000)
+    t.add_argument("--kind", default="bpe", choices=list(TOKENIZER_KINDS), help="see above (default: bpe)")
+    t.add_argument("--vocab-size", type=int, default=8000, help="bytelevel-bpe: at least 257 (default: 8000)")
     t.add_argument("--min-frequency", type=int, default=2)
-    t.add_argument("--lowercase", action="store_true")
-    t.add_argument("--out", required=True, help="folder for tokenizer.json")
+    t.add_argument("--lowercase", action="store_true", help="bpe, wordpiece, word: lower-case the text")
+    t.add_argument("--out", required=True, help="folder for tokenizer.json (and vocab.json + merges.txt)")
     t = tsub.add_parser("encode", help="show tokens, ids, type ids and offsets of a text (or pair)")
-    t.add_argument("tokenizer", help="tokenizer.json, BERT vocab.txt or a folder holding one")
+    t.add_argument(
+        "tokenizer", help="tokenizer.json, vocab.json + merges.txt, vocab.txt or a folder holding one"
+    )
     t.add_argument("text")
     t.add_argument("--pair", help="second text of a pair")
     p.set_defaults(func=cmd_tokenizer)

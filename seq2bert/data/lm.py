@@ -10,6 +10,12 @@ back-propagation through time (Williams & Peng 1990; the batching of Zaremba et 
 A bidirectional LM (ELMo) reads a second stream, the first reversed (``ReversedStream``), cut the same way
 (``BiStreamBatches``): the backward LM reads the text from its end, and its state carries over too.
 
+A Transformer LM (GPT) reads the stream as ``Blocks``: contiguous, non-overlapping blocks of L tokens, in a
+random order ("minibatches of 64 randomly sampled, contiguous sequences of 512 tokens", Radford et al. 2018,
+Sect. 4.1), each its own context — transformers' run_clm cuts its text so too:
+
+    block j  inputs = labels = w_{jL+1} … w_{jL+L}   (the model shifts: w_{jL+1} is context only)
+
 Segment i + 1 of a row continues where segment i ended, so the recurrent state after segment i is the right
 state to start segment i + 1 from: the training loop carries it over, detached (the gradient stops at the
 segment boundary — truncation — while the state keeps the whole history). The batches of an epoch must be
@@ -24,8 +30,9 @@ import math
 import numpy as np
 import torch
 
-from seq2bert.data.pretraining import Corpus
+from seq2bert.data.pretraining import Batches, Corpus, shuffled
 from seq2bert.errors import DataError
+from seq2bert.objectives.cross_entropy import IGNORE_INDEX
 
 
 class TokenStream:
@@ -69,15 +76,24 @@ class TokenStream:
     def __len__(self) -> int:
         return int(self.starts[-1])
 
+    def part(self, d: int, lo: int, hi: int) -> np.ndarray:
+        """Tokens lo … hi − 1 of document d as it stands in the stream; without sentence markers only those
+        tokens are read (a block of a book-long document does not read the book)."""
+        if self.markers is not None:
+            return self.document(d)[lo:hi]
+        n = int(self.starts[d + 1] - self.starts[d]) - 1  # the document's tokens; the separator follows
+        text = self.corpus.tokens_from(int(self.first[d]), lo, min(hi, n)) if lo < min(hi, n) else []
+        end = np.array([self.separator] if hi > n else [], np.int64)
+        return np.concatenate([np.asarray(text, np.int64), end])
+
     def read(self, start: int, end: int) -> np.ndarray:
         """Tokens start … end − 1 of the stream (int64)."""
         out = []
         d = int(np.searchsorted(self.starts, start, side="right") - 1)
         pos = start
         while pos < end:
-            doc = self.document(d)
             lo, hi = pos - int(self.starts[d]), min(end, int(self.starts[d + 1])) - int(self.starts[d])
-            out.append(doc[lo:hi])
+            out.append(self.part(d, lo, hi))
             pos += hi - lo
             d += 1
         return np.concatenate(out) if out else np.zeros(0, np.int64)
@@ -161,3 +177,47 @@ class BiStreamBatches:
     def tokens(self) -> int:
         """Tokens of text per epoch (each predicted by both LMs)."""
         return self.forward.tokens()
+
+
+class Blocks:
+    """A stream cut into contiguous blocks of ``length`` tokens (the last one shorter, when it holds at least two
+    tokens): ``batches(epoch)`` their indices in a shuffled order (deterministic per seed and epoch; this rank's
+    share when distributed), ``collate(indices)`` input_ids, attention_mask and labels (B, T) — the labels are
+    the inputs, −100 on the padding of a short last block (the model shifts them)."""
+
+    def __init__(self, stream: TokenStream, length: int, batch_size: int, *, seed: int = 0, shuffle: bool = True,
+                 rank: int = 0, world: int = 1, source: str = "text"):  # fmt: skip
+        if len(stream) < 2:
+            raise DataError(f"{source}: {len(stream)} token(s), too few for a block of text")
+        self.stream, self.length, self.batch_size = stream, length, batch_size
+        self.seed, self.shuffle, self.rank, self.world = seed, shuffle, rank, world
+        full, rest = divmod(len(stream), length)
+        self.num_blocks = full + (rest >= 2)
+
+    def __len__(self) -> int:
+        return self.num_blocks
+
+    def block(self, j: int) -> np.ndarray:
+        """Tokens jL … jL + L − 1 of the stream (fewer for the last block)."""
+        return self.stream.read(j * self.length, min((j + 1) * self.length, len(self.stream)))
+
+    def batches(self, epoch: int) -> Batches:
+        order = shuffled(self.num_blocks, np.random.default_rng((self.seed, epoch)))
+        return Batches(
+            order if self.shuffle else np.arange(self.num_blocks), 0, self.batch_size, self.rank, self.world
+        )
+
+    def collate(self, indices: list[int]) -> dict[str, torch.Tensor]:
+        rows = [self.block(j) for j in indices]
+        T = max(len(r) for r in rows)
+        ids = torch.zeros(len(rows), T, dtype=torch.long)  # (B, T); a short block padded with 0, masked
+        mask = torch.zeros(len(rows), T, dtype=torch.long)
+        for b, r in enumerate(rows):
+            ids[b, : len(r)] = torch.from_numpy(r)
+            mask[b, : len(r)] = 1
+        return {"input_ids": ids, "attention_mask": mask, "labels": ids.masked_fill(mask == 0, IGNORE_INDEX)}
+
+    def tokens(self) -> int:
+        """Tokens predicted per epoch (the first of each block is context only)."""
+        full, rest = divmod(len(self.stream), self.length)
+        return full * (self.length - 1) + max(rest - 1, 0) * (rest >= 2)

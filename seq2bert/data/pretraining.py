@@ -220,9 +220,15 @@ def prepare_corpus(
     shard_tokens: int = 50_000_000,
     skip_bad: bool = False,
     progress: bool = True,
+    spaces: bool = False,
 ) -> dict:
     """Tokenize ``files`` once into ``out_dir`` (see the module docstring); returns corpus.json's content.
-    Written into a temporary folder renamed at the end: an interrupted preparation leaves nothing half-made."""
+    Written into a temporary folder renamed at the end: an interrupted preparation leaves nothing half-made.
+
+    ``spaces``: keep the whitespace between the pieces of a document in its tokens — a sentence after another
+    is tokenized with its leading space, a paragraph after another after a blank line — so that the tokens of
+    a document decode back to its text (what a byte-level BPE, GPT-2's, reads and writes; WordPiece ignores
+    whitespace)."""
     if documents not in ("blank_line", "file"):
         raise DataError(f"documents: expected blank_line or file, got {documents!r}")
     paths = [Path(f) for f in files]
@@ -267,11 +273,20 @@ def prepare_corpus(
 
             for path in paths:
                 size, chars = path.stat().st_size, 0
+                later = False  # a paragraph after another in the same document
                 for para in iter_paragraphs(path, documents, skip_bad, skipped):
                     if para is None:
                         pending.append(None)
+                        later = False
                         continue
-                    pending.extend(split_sentences(para))
+                    sentences = split_sentences(para)
+                    if spaces and sentences:
+                        sentences = [
+                            ("\n\n" if later else "") + sentences[0],
+                            *(" " + x for x in sentences[1:]),
+                        ]
+                        later = True
+                    pending.extend(sentences)
                     chars += len(para) + 1
                     if len(pending) >= FLUSH_SENTENCES:
                         flush()
@@ -290,6 +305,7 @@ def prepare_corpus(
             "dtype": dtype.name,
             "vocab_size": tokenizer.vocab_size,
             "documents_mode": documents,
+            "spaces": spaces,
             "shards": shards,
             "tokens": sum(s["tokens"] for s in shards),
             "sentences": sum(s["sentences"] for s in shards),
@@ -364,6 +380,14 @@ class Corpus:
         first = int(self._read(shard, "sentences", np.dtype(np.int64), local, 1)[0])
         n = int(self.lengths[start:end].sum())
         return self._read(shard, "tokens", self.dtype, first, n)
+
+    def tokens_from(self, sentence: int, lo: int, hi: int) -> np.ndarray:
+        """Tokens lo … hi − 1 counted from the first token of ``sentence`` (global number; within its document):
+        a part of a long document without reading the rest."""
+        shard = int(np.searchsorted(self.sentence_base, sentence, side="right") - 1)
+        local = sentence - int(self.sentence_base[shard])
+        first = int(self._read(shard, "sentences", np.dtype(np.int64), local, 1)[0])
+        return self._read(shard, "tokens", self.dtype, first + lo, hi - lo)
 
     def sentence(self, s: int) -> np.ndarray:
         return self.tokens(s, s + 1).astype(np.int64)

@@ -3,7 +3,7 @@
 The Hugging Face ``tokenizers`` library is the engine; this module only assembles its pipelines
 (normalizer → pre-tokenizer → model → post-processor → decoder) and wraps them in a small API.
 
-Three kinds of vocabulary can be trained (:meth:`Tokenizer.train`):
+Five kinds of vocabulary can be trained (:meth:`Tokenizer.train`):
 
 * ``"wordpiece"`` – BERT (Devlin et al., 2019): ``BertNormalizer`` + ``BertPreTokenizer`` + WordPiece with the
   ``##`` continuation prefix (Wu et al., 2016).
@@ -11,16 +11,20 @@ Three kinds of vocabulary can be trained (:meth:`Tokenizer.train`):
   normalisation, spaces kept as ``▁`` (Metaspace), so ``decode(encode(x)) == x`` for ordinary text
   (text without leading whitespace whose characters were all seen in training).
 * ``"word"`` – a whole-word vocabulary for teaching: split on whitespace, unknown words become ``[UNK]``.
+* ``"bytelevel-bpe"`` – GPT-2's byte-level BPE, ``<|endoftext|>`` its last id; ``"gpt1-bpe"`` – GPT-1's
+  lower-cased BPE with ``</w>`` and ``<unk>``. Both live in :mod:`seq2bert.data.gpt_bpe`, add no special
+  tokens around a text (as transformers' ``GPT2Tokenizer`` and ``OpenAIGPTTokenizer`` do not) and are saved
+  as vocab.json + merges.txt next to tokenizer.json.
 
 BPE and word training are deterministic. WordPiece training is not, run to run, in the engine itself
 (huggingface/tokenizers#1794: hash-map order assigns the ids of ``##`` pieces, which break merge ties);
 save a trained WordPiece vocabulary rather than expecting to retrain the same one.
 
-Trained vocabularies start with :data:`SPECIAL_TOKENS` (ids 0..6). Every tokenizer adds ``[CLS] A [SEP]`` or
+The other trained vocabularies start with :data:`SPECIAL_TOKENS` (ids 0..6), and add ``[CLS] A [SEP]`` or
 ``[CLS] A [SEP] B [SEP]`` (token type ids 0 for A, 1 for B) when asked for special tokens.
 
 :meth:`Tokenizer.from_file` also reads a BERT ``vocab.txt`` (building exactly the pipeline of transformers'
-``BertTokenizerFast``) or any ``tokenizer.json``.
+``BertTokenizerFast``), GPT's ``vocab.json`` + ``merges.txt``, or any ``tokenizer.json``.
 
 Truncation and padding are per call. The engine applies them on a private, cached copy of the backend,
 so the shared backend never carries them and :meth:`Tokenizer.encode` has no hidden state.
@@ -28,7 +32,6 @@ so the shared backend never carries them and :meth:`Tokenizer.encode` has no hid
 
 from __future__ import annotations
 
-import gzip
 import json
 import logging
 import os
@@ -42,6 +45,8 @@ from typing import Any
 import tokenizers
 from tokenizers import AddedToken, Regex, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
+from seq2bert.data import gpt_bpe
+from seq2bert.data.text_files import PathLike, one_line, read_text_lines, training_texts
 from seq2bert.errors import DataError, UserError
 
 logger = logging.getLogger(__name__)
@@ -49,12 +54,10 @@ logger = logging.getLogger(__name__)
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "[BOS]", "[EOS]"]
 """Special tokens of the vocabularies we train, in id order (0..6)."""
 
-KINDS = ("bpe", "wordpiece", "word")
+KINDS = ("bpe", "wordpiece", "word", *gpt_bpe.KINDS)
 TRUNCATION_STRATEGIES = ("longest_first", "only_first", "only_second")
 BERT_SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 _MAX_CACHED_BACKENDS = 8
-
-PathLike = str | os.PathLike[str]
 
 
 @dataclass
@@ -138,8 +141,9 @@ class Tokenizer:
         min_frequency: int = 2,
         lowercase: bool = False,
     ) -> Tokenizer:
-        """Train a ``kind`` vocabulary ("bpe", "wordpiece" or "word") of at most ``vocab_size`` entries
+        """Train a ``kind`` vocabulary (one of :data:`KINDS`) of at most ``vocab_size`` entries
         (BPE and WordPiece keep every character seen, even if the alphabet alone is larger).
+        ``lowercase`` does not apply to the GPT kinds: see :func:`seq2bert.data.gpt_bpe.train`.
 
         ``files_or_texts`` is one path (``str`` or ``Path``), or an iterable whose ``Path`` items are files
         and whose ``str`` items are texts. Files are UTF-8, plain or ``.gz``, one text per line.
@@ -151,27 +155,14 @@ class Tokenizer:
         if not isinstance(min_frequency, int) or min_frequency < 1:
             raise UserError(f"min_frequency={min_frequency!r} must be a positive integer")
 
-        backend = _new_pipeline(kind, lowercase)
-        common = dict(
-            vocab_size=vocab_size,
-            min_frequency=min_frequency,
-            special_tokens=SPECIAL_TOKENS,
-            show_progress=False,
-        )
-        if kind == "wordpiece":
-            trainer = trainers.WordPieceTrainer(continuing_subword_prefix="##", **common)
-        elif kind == "bpe":
-            trainer = trainers.BpeTrainer(**common)
-        else:
-            trainer = trainers.WordLevelTrainer(**common)
-
         counter = [0]
-        backend.train_from_iterator(_counted(_training_texts(files_or_texts), counter), trainer=trainer)
+        texts = _counted(training_texts(files_or_texts), counter)
+        if kind in gpt_bpe.KINDS:
+            backend = gpt_bpe.train(kind, texts, vocab_size, min_frequency, lowercase)
+        else:
+            backend = _train_with_specials(texts, kind, vocab_size, min_frequency, lowercase)
         if counter[0] == 0:
             raise DataError("no text to train the tokenizer on (the input has no non-empty lines)")
-        ids = [backend.token_to_id(t) for t in SPECIAL_TOKENS]
-        assert ids == list(range(len(SPECIAL_TOKENS))), f"special tokens not at ids 0..6: {ids}"
-        _set_bert_template(backend)
         size = backend.get_vocab_size()
         logger.info("trained a %s vocabulary of %d tokens on %d texts", kind, size, counter[0])
         return cls(backend)
@@ -180,31 +171,41 @@ class Tokenizer:
 
     @classmethod
     def from_file(cls, path: PathLike, lowercase: bool | None = None) -> Tokenizer:
-        """Load a BERT ``vocab.txt``, a ``tokenizer.json``, or a directory holding one (tokenizer.json first).
+        """Load a ``tokenizer.json``, GPT's ``vocab.json`` + ``merges.txt`` (either names both), a BERT
+        ``vocab.txt``, or a directory holding one of them (in that order of preference).
 
         For ``vocab.txt``, ``lowercase=None`` means the ``do_lower_case`` of a ``tokenizer_config.json``
         beside it, else True (the uncased default).
         """
         path = Path(path)
         if path.is_dir():
-            for name in ("tokenizer.json", "vocab.txt"):
+            for name in ("tokenizer.json", gpt_bpe.VOCAB_FILE, gpt_bpe.MERGES_FILE, "vocab.txt"):
                 if (path / name).is_file():
                     return cls.from_file(path / name, lowercase)
-            raise DataError(f"{path}: expected a tokenizer.json or a vocab.txt in this directory")
+            raise DataError(
+                f"{path}: expected a tokenizer.json, a vocab.json + merges.txt or a vocab.txt in this "
+                "directory"
+            )
         if not path.is_file():
-            raise DataError(f"{path}: no such file; expected a tokenizer.json, a vocab.txt or a directory")
-        if path.suffix == ".json":
+            raise DataError(
+                f"{path}: no such file; expected a tokenizer.json, a vocab.json + merges.txt, a vocab.txt "
+                "or a directory"
+            )
+        if path.suffix == ".json" or path.name == gpt_bpe.MERGES_FILE:
             if lowercase is not None:
                 raise UserError(f"lowercase= applies to a vocab.txt only; {path} sets its own normalizer")
+            if path.name in (gpt_bpe.VOCAB_FILE, gpt_bpe.MERGES_FILE):
+                return cls(gpt_bpe.load(path.parent))
             try:
                 backend = tokenizers.Tokenizer.from_file(str(path))
             except Exception as err:  # the engine raises a bare Exception on malformed files
-                raise DataError(f"{path}: not a valid tokenizer.json ({_one_line(err)})") from err
+                raise DataError(f"{path}: not a valid tokenizer.json ({one_line(err)})") from err
             return cls(backend)
         return cls(_bert_from_vocab(path, lowercase))
 
     def save(self, directory: PathLike) -> None:
-        """Write ``directory/tokenizer.json`` atomically (a temporary file, then ``os.replace``)."""
+        """Write ``directory/tokenizer.json`` atomically (a temporary file, then ``os.replace``); for GPT's
+        BPE vocabularies also vocab.json + merges.txt, the files transformers' GPT tokenizers read."""
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tokenizer.", suffix=".json.tmp")
@@ -215,6 +216,7 @@ class Tokenizer:
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
+        gpt_bpe.save(self._backend, directory)
 
     @classmethod
     def load(cls, directory: PathLike) -> Tokenizer:
@@ -350,7 +352,8 @@ class Tokenizer:
 
     @property
     def unk_token_id(self) -> int | None:
-        return self.token_to_id("[UNK]")
+        """``[UNK]``, else GPT-1's ``<unk>``, else GPT-2's ``<|endoftext|>`` (transformers' choice)."""
+        return self._first_id("[UNK]", gpt_bpe.UNK, gpt_bpe.ENDOFTEXT)
 
     @property
     def cls_token_id(self) -> int | None:
@@ -366,15 +369,16 @@ class Tokenizer:
 
     @property
     def bos_token_id(self) -> int | None:
-        """The id of ``[BOS]`` if the vocabulary has it, else of ``[CLS]``."""
-        bos = self.token_to_id("[BOS]")
-        return self.cls_token_id if bos is None else bos
+        """The id of ``[BOS]`` if the vocabulary has it, else of ``[CLS]``, else of ``<|endoftext|>``."""
+        return self._first_id("[BOS]", "[CLS]", gpt_bpe.ENDOFTEXT)
 
     @property
     def eos_token_id(self) -> int | None:
-        """The id of ``[EOS]`` if the vocabulary has it, else of ``[SEP]``."""
-        eos = self.token_to_id("[EOS]")
-        return self.sep_token_id if eos is None else eos
+        """The id of ``[EOS]`` if the vocabulary has it, else of ``[SEP]``, else of ``<|endoftext|>``."""
+        return self._first_id("[EOS]", "[SEP]", gpt_bpe.ENDOFTEXT)
+
+    def _first_id(self, *tokens: str) -> int | None:
+        return next((i for i in map(self.token_to_id, tokens) if i is not None), None)
 
     # ------------------------------------------------------------------ internals
 
@@ -465,6 +469,31 @@ def _new_pipeline(kind: str, lowercase: bool) -> tokenizers.Tokenizer:
     return backend
 
 
+def _train_with_specials(
+    texts: Iterator[str], kind: str, vocab_size: int, min_frequency: int, lowercase: bool
+) -> tokenizers.Tokenizer:
+    """A "bpe", "wordpiece" or "word" vocabulary: SPECIAL_TOKENS first, the BERT template."""
+    backend = _new_pipeline(kind, lowercase)
+    common = dict(
+        vocab_size=vocab_size,
+        min_frequency=min_frequency,
+        special_tokens=SPECIAL_TOKENS,
+        show_progress=False,
+    )
+    if kind == "wordpiece":
+        trainer = trainers.WordPieceTrainer(continuing_subword_prefix="##", **common)
+    elif kind == "bpe":
+        trainer = trainers.BpeTrainer(**common)
+    else:
+        trainer = trainers.WordLevelTrainer(**common)
+
+    backend.train_from_iterator(texts, trainer=trainer)
+    ids = [backend.token_to_id(t) for t in SPECIAL_TOKENS]
+    assert ids == list(range(len(SPECIAL_TOKENS))), f"special tokens not at ids 0..6: {ids}"
+    _set_bert_template(backend)
+    return backend
+
+
 def _set_bert_template(backend: tokenizers.Tokenizer) -> None:
     """[CLS] A [SEP] for one text, [CLS] A [SEP] B [SEP] for two; type ids 0 up to the first [SEP], then 1."""
     backend.post_processor = processors.TemplateProcessing(
@@ -477,7 +506,9 @@ def _set_bert_template(backend: tokenizers.Tokenizer) -> None:
 def _bert_from_vocab(path: Path, lowercase: bool | None) -> tokenizers.Tokenizer:
     """The pipeline transformers' ``BertTokenizerFast`` builds from a ``vocab.txt``."""
     vocab: dict[str, int] = {}
-    for index, token in enumerate(_read_lines(path)):  # like transformers' load_vocab: a later duplicate wins
+    for index, token in enumerate(
+        read_text_lines(path)
+    ):  # like transformers' load_vocab: a later duplicate wins
         vocab[token] = index
     missing = [t for t in ("[UNK]", "[CLS]", "[SEP]") if t not in vocab]
     if missing:
@@ -517,7 +548,7 @@ def _bert_options(config: Path) -> dict[str, Any]:
     try:
         data = json.loads(config.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise DataError(f"{config}: not a readable JSON tokenizer config ({_one_line(err)})") from err
+        raise DataError(f"{config}: not a readable JSON tokenizer config ({one_line(err)})") from err
     if not isinstance(data, dict):
         raise DataError(f"{config}: expected a JSON object")
     keys = ("do_lower_case", "strip_accents", "tokenize_chinese_chars")
@@ -528,46 +559,7 @@ def _bert_options(config: Path) -> dict[str, Any]:
     return options
 
 
-# ---------------------------------------------------------------------- reading text
-
-
-def _read_lines(path: Path) -> Iterator[str]:
-    """The lines of a UTF-8 text file (plain or .gz) without line ends; DataError names file:line."""
-    try:
-        handle = gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
-    except OSError as err:
-        raise DataError(f"{path}: cannot read ({err.strerror or err})") from err
-    with handle:
-        lineno = 0
-        try:
-            for lineno, raw in enumerate(handle, start=1):
-                try:
-                    line = raw.decode("utf-8")
-                except UnicodeDecodeError as err:
-                    raise DataError(f"{path}:{lineno}: invalid UTF-8 (byte {err.start} of the line)") from err
-                if lineno == 1:
-                    line = line.removeprefix("\ufeff")
-                yield line.rstrip("\r\n")
-        except (OSError, EOFError) as err:  # gzip.BadGzipFile is an OSError
-            raise DataError(f"{path}:{lineno + 1}: cannot read ({_one_line(err)})") from err
-
-
-def _training_texts(files_or_texts: PathLike | Iterable[PathLike]) -> Iterator[str]:
-    """Texts from one path, or from an iterable of ``Path`` objects (files) and ``str`` (texts)."""
-    if isinstance(files_or_texts, str | os.PathLike):
-        files_or_texts = [Path(files_or_texts)]
-    first = True
-    for item in files_or_texts:
-        if isinstance(item, os.PathLike):
-            yield from (line for line in _read_lines(Path(item)) if line)
-        elif isinstance(item, str):
-            if first and "\n" not in item and len(item) < 4096 and os.path.isfile(item):
-                logger.warning("training on the text %r, a file name; pass a pathlib.Path to read it", item)
-            if item:
-                yield item
-        else:
-            raise UserError(f"training input must be str texts or Path files, not {type(item).__name__}")
-        first = False
+# ---------------------------------------------------------------------- small helpers
 
 
 def _counted(texts: Iterable[str], counter: list[int]) -> Iterator[str]:
@@ -576,22 +568,15 @@ def _counted(texts: Iterable[str], counter: list[int]) -> Iterator[str]:
         yield text
 
 
-# ---------------------------------------------------------------------- small helpers
-
-
 def _int_list(ids: Any) -> list[int]:
     if hasattr(ids, "tolist"):
         ids = ids.tolist()
     return [int(i) for i in ids]
 
 
-def _one_line(err: BaseException) -> str:
-    return " ".join(str(err).split())
-
-
 def _raise_if_truncation_error(err: Exception, max_length: int | None, truncation: str | None) -> None:
     """Turn the engine's truncation failures (e.g. only_second, second text too short) into UserError."""
     if truncation is not None and "Truncation error" in str(err):
         raise UserError(
-            f"cannot truncate to max_length={max_length} with truncation={truncation!r}: {_one_line(err)}"
+            f"cannot truncate to max_length={max_length} with truncation={truncation!r}: {one_line(err)}"
         ) from err

@@ -8,11 +8,13 @@ fairseq (Ott et al., 2019) and Hugging Face transformers do it:
 
     for t = 0, 1, …                                       t = tokens generated so far by every live beam
         log p(y | x, y_≤t) for every beam                  one model.step over all B·K rows, log_softmax in fp32
-        the rules of rules.py                              min_new_tokens, no-repeat n-grams, forced last token
+        the rules of rules.py                              repetition penalty (on log p, as transformers),
+                                                           min_new_tokens, no-repeat n-grams, forced last token
         s(y_≤t+1) = s(y_≤t) + log p(y_t+1 | x, y_≤t)       (B, K, V), flattened per input to (B, K·V)
         take the 2K best candidates per input              K = num_beams
         candidates ending in [EOS] among the first K ranks are finished: stored with score s / lp(|Y|)
-        the K best candidates not ending in [EOS] are the new beams; the decoder state follows them
+        (so are those that meet a ``stopping`` criterion, stopping.py, with their last token: transformers)
+        the K best candidates not ending are the new beams; the decoder state follows them
 
 Taking 2K candidates guarantees K live beams even when K of them end in [EOS] (each beam contributes at
 most one [EOS] candidate).
@@ -61,7 +63,8 @@ import torch
 
 from seq2bert.decoding.config import GenerationConfig
 from seq2bert.decoding.protocol import IncrementalDecoder, begin, repeat
-from seq2bert.decoding.rules import Hypothesis, apply_rules, hypothesis, length_penalty
+from seq2bert.decoding.rules import Hypothesis, apply_rules, hypothesis, length_penalty, penalize_repetitions
+from seq2bert.decoding.stopping import StoppingCriterion
 
 
 def _topk(x: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -115,6 +118,8 @@ def beam_search(
     input_ids: torch.Tensor,
     attention_mask: torch.Tensor | None,
     config: GenerationConfig,
+    *,
+    stopping: StoppingCriterion | None = None,
 ) -> list[list[Hypothesis]]:
     """Decode a batch with beam search (see the module docstring for the algorithm and its semantics).
 
@@ -130,6 +135,7 @@ def beam_search(
     # the state is repeated to B·K rows afterwards: row b·K + k is then beam k of input b.
     state, tokens = start.state, start.tokens  # tokens (B,), then (B·K,): the last token of each beam
     prompt = start.prompt.repeat_interleave(K, dim=0)  # (B·K, P)
+    prompt_mask = start.prompt_mask.repeat_interleave(K, dim=0)  # (B·K, P) False on left padding
     history = torch.zeros(B * K, 0, dtype=torch.long, device=device)  # (B·K, t) new tokens of each beam
     # The K copies are identical at t = 0: only beam 0 may be extended, or the first step would pick the same
     # candidate K times.
@@ -169,6 +175,9 @@ def beam_search(
             state = repeat(model, state, K, B, device)
             log_probs = log_probs.repeat_interleave(K, dim=0)  # (B·K, V)
         rows_history = torch.cat([prompt, history], dim=1)  # (B·K, P + t)
+        if config.repetition_penalty != 1.0:  # on log p, as transformers' beam search
+            rows_mask = torch.cat([prompt_mask, torch.ones_like(history, dtype=torch.bool)], dim=1)
+            log_probs = penalize_repetitions(log_probs, rows_history, rows_mask, config.repetition_penalty)
         log_probs = apply_rules(log_probs, t, rows_history, last_steps.eq(t + 1), config)
         scores = beam_scores.view(B * K, 1) + log_probs  # (B·K, V) log P(y_≤t, y | x)
         scores = scores.view(B, K * V)  # (B, K·V) all extensions of an input's beams, index = beam·V + token
@@ -177,20 +186,26 @@ def beam_search(
         cand_scores, cand_index = _topk(scores, 2 * K)  # (B, 2K)
         cand_tokens = cand_index % V  # (B, 2K)
         cand_rows = cand_index // V + batch_offsets  # (B, 2K) the row of the beam each candidate extends
-        cand_is_eos = cand_tokens.eq(eos)  # (B, 2K)
+        cand_ends = cand_tokens.eq(-1 if eos is None else eos)  # (B, 2K); no [EOS]: none ends here
+        if stopping is not None:  # the candidates that meet the criterion end too, with their last token
+            rows = cand_rows.view(-1)
+            candidates = torch.cat([prompt[rows], history[rows], cand_tokens.view(-1, 1)], dim=1)
+            cand_ends = cand_ends | stopping(candidates).view(B, 2 * K)
 
-        # 4. Candidates ending in [EOS] among the first K ranks are finished hypotheses of length t + 1.
-        new_finished = cand_is_eos[:, :K] & cand_scores[:, :K].isfinite()  # (B, K)
+        # 4. Candidates that end among the first K ranks are finished hypotheses of length t + 1.
+        new_finished = cand_ends[:, :K] & cand_scores[:, :K].isfinite()  # (B, K)
         for b, rank in new_finished.nonzero().tolist():  # input by input, best rank first
             if not done[b]:
                 s = cand_scores[b, rank].item()
                 row = int(cand_rows[b, rank])
-                _add(finished[b], hypothesis(history[row].tolist() + [eos], s, config), K)
+                last = int(cand_tokens[b, rank])
+                _add(finished[b], hypothesis(history[row].tolist() + [last], s, config), K)
 
-        # 5. The K best candidates not ending in [EOS] become the beams; the state and history follow them.
-        # a stable sort on "ends in [EOS]" lists the other candidates first, still in rank order
-        live = cand_is_eos.to(torch.uint8).argsort(dim=1, stable=True)[:, :K]  # (B, K) their ranks
-        beam_scores = cand_scores.gather(1, live)  # (B, K)
+        # 5. The K best candidates that do not end become the beams; the state and history follow them.
+        # a stable sort on "ends" lists the other candidates first, still in rank order
+        live = cand_ends.to(torch.uint8).argsort(dim=1, stable=True)[:, :K]  # (B, K) their ranks
+        # (B, K); more than K candidates may end when a stopping criterion holds: the beams left over are dead
+        beam_scores = cand_scores.gather(1, live).masked_fill(cand_ends.gather(1, live), -math.inf)
         rows = cand_rows.gather(1, live).view(B * K)  # (B·K,) the beam each new beam extends
         tokens = cand_tokens.gather(1, live).view(B * K)  # (B·K,)
         done_rows = torch.tensor(done, device=device).repeat_interleave(K)  # (B·K,)

@@ -40,10 +40,11 @@ class GenerationConfig:
 
     ``decoder_start_token_id``: the first token an encoder-decoder's decoder is fed ([BOS]; Marian: [PAD]).
     None: a decoder-only model, whose left-padded prompt is the input and whose first fed token is the
-    prompt's last (seq2bert/decoding/protocol.py).
+    prompt's last (seq2bert/decoding/protocol.py). ``eos_token_id`` None: a model without an end token (GPT-1)
+    — every hypothesis runs to its maximum length.
     """
 
-    eos_token_id: int
+    eos_token_id: int | None
     pad_token_id: int
     decoder_start_token_id: int | None = None
     num_beams: int = 1  # 1: greedy decoding
@@ -56,6 +57,9 @@ class GenerationConfig:
     early_stopping: bool = False  # True: an input is done as soon as it has num_beams finished hypotheses
     num_return_sequences: int = 1  # the n-best list kept per input, at most num_beams
     no_repeat_ngram_size: int = 0  # 0: off; n: no n-gram may occur twice (Paulus et al. 2018)
+    # θ > 0; 1: off. The logit of every token already in the row, prompt included, is divided by θ when
+    # positive and multiplied by θ when negative (Keskar et al. 2019, CTRL; rules.py)
+    repetition_penalty: float = 1.0
     forced_eos_token_id: int | None = None
     # token sequences never generated (transformers' bad_words_ids; Marian checkpoints ban [PAD]: [[pad]])
     bad_words_ids: tuple[tuple[int, ...], ...] = ()
@@ -75,18 +79,21 @@ class GenerationConfig:
         object.__setattr__(self, "bad_words_ids", words)
         for name in ("eos_token_id", "pad_token_id", "decoder_start_token_id", "forced_eos_token_id"):
             value = getattr(self, name)
-            required = name in ("eos_token_id", "pad_token_id")
+            required = name == "pad_token_id"
             if (value is not None or required) and (not isinstance(value, int) or value < 0):
                 raise ConfigError(f"{name}: expected a token id (an int >= 0), got {value!r}")
         if self.do_sample and self.num_beams != 1:
             raise ConfigError(
                 f"do_sample: sampling draws one continuation per input; set num_beams=1, not {self.num_beams}"
             )
-        if not self.temperature > 0 or self.top_k < 0 or not 0.0 < self.top_p <= 1.0:
-            raise ConfigError(
-                f"temperature must be > 0, top_k >= 0 and top_p in (0, 1]; got temperature={self.temperature}, "
-                f"top_k={self.top_k}, top_p={self.top_p}"
-            )
+        if not self.temperature > 0:  # also rejects nan
+            raise ConfigError(f"temperature: must be > 0, got {self.temperature}")
+        if not isinstance(self.top_k, int) or self.top_k < 0:
+            raise ConfigError(f"top_k: must be an integer >= 0 (0: no top-k filter), got {self.top_k}")
+        if not 0.0 < self.top_p <= 1.0:
+            raise ConfigError(f"top_p: must be in (0, 1] (1: no nucleus filter), got {self.top_p}")
+        if not self.repetition_penalty > 0:
+            raise ConfigError(f"repetition_penalty: must be > 0 (1: none), got {self.repetition_penalty}")
         if self.num_beams < 1:
             raise ConfigError(f"num_beams: must be at least 1 (1 = greedy), got {self.num_beams}")
         if not 1 <= self.num_return_sequences <= self.num_beams:

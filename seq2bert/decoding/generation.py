@@ -25,6 +25,8 @@ from seq2bert.decoding.config import GenerationConfig
 from seq2bert.decoding.greedy import greedy_search
 from seq2bert.decoding.protocol import IncrementalDecoder
 from seq2bert.decoding.rules import Hypothesis
+from seq2bert.decoding.stopping import StoppingCriterion, Streamer
+from seq2bert.errors import ConfigError
 
 
 @dataclass
@@ -57,12 +59,25 @@ def generate(
     input_ids: torch.Tensor,
     attention_mask: torch.Tensor | None,
     config: GenerationConfig,
+    *,
+    stopping: StoppingCriterion | None = None,
+    streamer: Streamer | None = None,
 ) -> GenerationOutput:
     """Decode a batch: input_ids, attention_mask (B, S) (None: the tokens ≠ ``pad_token_id`` are real) →
     ``GenerationOutput``. Right-padded sources for an encoder-decoder, left-padded prompts for a
-    decoder-only model (protocol.py)."""
-    search = greedy_search if config.num_beams == 1 else beam_search
-    hypotheses = search(model, input_ids, attention_mask, config)
+    decoder-only model (protocol.py). ``stopping`` ends a row (e.g. ``StopStrings``); ``streamer`` is
+    called with each step's tokens (B,) — greedy decoding and sampling only (stopping.py)."""
+    if config.num_beams == 1:
+        hypotheses = greedy_search(
+            model, input_ids, attention_mask, config, stopping=stopping, streamer=streamer
+        )
+    elif streamer is not None:
+        raise ConfigError(
+            f"streamer: beam search (num_beams={config.num_beams}) knows its tokens only at the end; "
+            "stream with num_beams=1"
+        )
+    else:
+        hypotheses = beam_search(model, input_ids, attention_mask, config, stopping=stopping)
     if config.decoder_start_token_id is not None:
         prompt = torch.full((input_ids.size(0), 1), config.decoder_start_token_id, device=input_ids.device)
     else:
@@ -83,7 +98,7 @@ def pad_hypotheses(
     return torch.cat([prompt.repeat_interleave(n, dim=0), new], dim=1)  # (B · n, P + L)
 
 
-def strip_special(ids: list[int], *, eos_token_id: int, pad_token_id: int) -> list[int]:
+def strip_special(ids: list[int], *, eos_token_id: int | None, pad_token_id: int) -> list[int]:
     """Cut a decoded row at its first [EOS] and drop padding."""
     cut = []
     for i in ids:

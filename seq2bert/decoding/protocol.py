@@ -8,6 +8,9 @@ A search never sees an encoder, a cache or a hidden state, only an opaque ``stat
     state = model.reorder(state, index)                keep rows ``index`` (N,) of the batch (beam search:
                                                       the state follows the beam each new beam extends)
 
+A state handed to ``step`` or ``reorder`` is not used again: a model may change it in place (the key/value
+caches grow in place and are reordered in place, seq2bert/nn/multihead.py).
+
 and, optionally,
 
     state = model.repeat(state, k)                     each row becomes k consecutive rows
@@ -56,12 +59,13 @@ class IncrementalDecoder(Protocol):
 @dataclass
 class SearchStart:
     """A search's starting point: the model's state, the first tokens to feed (B,), the decoder's prompt
-    (B, P) — [decoder start] for an encoder-decoder, the prompt for a decoder-only model — and the maximum
-    number of new tokens of each input."""
+    (B, P) — [decoder start] for an encoder-decoder, the prompt for a decoder-only model — with its mask
+    (B, P) bool, False on left padding, and the maximum number of new tokens of each input."""
 
     state: Any
     tokens: torch.Tensor
     prompt: torch.Tensor
+    prompt_mask: torch.Tensor
     max_lengths: list[int]
 
 
@@ -80,12 +84,13 @@ def begin(
     if config.decoder_start_token_id is not None:  # an encoder-decoder
         state = model.start(input_ids, attention_mask)
         tokens = torch.full((input_ids.size(0),), config.decoder_start_token_id, device=input_ids.device)
-        return SearchStart(state, tokens, tokens[:, None], max_lengths)  # prompt (B, 1)
+        prompt = tokens[:, None]  # (B, 1)
+        return SearchStart(state, tokens, prompt, torch.ones_like(prompt, dtype=torch.bool), max_lengths)
     if input_ids.size(1) == 0:
         raise ValueError("a decoder-only model needs a prompt of at least one token")
     context_mask = None if attention_mask is None else attention_mask[:, :-1]
     state = model.start(input_ids[:, :-1], context_mask)  # the prompt but its last column
-    return SearchStart(state, input_ids[:, -1], input_ids, max_lengths)
+    return SearchStart(state, input_ids[:, -1], input_ids, mask.bool(), max_lengths)
 
 
 def repeat(model: IncrementalDecoder, state: Any, k: int, batch_size: int, device: torch.device) -> Any:

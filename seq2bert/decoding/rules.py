@@ -3,6 +3,9 @@ they score what they find.
 
 At step t (t new tokens so far in every live row), in transformers' order of its logits processors:
 
+    repetition_penalty      θ ≠ 1: each token y already in the row — its prompt (padding excluded) and its new
+                            tokens — gets s(y)/θ if s(y) > 0, else s(y)·θ (Keskar et al. 2019, CTRL, Sect. 4.1;
+                            transformers' RepetitionPenaltyLogitsProcessor): θ > 1 makes a repeat less likely
     min_new_tokens          t < min_new_tokens → log p([EOS]) = −∞
     no_repeat_ngram_size    a token completing an n-gram already in the row → −∞ (Paulus et al. 2018); the row is
                             the decoder prompt ([decoder start], or a decoder-only model's prompt) and the new
@@ -15,6 +18,14 @@ At step t (t new tokens so far in every live row), in transformers' order of its
 
 The −∞ are set after the softmax, without renormalising the other tokens, so a hypothesis' ``log_prob`` stays
 the model's log-probability of its tokens (a forced token adds 0).
+
+The repetition penalty changes values rather than banning tokens, so where it applies matters; it applies
+where transformers applies it. Greedy decoding and sampling (greedy.py) penalise the logits s = z, before
+the log-softmax, which then renormalises: the token is chosen (or drawn) from softmax(penalised z).
+Beam search (beam.py) penalises the log-probabilities s = log p, after the log-softmax and without
+renormalising, as transformers' ``_beam_search`` runs its processors on them: every log p is negative, so a
+repeat's log p is multiplied by θ and the beam scores add up the penalised values. Either way a hypothesis'
+``log_prob`` is then that of the distribution searched, not the model's own. The −∞ rules commute with it.
 
 A hypothesis Y is ranked by score = log P(Y | x) / lp(|Y|), |Y| its new tokens ([EOS] included):
 
@@ -68,7 +79,7 @@ def apply_rules(
 
     log_probs (N, V) log p(y | x, y_≤t) of each row, changed in place; history (N, P + t) its decoder prompt
     and new tokens; last (N,) bool, the rows whose next token is their last (None: none of them) → (N, V)."""
-    if t < config.min_new_tokens:
+    if t < config.min_new_tokens and config.eos_token_id is not None:
         log_probs[:, config.eos_token_id] = -math.inf
     n = config.no_repeat_ngram_size
     if n and history.size(1) >= n:
@@ -83,6 +94,22 @@ def apply_rules(
     if config.forced_eos_token_id is not None and last is not None and bool(last.any()):
         log_probs[last] = force_token(log_probs[last], config.forced_eos_token_id)
     return log_probs
+
+
+def penalize_repetitions(
+    scores: torch.Tensor, history: torch.Tensor, history_mask: torch.Tensor | None, penalty: float
+) -> torch.Tensor:
+    """CTRL's repetition penalty (Keskar et al. 2019, Sect. 4.1) on each row's tokens so far, as transformers'
+    RepetitionPenaltyLogitsProcessor: s(y)/θ where s(y) > 0, s(y)·θ elsewhere, for every y in the row.
+
+    scores (N, V) logits or log-probabilities; history (N, T) the row's tokens; history_mask (N, T) True on
+    the tokens that count (False: left padding of the prompt; None: all) → (N, V), a new tensor."""
+    N, V = scores.shape
+    ids = history if history_mask is None else history.masked_fill(~history_mask, V)  # V: a dropped column
+    seen = torch.zeros(N, V + 1, dtype=torch.bool, device=scores.device)  # (N, V + 1)
+    seen.scatter_(1, ids.clamp(max=V), True)
+    penalised = torch.where(scores < 0, scores * penalty, scores / penalty)
+    return torch.where(seen[:, :V], penalised, scores)
 
 
 def repeated_ngrams(history: torch.Tensor, n: int, vocab_size: int) -> torch.Tensor:

@@ -8,11 +8,16 @@ the family, never a family's name:
     architectures    transformers' class name → our class ("BertForMaskedLM" → BertForMaskedLM); the first is
                      the bare model
     heads            what a job needs → the architecture that has it: "base" (hidden states), "pretraining",
-                     "masked_lm", "sequence" / "tokens" / "qa" / "choice" (the fine-tuning shapes), "seq2seq"
+                     "masked_lm", "sequence" / "tokens" / "qa" / "choice" (the fine-tuning shapes; "similarity":
+                     a pair read in both orders, GPT-1's), "seq2seq", "causal_lm" (a left-to-right language
+                     model that generates)
+    pretraining_objective  what `seq2bert pretrain` trains the "pretraining" head on: "masked_lm" (MLM + NSP
+                     instances, BERT) or "causal_lm" (contiguous blocks of the text, GPT)
     text_inputs, default_layer   how the pipelines feed its base model texts and which layer they read
     kind             "encoder", "encoder-decoder" or "decoder": how its attention is shown and used
     base_model_prefix  the attribute under which a head model keeps the bare model ("bert"; "" for none)
-    tokenizer        the tokenizer kind its checkpoints carry ("wordpiece", "sentencepiece", "seq2bert", …)
+    tokenizer        the tokenizer kind its checkpoints carry ("wordpiece", "sentencepiece", "bytelevel-bpe",
+                     "seq2bert", …); pretraining trains this kind when it is one of data/tokenization.py's
 
 and how its checkpoints are laid out. ``layout="huggingface"``: a directory transformers reads —
 config.json with ``architectures``, model.safetensors, the tokenizer files — through the family's
@@ -56,10 +61,13 @@ class Family:
     state_from_hf: Callable[..., dict[str, torch.Tensor]] | None = None
     state_to_hf: Callable[[dict, Any, str], dict] | None = None  # (our state, config, architecture) → theirs
     load_tokenizer: Callable[[Path], Any] | None = None  # the checkpoint's tokenizer (None when it has none)
+    # (tokenizer, directory, model config): its files in a checkpoint (default: tokenizer.save(directory))
+    save_tokenizer: Callable[[Any, Path, Any], None] | None = None
     # our model for (config, architecture, their weights or None); default: architectures[architecture](config)
     build: Callable[..., nn.Module] | None = None
     head_modules: tuple[str, ...] = ()  # top-level modules of every head (dropped when a task starts)
     pretraining_options: dict = field(default_factory=dict)  # keyword arguments of the pretraining forward
+    pretraining_objective: Literal["masked_lm", "causal_lm"] = "masked_lm"
     # how the pipelines give texts to its base model: (model, tokenizer, texts) → (inputs, each text's tokens);
     # None: the tokenizer's ids, [CLS] and [SEP] included (a model that reads characters spells words itself)
     text_inputs: Callable[[nn.Module, Any, list[str]], tuple[dict, list[list[str]]]] | None = None

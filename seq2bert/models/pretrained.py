@@ -81,7 +81,7 @@ def init_task_model(
 
     Returns the model (train mode), the tokenizer and the names of the parameters initialised new."""
     path = Path(path)
-    tasks = [a for h, a in family.heads.items() if h in ("sequence", "tokens", "qa", "choice")]
+    tasks = [a for h, a in family.heads.items() if h in ("sequence", "similarity", "tokens", "qa", "choice")]
     if architecture not in tasks:
         raise CheckpointError(f"architecture {architecture!r}: expected one of {', '.join(tasks)}")
     hf_config = read_config(path)
@@ -138,13 +138,22 @@ def load_hf_weights(family: Family, model: nn.Module, directory: Path) -> None:
     )
 
 
+def write_tokenizer(family: Family, tokenizer: Any, directory: Path, config: Any) -> None:
+    """The tokenizer's files in a checkpoint of ``family``: its own writer (GPT's adds tokenizer_config.json),
+    else ``tokenizer.save``."""
+    if family.save_tokenizer is not None:
+        family.save_tokenizer(tokenizer, directory, config)
+    else:
+        tokenizer.save(directory)
+
+
 def save_hf(family: Family, model: nn.Module, path: str | Path, tokenizer: Any = None) -> None:
     """Write ``model`` (and ``tokenizer``) as a transformers directory, atomically."""
 
     def write(tmp: Path) -> None:
         write_hf_files(family, model, tmp)
         if tokenizer is not None:
-            tokenizer.save(tmp)
+            write_tokenizer(family, tokenizer, tmp, model.config)
 
     write_dir_atomically(Path(path), write)
 

@@ -26,6 +26,7 @@ from seq2bert.models.bert.pretrained import FAMILY as BERT
 from seq2bert.models.bilstm.model import FAMILY as BILSTM
 from seq2bert.models.elmo.model import FAMILY as ELMO
 from seq2bert.models.family import Family
+from seq2bert.models.gpt.pretrained import GPT2, OPENAI_GPT
 from seq2bert.models.hf import model_type_of
 from seq2bert.models.rnn_lm.model import FAMILY as RNN_LM
 from seq2bert.models.seq2seq.cho import ChoEncoderDecoder
@@ -61,6 +62,8 @@ FAMILIES: dict[str, Family] = {
         BERT,
         BILSTM,
         ELMO,
+        OPENAI_GPT,
+        GPT2,
     )
 }
 
@@ -112,19 +115,22 @@ def load(
     path: str | Path,
     *,
     architecture: str | None = None,
-    head: str | None = None,
+    head: str | tuple[str, ...] | None = None,
     device: str | torch.device = "cpu",
 ) -> tuple[nn.Module, Any]:
     """(model in eval mode, tokenizer) of a checkpoint or run directory, of whichever family it is: the
-    ``architecture`` asked for, or the one that has ``head`` ("base", "masked_lm", "sequence", …), or the one
-    its config.json names."""
+    ``architecture`` asked for, or the one that has ``head`` ("base", "masked_lm", "sequence", …) — of several
+    heads, the one config.json names, else the first's —, or the one its config.json names."""
     directory = checkpoint_dir(path)
     family = family_at(directory)
     if head is not None:
+        heads = (head,) if isinstance(head, str) else head
+        named = (read_json(directory / "config.json").get("architectures") or [None])[0]
         try:
-            architecture = family.architecture_for(head)
+            candidates = [family.architecture_for(h) for h in heads if h in family.heads or h == heads[0]]
         except KeyError as e:
             raise CheckpointError(f"{path}: {e.args[0]}") from None
+        architecture = named if named in candidates else candidates[0]
     if family.huggingface:
         return pretrained.load_hf(family, directory, architecture, device)
     return pretrained.load_native(family, directory, device)

@@ -17,6 +17,7 @@ ACTIVATIONS = {
     "relu": F.relu,
     "gelu": F.gelu,  # exact (erf) GELU, as BERT
     "gelu_new": lambda x: F.gelu(x, approximate="tanh"),  # GPT-2's tanh approximation
+    "gelu_pytorch_tanh": lambda x: F.gelu(x, approximate="tanh"),  # the same, transformers' other name
     "swish": F.silu,
     "silu": F.silu,
 }

@@ -32,6 +32,17 @@ def causal_mask(length: int, past: int = 0, device: torch.device | str | None = 
     return k <= q
 
 
+def is_causal(mask: torch.Tensor | None, length: int) -> bool:
+    """Whether ``mask`` is exactly ``causal_mask(length)`` (no cached keys, no padding): torch's fused attention
+    takes that one as ``is_causal`` and skips the blocks above the diagonal instead of masking them."""
+    return (
+        mask is not None
+        and mask.shape == (length, length)
+        and mask.dtype == torch.bool
+        and torch.equal(mask, causal_mask(length, device=mask.device))
+    )
+
+
 def combine(*masks: torch.Tensor | None) -> torch.Tensor | None:
     """The logical AND of broadcastable masks, skipping ``None``; ``None`` when every mask is ``None``."""
     out = None

@@ -16,12 +16,12 @@ cross-attention Q from the decoder and [W^K W^V] from the encoder output, comput
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from seq2bert.nn.masks import is_causal
 from seq2bert.precision import full_precision, widen
 
 
@@ -33,6 +33,7 @@ def scaled_dot_product_attention(
     *,
     dropout: float = 0.0,
     need_weights: bool = False,
+    scale: float | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Eq. 1. q (B, h, T_q, d_k), k (B, h, T_k, d_k), v (B, h, T_k, d_v) → (B, h, T_q, d_v) and, when
     ``need_weights``, the weights (B, h, T_q, T_k) (after dropout, as they were used).
@@ -40,51 +41,128 @@ def scaled_dot_product_attention(
     Without ``need_weights`` this is torch's fused kernel (flash / memory-efficient where available); with
     it, the explicit computation below, which gives the same values (tests/nn/test_multihead.py). A single
     query per row (incremental decoding) also takes the explicit path: two small batched matmuls beat the
-    fused kernel's set-up there (about 2× on CPU).
-    ``dropout`` is the probability P_drop on the weights; pass 0 in evaluation."""
+    fused kernel's set-up there (about 2× on CPU). A mask that is exactly the causal one (masks.is_causal)
+    goes to the fused kernel as ``is_causal``, which then skips the scores above the diagonal.
+    ``dropout`` is the probability P_drop on the weights; pass 0 in evaluation. ``scale``: the factor of QKᵀ
+    (None: 1/√d_k, the paper's; some GPT-2 variants use others). A query that may attend to no key at all (a
+    left pad of a causal model) gets zero weights and a zero output, as torch's fused kernel gives it."""
     if not need_weights and q.size(-2) > 1:
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout), None
+        k = k.to(q.dtype)  # a cache keeps widened keys (KVCache)
+        if is_causal(mask, q.size(-2)) and k.size(-2) == q.size(
+            -2
+        ):  # only the diagonal's lower side computed
+            return F.scaled_dot_product_attention(
+                q, k, v, dropout_p=dropout, is_causal=True, scale=scale
+            ), None
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout, scale=scale), None
     with full_precision(q):  # scores and softmax in fp32 under autocast, as in torch's fused kernel
-        scores = widen(q) @ widen(k).transpose(-2, -1) / math.sqrt(q.size(-1))  # QKᵀ/√d_k: (B, h, T_q, T_k)
+        scores = widen(q) @ widen(k).transpose(-2, -1)  # QKᵀ: (B, h, T_q, T_k)
+        scores = scores / math.sqrt(q.size(-1)) if scale is None else scores * scale  # QKᵀ/√d_k
         if mask is not None:
             scores = scores.masked_fill(~mask, float("-inf"))  # Sect. 3.2.3: illegal connections → −∞
-        weights = torch.softmax(scores, dim=-1).to(q.dtype)
+        weights = torch.softmax(scores, dim=-1)
+        if mask is not None:  # a row without any visible key: a softmax of −∞ only (NaN) → weights 0
+            weights = weights.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)
+        weights = weights.to(q.dtype)
     if dropout:
         weights = F.dropout(weights, dropout)
     return weights @ v, weights  # (B, h, T_q, d_v)
 
 
-@dataclass
 class KVCache:
     """Keys and values one attention layer has already computed: (B, h, T, d_k) and (B, h, T, d_v).
 
-    Decoder self-attention appends one step at a time; cross-attention fills it once per source."""
+    Decoder self-attention appends one step at a time; cross-attention fills it once per source. ``key`` and
+    ``value`` are views of the filled part of buffers kept for the purpose:
+    - room ahead: steps are written into a buffer (B, h, capacity, d) whose capacity doubles when it is full,
+      as a growing array does, so a step copies only its own keys and values (concatenating would copy every
+      earlier step again, O(T²) over a decode). A first fill is kept as it is given (cross-attention is
+      never appended to).
+    - widened keys: from the first step appended on, the keys are kept in at least fp32 (bf16 keys of
+      autocast widened once, as they are written): a single query's scores are computed in fp32 from every
+      key (scaled_dot_product_attention), which would otherwise widen the whole cache at every step.
+    - reordering in place: beam search's ``reorder`` gathers the rows into a second buffer of the same room
+      and swaps the two, so no step allocates (fresh memory costs its page faults on a CPU).
+    Where autograd records the keys (a cache used in training) steps are concatenated and rows gathered into
+    new tensors instead: writing into a buffer that earlier steps saved for their backward would void it."""
 
-    key: torch.Tensor | None = None
-    value: torch.Tensor | None = None
+    def __init__(self, key: torch.Tensor | None = None, value: torch.Tensor | None = None):
+        self._key, self._value = key, value  # (B, h, capacity, d)
+        self.length = 0 if key is None else key.size(2)
+        self._owned = False  # whether the buffers are ours to write into (not a first fill as given)
+        self._spare: tuple[torch.Tensor, torch.Tensor] | None = None  # reorder's second buffers
 
     @property
-    def length(self) -> int:
-        return 0 if self.key is None else self.key.size(2)
+    def key(self) -> torch.Tensor | None:
+        return None if self._key is None else self._key[:, :, : self.length]
+
+    @property
+    def value(self) -> torch.Tensor | None:
+        return None if self._value is None else self._value[:, :, : self.length]
+
+    @property
+    def capacity(self) -> int:
+        return 0 if self._key is None else self._key.size(2)
 
     def append(self, key: torch.Tensor, value: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Add the keys / values of new steps (B, h, t, d); return all of them so far."""
-        if self.key is not None:
-            key, value = torch.cat([self.key, key], dim=2), torch.cat([self.value, value], dim=2)
-        self.key, self.value = key, value
-        return key, value
+        """Add the keys / values of new steps (B, h, t, d); return all of them so far (views)."""
+        if self._key is None:
+            self._key, self._value, self.length = key, value, key.size(2)
+            return key, value
+        past, n = self.length, self.length + key.size(2)
+        if _recorded(key, self._key):
+            self._key, self._value = torch.cat([self.key, key], 2), torch.cat([self.value, value], 2)
+            self.length, self._owned = n, False
+            return self._key, self._value
+        if n > self.capacity or not self._owned:  # double the room: amortised O(1) copies per step
+            capacity = max(n, 2 * self.capacity)
+            self._key = self._grown(self._key, capacity, widen(key).dtype)  # the keys in fp32: see above
+            self._value = self._grown(self._value, capacity, value.dtype)
+            self._owned, self._spare = True, None
+        self._key[:, :, past:n] = key
+        self._value[:, :, past:n] = value
+        self.length = n
+        return self.key, self.value
+
+    def _grown(self, x: torch.Tensor, capacity: int, dtype: torch.dtype) -> torch.Tensor:
+        """(B, h, capacity, d) of ``dtype`` holding x's filled part."""
+        out = x.new_empty(*x.shape[:2], capacity, x.size(3), dtype=dtype)
+        out[:, :, : self.length] = x[:, :, : self.length]
+        return out
 
     def reorder(self, index: torch.Tensor) -> KVCache:
-        """Rows ``index`` (N,) of the batch (beam search follows its surviving beams)."""
-        if self.key is None:
-            return KVCache()
-        return KVCache(self.key.index_select(0, index), self.value.index_select(0, index))
+        """Rows ``index`` (N,) of the batch (beam search follows its surviving beams): this cache, its rows
+        gathered in place (only the filled part is copied, into the second buffers, which are then swapped)."""
+        if self._key is None:
+            return self
+        L = self.length
+        if _recorded(self._key, self._value):
+            self._key, self._value = (x[:, :, :L].index_select(0, index) for x in (self._key, self._value))
+            self._owned, self._spare = False, None
+            return self
+        shape = (index.numel(), *self._key.shape[1:])
+        spare = self._spare
+        if spare is None or spare[0].shape != shape:
+            spare = self._key.new_empty(shape), self._value.new_empty((*shape[:3], self._value.size(3)))
+        for source, target in zip((self._key, self._value), spare, strict=True):
+            torch.index_select(source[:, :, :L], 0, index, out=target[:, :, :L])
+        # the old buffers become the spare ones, unless they were a first fill (not ours to write into)
+        self._spare = (self._key, self._value) if self._owned else None
+        self._key, self._value = spare
+        self._owned = True
+        return self
+
+
+def _recorded(*xs: torch.Tensor) -> bool:
+    """Whether autograd records operations on any of xs."""
+    return torch.is_grad_enabled() and any(x.requires_grad for x in xs)
 
 
 class MultiHeadAttention(nn.Module):
     """Multi-head attention, Sect. 3.2.2, for self-attention (``cross=False``: Q, K, V from one input through
     the fused projection ``qkv``) or cross-attention (``cross=True``: Q through ``q``, K and V from the
-    memory through ``kv``). d_k = d_v = d_model / h unless given (Table 3, rows A and B)."""
+    memory through ``kv``). d_k = d_v = d_model / h unless given (Table 3, rows A and B); ``scale`` multiplies
+    QKᵀ (None: 1/√d_k)."""
 
     def __init__(
         self,
@@ -96,6 +174,7 @@ class MultiHeadAttention(nn.Module):
         dropout: float = 0.0,
         bias: bool = True,
         cross: bool = False,
+        scale: float | None = None,
     ):
         super().__init__()
         if d_k is None or d_v is None:
@@ -106,6 +185,7 @@ class MultiHeadAttention(nn.Module):
         self.d_v = d_v or d_model // num_heads
         self.dropout = dropout
         self.cross = cross
+        self.scale = scale
         hk, hv = self.h * self.d_k, self.h * self.d_v
         if cross:
             self.q = nn.Linear(d_model, hk, bias=bias)  # W^Q
@@ -179,7 +259,9 @@ class MultiHeadAttention(nn.Module):
             if cache is not None:
                 k, v = cache.append(k, v)  # (B, h, past + T, d)
         p = self.dropout if self.training else 0.0
-        heads, weights = scaled_dot_product_attention(q, k, v, mask, dropout=p, need_weights=need_weights)
+        heads, weights = scaled_dot_product_attention(
+            q, k, v, mask, dropout=p, need_weights=need_weights, scale=self.scale
+        )
         # Concat(head_1 … head_h): (B, T, h·d_v); with g > 1 the g·T queries go back to their g rows
         concat = heads.transpose(1, 2).reshape(B, T, self.h * self.d_v)
         if weights is not None and g > 1:  # (B_s, h, g·T, S) → (B, h, T, S)

@@ -1,5 +1,6 @@
-"""Recipe: fine-tune a BERT checkpoint on one task (Devlin et al. 2018, Sect. 4; Figure 4) — or train a model
-from random weights on it, the pre-Transformer baselines (``model``: a BiLSTM, models/bilstm/).
+"""Recipe: fine-tune a BERT checkpoint on one task (Devlin et al. 2018, Sect. 4; Figure 4) — or a GPT checkpoint
+as GPT-1 was (Radford et al. 2018, Sect. 3.2–3.3; a family of kind "decoder") — or train a model from random
+weights on it, the pre-Transformer baselines (``model``: a BiLSTM, models/bilstm/).
 
 Read top to bottom:
 1. the task names its shape (TASKS): GLUE tasks classify sentences or pairs (STS-B regresses), CoNLL-2003
@@ -9,7 +10,11 @@ Read top to bottom:
 3. the model is the checkpoint's encoder with a new head (models/bert/tasks.py; ``random_init``: the same
    architecture from scratch, to measure what pretraining buys); or, with ``model`` in place of ``init``, a
    new model of that family with random weights and a tokenizer trained on the training texts (``vocab``:
-   a whole-word vocabulary by default, the classic baseline);
+   a whole-word vocabulary by default, the classic baseline). A decoder (GPT) reads each task through
+   GPT-1's input transformations (data/gpt_finetuning.py: [start] … [delim] … [extract], the three tokens
+   added to its vocabulary and embedding), classifies from the final state of [extract] (a pair of a
+   similarity task in both orders, added; multiple choice with the double-heads model) and trains on
+   L_3 = L_2 + λ·L_1, the language-model loss on the task's inputs as an auxiliary objective (``lm_coef``);
 4. the engine trains with AdamW, linear warm-up over ``warmup_ratio`` of the steps then linear decay
    (Sect. A.3: batch 32, lr among 5e-5 / 3e-5 / 2e-5, 2–4 epochs), length-bucketed batches padded to their
    own longest; every evaluation scores dev with the task's metrics and keeps the best checkpoint;
@@ -40,6 +45,7 @@ import numpy as np
 import torch
 
 from seq2bert import config as config_io
+from seq2bert.data import gpt_finetuning as gpt
 from seq2bert.data.batching import BucketBatchSampler
 from seq2bert.data.conll import label_list, read_conll
 from seq2bert.data.finetuning import collate, encode_choices, encode_sequences, encode_tagged, feature_length
@@ -52,6 +58,7 @@ from seq2bert.evaluation.tasks import glue_metrics, ner_metrics, squad_metrics
 from seq2bert.models import registry
 from seq2bert.models.bilstm.config import FeaturesConfig
 from seq2bert.models.pretrained import init_task_model, load_hf_weights, write_hf_files
+from seq2bert.recipes.decoder_tasks import decoder_inputs, decoder_loss, task_head
 from seq2bert.recipes.scratch import VocabConfig, cache_word_layers, model_config, new_model, reads_features
 from seq2bert.training import checkpoint as ckpt
 from seq2bert.training.config import TrainConfig
@@ -126,6 +133,9 @@ class FinetuneConfig:
     # fused attention kernel: up to 2.25x the step time at 256 tokens (benchmarks/RESULTS.md)
     hidden_dropout_prob: float | None = None
     attention_probs_dropout_prob: float | None = None
+    # a decoder (GPT): λ of L_3 = L_2 + λ·L_1, the auxiliary LM loss on the task's inputs (GPT-1 Sect. 3.2: 0.5;
+    # 0: the task's loss alone). An encoder has no such term
+    lm_coef: float = 0.5
     data: FinetuneDataConfig = field(default_factory=FinetuneDataConfig)
     train: TrainConfig = field(
         default_factory=lambda: TrainConfig(
@@ -137,6 +147,8 @@ class FinetuneConfig:
         for name, value in dropout_overrides(self).items():
             if not 0.0 <= value < 1.0:
                 raise ConfigError(f"{name}: must be in [0, 1), got {value}")
+        if not self.lm_coef >= 0:
+            raise ConfigError(f"lm_coef: must be >= 0 (0: no auxiliary LM loss), got {self.lm_coef}")
         if self.init and self.model:
             raise ConfigError("init and model: give one (--init DIR fine-tunes a checkpoint, --model TYPE "
                               "trains a model from random weights)")  # fmt: skip
@@ -273,10 +285,13 @@ def fit_length(data: FinetuneDataConfig, config, checkpoint) -> FinetuneDataConf
 
 
 def encode(data: FinetuneDataConfig, examples: list, tok, id2label, *, progress: bool = False,
-           words: bool = False) -> list[dict]:  # fmt: skip
+           words: bool = False, decoder: bool = False) -> list[dict]:  # fmt: skip
     """Features of ``examples`` (QA: several per example, each with its ``example_index``); ``words``: with
-    the words of each (a model that reads a frozen encoder's features of them)."""
+    the words of each (a model that reads a frozen encoder's features of them); for a ``decoder`` GPT-1's
+    input transformations."""
     L = data.seq_length
+    if decoder:
+        return gpt.encode_task(examples, tok, gpt.shape_of(data.task), L)
     if data.kind == "sequence":
         return encode_sequences(examples, tok, L, progress=progress, words=words)
     if data.kind == "tokens":
@@ -305,25 +320,34 @@ def batch_of(model, features: list[dict], pad_token_id: int) -> dict[str, torch.
 
 # --- 4. evaluation
 @torch.no_grad()
-def predict(model, features: list[dict], pad_token_id: int, batch_size: int, device) -> list[torch.Tensor]:
-    """Raw outputs per feature, in feature order: logits (K,) / (T, K) / (C,), or (2, T) start and end."""
+def predict(
+    model, features: list[dict], pad_token_id: int, batch_size: int, device, shape: str | None = None
+) -> list[torch.Tensor]:
+    """Raw outputs per feature, in feature order: logits (K,) / (T, K) / (C,), or (2, T) start and end.
+    ``shape``: a decoder's features, of GPT-1's input transformation ``shape``."""
     plan = BucketBatchSampler([feature_length(f) for f in features], batch_size=batch_size, shuffle=False)
     out: list[torch.Tensor | None] = [None] * len(features)
+    targets = ("labels", "mc_labels", "lm_labels", "start_positions", "end_positions")
     for indices in plan.batches(0):
-        batch = batch_of(model, [features[i] for i in indices], pad_token_id)
-        targets = ("labels", "start_positions", "end_positions")
-        batch = {k: v.to(device) for k, v in batch.items() if k not in targets}
-        o = model(**batch)
+        chunk = [features[i] for i in indices]
+        batch = (
+            gpt.collate(chunk, pad_token_id, shape, lm=False)
+            if shape
+            else batch_of(model, chunk, pad_token_id)
+        )
+        o = model(**{k: v.to(device) for k, v in batch.items() if k not in targets})
         rows = torch.stack([o.start_logits, o.end_logits], 1) if hasattr(o, "start_logits") else o.logits
+        rows = o.mc_logits if shape == "choice" else rows  # the double-heads model's choice scores
         for i, row in zip(indices, rows.float().cpu(), strict=True):
             n = feature_length(features[i])
             out[i] = row[..., :n] if hasattr(o, "start_logits") else (row[:n] if row.dim() == 2 else row)
     return out  # type: ignore[return-value]
 
 
-def score(data: FinetuneDataConfig, model, examples: list, features: list[dict], pad_token_id: int, device):
-    """(metrics, one prediction per example) on labelled ``examples``."""
-    outputs = predict(model, features, pad_token_id, data.batch_size, device)
+def score(data: FinetuneDataConfig, model, examples: list, features: list[dict], pad_token_id: int, device,
+          shape: str | None = None):  # fmt: skip
+    """(metrics, one prediction per example) on labelled ``examples``; ``shape``: a decoder's (predict)."""
+    outputs = predict(model, features, pad_token_id, data.batch_size, device, shape)
     id2label = model.config.id2label
     if data.kind == "sequence":
         if GLUE_TASKS[data.task].labels is None:
@@ -396,6 +420,13 @@ def finetune(
         ckpt.check_fresh_run_dir(out_dir)
     dist, device = setup(cfg.train.device)
     seed_everything(cfg.train.seed)
+    # the checkpoint's family (or the one named) gives the class with this task's head
+    family = registry.get(cfg.model, "model") if cfg.model else registry.family_at(cfg.init)
+    decoder = family.kind == "decoder"  # fine-tuned as GPT-1 was: input transformations, L_3 = L_2 + λ·L_1
+    try:
+        architecture = family.architecture_for(task_head(family, data))
+    except KeyError as e:
+        raise ConfigError(f"{cfg.model or cfg.init}: {e.args[0]}") from None
     # 2. the data
     splits = read_task(data)
     if "train" not in splits:
@@ -404,12 +435,7 @@ def finetune(
     dev_examples = subset(splits["dev"], data.max_eval_examples, None)
     require_labels("train", train_examples, data)
     require_labels("dev", dev_examples, data)
-    # 3. the model: the checkpoint's family (or the one named) gives the class with this task's head
-    family = registry.get(cfg.model, "model") if cfg.model else registry.family_at(cfg.init)
-    try:
-        architecture = family.architecture_for(data.kind)
-    except KeyError as e:
-        raise ConfigError(f"{cfg.model or cfg.init}: {e.args[0]}") from None
+    # 3. the model
     seed_everything(cfg.train.seed)
     id2label = labels_of(data, train_examples + dev_examples)
     if cfg.model:  # random weights, a tokenizer trained on the training texts (recipes/scratch.py)
@@ -426,12 +452,17 @@ def finetune(
         raise DataError(f"{cfg.init}: no tokenizer (vocab.txt or tokenizer.json) in the checkpoint")
     if not cfg.random_init and new:
         log.info("new parameters (trained from scratch): %s", ", ".join(new))
-    pad = tok.pad_token_id if tok.pad_token_id is not None else 0
+    shape = gpt.shape_of(data.task) if decoder else None
+    if decoder:
+        tok = decoder_inputs(model, tok)
+    pad = model.config.pad_token_id if decoder else tok.pad_token_id if tok.pad_token_id is not None else 0
     words = reads_words(model)
     train_features = encode(
-        data, train_examples, tok, model.config.id2label, progress=progress_bar, words=words
+        data, train_examples, tok, model.config.id2label, progress=progress_bar, words=words, decoder=decoder
     )
-    dev_features = encode(data, dev_examples, tok, model.config.id2label, progress=progress_bar, words=words)
+    dev_features = encode(
+        data, dev_examples, tok, model.config.id2label, progress=progress_bar, words=words, decoder=decoder
+    )
     if words and cfg.features.cache:  # the frozen encoder's layers at the words, once per example
         started = time.perf_counter()
         for split in (train_features, dev_features):
@@ -457,19 +488,26 @@ def finetune(
     latest: dict = {}  # the last evaluation's predictions: the best checkpoint's when training ended on it
 
     def evaluate(m) -> dict:
-        metrics, preds = score(data, m, dev_examples, dev_features, pad, device)
+        metrics, preds = score(data, m, dev_examples, dev_features, pad, device, shape)
         latest.update(metrics=metrics, preds=preds)
         return metrics
+
+    def collate_batch(indices: list[int]) -> dict:
+        chunk = [train_features[i] for i in indices]
+        return gpt.collate(chunk, pad, shape, lm=cfg.lm_coef > 0) if decoder else batch_of(model, chunk, pad)
+
+    def loss_fn(m, batch: dict) -> torch.Tensor:
+        return decoder_loss(m, batch, shape, cfg.lm_coef) if decoder else m(**batch).loss
 
     trainer = Trainer(
         model,
         train_cfg,
         plan=plan,
-        collate=lambda indices: batch_of(model, [train_features[i] for i in indices], pad),
+        collate=collate_batch,
         out_dir=out_dir,
         evaluate=evaluate,
         write_extra=write_extra,
-        loss_fn=lambda m, batch: m(**batch).loss,
+        loss_fn=loss_fn,
         count_tokens=lambda batch: int(batch["attention_mask"].sum()),
         device=device,
         dist=dist,
@@ -484,7 +522,8 @@ def finetune(
     row = {"task": data.task, "init": "random" if cfg.random_init or cfg.model else cfg.init,
            **({"model": cfg.model} if cfg.model else {}), "params": count_parameters(model),
            "train_examples": len(train_examples), "steps": result.progress.step,
-           "train_seconds": result.progress.train_seconds, "tokens_per_s": result.tokens_per_second}  # fmt: skip
+           "train_seconds": result.progress.train_seconds, "tokens_per_s": result.tokens_per_second,
+           **({"lm_coef": cfg.lm_coef} if decoder else {})}  # fmt: skip
     if dist.is_main and (out_dir / "best").is_dir():
         # 5. the best checkpoint's dev predictions, in fp32 as `seq2bert evaluate` gives them: scored again unless
         # the last evaluation was of these weights (no checkpoint averaging since) in fp32 (no bf16 autocast)
@@ -495,14 +534,16 @@ def finetune(
         else:
             load_hf_weights(family, model, out_dir / "best")
             model.eval()
-            metrics, preds = score(data, model, dev_examples, dev_features, pad, device)
+            metrics, preds = score(data, model, dev_examples, dev_features, pad, device, shape)
         row.update({f"dev_{k}": v for k, v in metrics.items()}, best_step=result.progress.best_step)
         write_predictions(out_dir / "predictions.jsonl", data, dev_examples, preds, model.config.id2label)
         mismatched = replace(data, task="mnli_mismatched")
         if data.task == "mnli" and (Path(data.path) / GLUE_TASKS["mnli_mismatched"].dev_file).is_file():
             mm_examples = subset(read_task(mismatched)["dev"], data.max_eval_examples, None)
-            mm_features = encode(mismatched, mm_examples, tok, model.config.id2label, words=words)
-            metrics, preds = score(mismatched, model, mm_examples, mm_features, pad, device)
+            mm_features = encode(
+                mismatched, mm_examples, tok, model.config.id2label, words=words, decoder=decoder
+            )
+            metrics, preds = score(mismatched, model, mm_examples, mm_features, pad, device, shape)
             row.update({f"dev_mm_{k}": v for k, v in metrics.items()})  # MNLI-mm beside MNLI-m
             write_predictions(out_dir / "predictions_mismatched.jsonl", mismatched, mm_examples, preds,
                               model.config.id2label)  # fmt: skip
@@ -533,7 +574,9 @@ def evaluate_checkpoint(checkpoint: str | Path, data: FinetuneDataConfig | None 
     elif trained is not None:  # the run's windows, lengths and thresholds, on the task and folder given
         data = replace(trained, task=data.task, path=data.path)
     model, tok = registry.load(checkpoint, device=device)
-    needed = registry.family_of(model).heads.get(data.kind, f"{data.kind} model")
+    family = registry.family_of(model)
+    decoder = family.kind == "decoder"
+    needed = family.heads.get(task_head(family, data), f"{data.kind} model")
     if type(model).__name__ != needed:
         raise ConfigError(f"{checkpoint}: a {type(model).__name__}, but task {data.task} needs a {needed}")
     if data.kind == "sequence" and model.config.num_labels != len(GLUE_TASKS[data.task].labels or [0]):
@@ -546,8 +589,10 @@ def evaluate_checkpoint(checkpoint: str | Path, data: FinetuneDataConfig | None 
         raise DataError(f"{checkpoint}: no tokenizer in the checkpoint")
     examples = subset(read_task(data)["dev"], data.max_eval_examples, None)
     require_labels("dev", examples, data)
-    features = encode(data, examples, tok, model.config.id2label, words=reads_words(model))
-    metrics, preds = score(data, model, examples, features, tok.pad_token_id or 0, torch.device(device))
+    features = encode(data, examples, tok, model.config.id2label, words=reads_words(model), decoder=decoder)
+    pad = model.config.pad_token_id if decoder else tok.pad_token_id or 0
+    shape = gpt.shape_of(data.task) if decoder else None
+    metrics, preds = score(data, model, examples, features, pad, torch.device(device), shape)
     if out is not None:
         write_predictions(Path(out), data, examples, preds, model.config.id2label)
     return {

@@ -1,40 +1,59 @@
-"""Recipe: pretrain BERT from raw text with masked LM + next-sentence prediction (Devlin et al. 2018).
+"""Recipe: pretrain a model from raw text — BERT with masked LM + next-sentence prediction (Devlin et al. 2018), or
+GPT / GPT-2 with the causal LM (Radford et al. 2018, 2019). One path: ``model.model_type`` picks the family,
+and the family its objective (``Family.pretraining_objective``, models/registry.py).
 
 Read top to bottom:
-1. the tokenizer: a given vocab.txt / tokenizer.json, or an uncased WordPiece vocabulary trained on the text;
-2. the corpus: tokenized once into shards of token arrays on disk (seq2bert/data/pretraining.py), reused on resume;
-3. documents split into training and held-out ones; NSP instances and masks drawn per epoch;
-4. the engine trains BertForPreTraining on loss = MLM + NSP (the MLM head only at masked positions), and
-   evaluates MLM loss / accuracy and NSP loss / accuracy on the held-out instances;
-5. every checkpoint is a Hugging Face BERT directory (config.json, model.safetensors, tokenizer.json) plus
-   the trainer state, so ``transformers.BertForPreTraining.from_pretrained(run/best)`` reads it and
-   ``seq2bert pretrain … --resume`` continues a killed run exactly.
+1. the tokenizer: a given vocab.txt / tokenizer.json / vocab.json + merges.txt, or one trained on the text, of
+   the family's kind (an uncased WordPiece vocabulary for BERT, GPT-2's byte-level BPE, GPT-1's lower-cased
+   BPE); a causal LM's vocabulary gets an end-of-text token if it has none;
+2. the corpus: tokenized once into shards of token arrays on disk (seq2bert/data/pretraining.py), reused on
+   resume — for the causal LM with the whitespace between sentences kept, so that its tokens decode to the text;
+3. documents split into training and held-out ones; then, by objective:
+   masked_lm  NSP instances and masks drawn per epoch; loss = MLM + NSP (the MLM head only at masked
+              positions); held-out MLM loss / accuracy and NSP loss / accuracy;
+   causal_lm  the documents as one stream, each followed by the end-of-text token, cut into contiguous blocks
+              of data.max_seq_length tokens read in a random order (data/lm.py: "randomly sampled, contiguous
+              sequences", GPT-1 Sect. 4.1); loss = L_1 (Eq. 1); held-out perplexity per token and per word; at
+              the end, greedy and sampled continuations of fixed prompts (``samples``) in the log and results.json;
+4. every checkpoint is a Hugging Face directory (BertForPreTraining, GPT2LMHeadModel, …: config.json,
+   model.safetensors, the tokenizer's files) plus the trainer state, so transformers' ``from_pretrained``
+   reads it and ``seq2bert pretrain … --resume`` continues a killed run exactly.
 
     seq2bert pretrain ../shared/data/corpus --out runs/bert-mini --set train.max_minutes=55
+    seq2bert pretrain ../shared/data/corpus --out runs/gpt2-mini --set model.model_type=gpt2
 """
 
 from __future__ import annotations
 
 import logging
+import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
-from typing import Literal, Union
+from typing import Any, Literal, Union
 
 import numpy as np
 import torch
+import torch.nn.functional as F
+from torch import nn
 
+from seq2bert.config import ARM_DEFAULTS
+from seq2bert.data import gpt_bpe
+from seq2bert.data.lm import Blocks, TokenStream
 from seq2bert.data.masking import STRATEGIES, MaskingConfig
 from seq2bert.data.pretraining import Corpus, PretrainingData, prepare_corpus, shuffled, text_files
+from seq2bert.data.tokenization import KINDS as TOKENIZER_KINDS
 from seq2bert.data.tokenization import Tokenizer
 from seq2bert.errors import ConfigError, DataError
 from seq2bert.models import registry
 from seq2bert.models.bert.config import bert_mini
+from seq2bert.models.gpt.config import gpt1_mini, gpt2_mini
 from seq2bert.models.pretrained import load_hf_weights, write_hf_files
 from seq2bert.objectives.cross_entropy import IGNORE_INDEX
 from seq2bert.training import checkpoint as ckpt
 from seq2bert.training.config import TrainConfig
-from seq2bert.training.distributed import cleanup, setup
+from seq2bert.training.distributed import DistInfo, cleanup, setup
 from seq2bert.training.run import count_parameters, seed_everything, write_results, write_run_config
 from seq2bert.training.trainer import Trainer
 from seq2bert.viz.curves import plot_training_curves
@@ -44,16 +63,18 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class PretrainDataConfig:
-    """Where the text comes from and how instances are made (defaults: the original recipe at 128)."""
+    """Where the text comes from and how instances are made (defaults: the original BERT recipe at 128)."""
 
     files: list[str] = field(default_factory=list)  # text files or folders of them (*.txt, recursively)
-    tokenizer: str = ""  # a vocab.txt, tokenizer.json or folder; empty: train a WordPiece vocabulary
+    # a vocab.txt, tokenizer.json, vocab.json + merges.txt or folder; empty: train one of the model's kind
+    tokenizer: str = ""
     vocab_size: int = 30522
-    lowercase: bool = True
+    lowercase: bool | None = None  # None: the kind's own (WordPiece uncased; GPT-2's BPE keeps the case)
     documents: Literal["blank_line", "file"] = "blank_line"
     skip_bad: bool = False
     shard_tokens: int = 50_000_000
-    max_seq_length: int = 128
+    max_seq_length: int = 128  # BERT: the longest instance; GPT: the length of a block
+    # BERT's instances (the causal LM reads blocks and ignores them)
     short_seq_prob: float = 0.1
     masked_lm_prob: float = 0.15
     max_predictions_per_seq: int = 20
@@ -63,7 +84,7 @@ class PretrainDataConfig:
     dupe_factor: int = 10
     batch_size: int = 32
     valid_fraction: float = 0.02  # documents held out for evaluation
-    max_valid_instances: int = 1024
+    max_valid_instances: int = 1024  # held-out instances (GPT: blocks) scored at each evaluation
 
     def validate(self) -> None:
         if not 0.0 < self.masked_lm_prob < 1.0:
@@ -93,15 +114,39 @@ class PretrainDataConfig:
         return out
 
 
+@dataclass
+class SampleConfig:
+    """What a causal LM writes at the end of its pretraining: for each prompt (read as the start of a document,
+    after the end-of-text token) a greedy continuation and one sampled at ``temperature`` from the ``top_k``
+    most probable tokens (seeded), ``max_new_tokens`` each (0: none)."""
+
+    prompts: list[str] = field(default_factory=lambda: ["The", "It was a", "She said"])
+    max_new_tokens: int = 30
+    temperature: float = 0.8
+    top_k: int = 40
+    seed: int = 0
+
+    def validate(self) -> None:
+        if self.max_new_tokens < 0 or self.top_k < 0:
+            raise ConfigError("max_new_tokens and top_k must be >= 0")
+        if not self.temperature > 0:
+            raise ConfigError(f"temperature: must be > 0, got {self.temperature}")
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+
 # the model section: the config of any family in the registry with a "pretraining" head, chosen by its
-# model_type (default: BERT-mini)
+# model_type; BERT-mini by default, and each model at BERT-mini's size (4 layers, 256 units, 4 heads) when
+# model.model_type switches to it
 PRETRAINABLE = [f for f in registry.FAMILIES.values() if "pretraining" in f.heads]
 PretrainModelConfig = Union[tuple(f.config_class for f in PRETRAINABLE)]  # noqa: UP007 (built from a list)
+MINI = {"bert": bert_mini, "openai-gpt": gpt1_mini, "gpt2": gpt2_mini}
 
 
 @dataclass
 class PretrainConfig:
-    model: PretrainModelConfig = field(default_factory=bert_mini)
+    model: PretrainModelConfig = field(default_factory=bert_mini, metadata={ARM_DEFAULTS: MINI})
     data: PretrainDataConfig = field(default_factory=PretrainDataConfig)
     train: TrainConfig = field(
         default_factory=lambda: TrainConfig(
@@ -110,16 +155,39 @@ class PretrainConfig:
             schedule="linear",
             warmup_steps=1000,
             max_epochs=1,
-            metric="mlm_accuracy",
+            metric="main",  # the objective's: MLM accuracy (BERT), held-out perplexity (GPT)
         )
     )
+    samples: SampleConfig = field(default_factory=SampleConfig)
 
 
-def build_tokenizer(data: PretrainDataConfig, files: list[Path]) -> Tokenizer:
+def build_tokenizer(data: PretrainDataConfig, files: list[Path], kind: str) -> Tokenizer:
+    """data.tokenizer, or a ``kind`` vocabulary trained on ``files``."""
     if data.tokenizer:
         return Tokenizer.from_file(data.tokenizer)
-    log.info("training an uncased WordPiece vocabulary of %d on %d files", data.vocab_size, len(files))
-    return Tokenizer.train(files, kind="wordpiece", vocab_size=data.vocab_size, lowercase=data.lowercase)
+    lowercase = data.lowercase if data.lowercase is not None else kind == "wordpiece"
+    log.info("training a%s %s vocabulary of %d on %d files", "n uncased" if lowercase else "", kind,
+             data.vocab_size, len(files))  # fmt: skip
+    return Tokenizer.train(files, kind=kind, vocab_size=data.vocab_size, lowercase=lowercase)
+
+
+def with_end_of_text(tok: Tokenizer) -> Tokenizer:
+    """A causal LM's vocabulary ends each document with its end-of-text token ([EOS], [SEP] or <|endoftext|>,
+    Tokenizer.eos_token_id); one without (GPT-1's BPE) gets <|endoftext|>, GPT-2's, added."""
+    if tok.eos_token_id is not None:
+        return tok
+    return Tokenizer(gpt_bpe.with_special(tok.backend, [gpt_bpe.ENDOFTEXT]))
+
+
+@dataclass
+class Objective:
+    """What a pretraining objective gives the run: its batches (``plan.batches(epoch)``, ``plan.collate``), the
+    loss of a batch, the held-out evaluation, and the metric that picks the best checkpoint ("main")."""
+
+    plan: Any
+    loss: Callable[[nn.Module, dict], torch.Tensor]
+    evaluate: Callable[[nn.Module], dict]
+    metric: str
 
 
 def masking_config(data: PretrainDataConfig, tok: Tokenizer) -> MaskingConfig:
@@ -169,23 +237,135 @@ def evaluate_pretraining(
     }
 
 
+def masked_lm(cfg: PretrainConfig, corpus: Corpus, train_docs, valid_docs, tok: Tokenizer, dist: DistInfo,
+              device, options: dict) -> Objective:  # fmt: skip
+    """BERT's objective: NSP instances with masked tokens, drawn per pass (``options``: the family's forward's)."""
+    masking = masking_config(cfg.data, tok)
+    common = dict(
+        short_seq_prob=cfg.data.short_seq_prob, masking=cfg.data.masking, dupe_factor=cfg.data.dupe_factor
+    )
+    train = PretrainingData(corpus, train_docs, masking, batch_size=cfg.data.batch_size, seed=cfg.train.seed,
+                            rank=dist.rank, world=dist.world_size, **common)  # fmt: skip
+    valid = PretrainingData(corpus, valid_docs, masking, batch_size=cfg.data.batch_size, seed=cfg.train.seed + 1,
+                            shuffle=False, **common)  # fmt: skip
+    indices = [i for b in valid.batches(0) for i in b][: cfg.data.max_valid_instances]
+    return Objective(
+        plan=train,
+        loss=lambda m, batch: m(**batch, **options).loss,
+        evaluate=lambda m: evaluate_pretraining(m, valid, indices, device, options),
+        metric="mlm_accuracy",
+    )
+
+
+def causal_lm(cfg: PretrainConfig, corpus: Corpus, train_docs, valid_docs, tok: Tokenizer, dist: DistInfo,
+              device) -> Objective:  # fmt: skip
+    """GPT's objective: contiguous blocks of the documents' stream, each document followed by its end of text."""
+    L, B, eot = cfg.data.max_seq_length, cfg.data.batch_size, tok.eos_token_id
+    train = Blocks(TokenStream(corpus, train_docs, eot), L, B, seed=cfg.train.seed, rank=dist.rank,
+                   world=dist.world_size, source="the training documents")  # fmt: skip
+    valid = Blocks(TokenStream(corpus, valid_docs, eot), L, B, shuffle=False, source="the held-out documents")
+    indices = list(range(min(len(valid), cfg.data.max_valid_instances)))
+    words = words_per_token(tok, valid.stream, len(indices) * L)
+    return Objective(
+        plan=train,
+        loss=lambda m, batch: m(**batch, loss_only=True).loss,  # the LM head fused with its loss
+        evaluate=lambda m: evaluate_causal_lm(m, valid, indices, device, words),
+        metric="perplexity",
+    )
+
+
+@torch.no_grad()
+def evaluate_causal_lm(
+    model, blocks: Blocks, indices: list[int], device, words_per_token: float | None = None
+) -> dict:
+    """Held-out perplexity exp(−(1/N) Σ_t log p(w_t | w_<t)) over the N tokens the blocks ``indices`` predict
+    (each block is its own context: its first token is not predicted), the next-token accuracy, and — given the
+    text's whitespace ``words_per_token`` — the perplexity per word, exp(NLL / words), comparable across
+    vocabularies. ``loss`` is the mean NLL, the training objective."""
+    nll = correct = 0.0
+    n = 0
+    for start in range(0, len(indices), blocks.batch_size):
+        batch = {
+            k: v.to(device) for k, v in blocks.collate(indices[start : start + blocks.batch_size]).items()
+        }
+        logits = model(batch["input_ids"], batch["attention_mask"]).logits[:, :-1].float()  # (B, T − 1, V)
+        labels = batch["labels"][:, 1:]  # (B, T − 1): the next tokens
+        real = labels.ne(IGNORE_INDEX)
+        nll += float(F.cross_entropy(logits[real], labels[real], reduction="sum"))
+        correct += float((logits[real].argmax(-1) == labels[real]).sum())
+        n += int(real.sum())
+    loss = nll / max(n, 1)
+    out = {
+        "loss": loss,
+        "perplexity": math.exp(min(loss, 50.0)),
+        "accuracy": 100.0 * correct / max(n, 1),
+        "tokens": n,
+    }
+    if words_per_token:
+        out["word_perplexity"] = math.exp(min(nll / max(n * words_per_token, 1e-9), 50.0))
+    return out
+
+
+def words_per_token(tok: Tokenizer, stream: TokenStream, limit: int) -> float | None:
+    """Whitespace words per token of the first documents of ``stream`` (about ``limit`` tokens), decoded: the
+    factor that turns a per-token perplexity into a per-word one (None: no words)."""
+    words = tokens = 0
+    for d in range(len(stream.documents)):
+        ids = stream.document(d)[:-1]  # without the end-of-text token
+        words += len(tok.decode(ids.tolist()).split())
+        tokens += len(ids)
+        if tokens >= limit:
+            break
+    return words / tokens if words and tokens else None
+
+
+@torch.no_grad()
+def continuations(model, tok: Tokenizer, s: SampleConfig, device) -> list[dict]:
+    """For each prompt, read as a document's start (after the end-of-text token): a greedy continuation and a
+    sampled one (temperature, top-k, seeded), each cut at the first end of text."""
+    model.eval()
+    eot, out = tok.eos_token_id, []
+    for i, prompt in enumerate(s.prompts):
+        ids = torch.tensor([[eot, *tok.ids_batch([prompt])[0]]], device=device)  # (1, P)
+        row = {"prompt": prompt}
+        for name, options in (("greedy", {}), ("sampled", dict(do_sample=True, temperature=s.temperature,
+                                                                top_k=s.top_k, seed=s.seed + i))):  # fmt: skip
+            new = model.generate(ids, torch.ones_like(ids), max_new_tokens=s.max_new_tokens, **options)[
+                0, ids.size(1) :
+            ]
+            new = new.tolist()
+            row[name] = tok.decode(new[: new.index(eot)] if eot in new else new)
+        out.append(row)
+        log.info("sample %r → greedy: %r | sampled: %r", prompt, row["greedy"], row["sampled"])
+    return out
+
+
 def pretrain(
     cfg: PretrainConfig, out_dir: str | Path, *, resume: bool = False, progress_bar: bool = True
 ) -> dict:
-    """Pretrain; returns a results row (parameters, steps, tokens/s, held-out MLM / NSP accuracy)."""
+    """Pretrain; returns a results row (parameters, steps, tokens/s, the objective's held-out metrics; for a
+    causal LM also ``samples``)."""
     out_dir = Path(out_dir)
     if not resume:
         ckpt.check_fresh_run_dir(out_dir)
     files = cfg.data.text_files()
+    family = registry.family_of(cfg.model)  # the builder, checkpoint layout and objective of the model
+    causal = family.pretraining_objective == "causal_lm"
+    positions = getattr(cfg.model, "max_position_embeddings", None)
+    if positions is not None and cfg.data.max_seq_length > positions:
+        raise ConfigError(f"data.max_seq_length: {cfg.data.max_seq_length} is longer than the model's {positions} "
+                          "positions")  # fmt: skip
     dist, device = setup(cfg.train.device)
     seed_everything(cfg.train.seed)
     # 1. the tokenizer (kept with the run: a resumed run must see the same ids)
     tok_dir = out_dir / "tokenizer"
-    tok = (
-        Tokenizer.load(tok_dir)
-        if (tok_dir / "tokenizer.json").is_file()
-        else build_tokenizer(cfg.data, files)
-    )
+    if (tok_dir / "tokenizer.json").is_file():
+        tok = Tokenizer.load(tok_dir)
+    else:
+        tok = build_tokenizer(
+            cfg.data, files, family.tokenizer if family.tokenizer in TOKENIZER_KINDS else "wordpiece"
+        )
+        tok = with_end_of_text(tok) if causal else tok
     if dist.is_main:
         tok.save(tok_dir)
     # 2. the corpus, tokenized once
@@ -193,12 +373,12 @@ def pretrain(
     if not (corpus_dir / "corpus.json").is_file():
         if dist.is_main:
             prepare_corpus(files, tok, corpus_dir, documents=cfg.data.documents, shard_tokens=cfg.data.shard_tokens,
-                           skip_bad=cfg.data.skip_bad, progress=progress_bar)  # fmt: skip
+                           skip_bad=cfg.data.skip_bad, progress=progress_bar, spaces=causal)  # fmt: skip
         from seq2bert.training.distributed import barrier
 
         barrier(dist)
     corpus = Corpus(corpus_dir)
-    # 3. held-out documents
+    # 3. held-out documents, and the objective's batches and evaluation
     order = shuffled(corpus.num_documents, np.random.default_rng(cfg.train.seed))
     n_valid = int(round(cfg.data.valid_fraction * corpus.num_documents))
     if corpus.num_documents - n_valid < 2:
@@ -206,24 +386,29 @@ def pretrain(
             f"{', '.join(cfg.data.files)}: {corpus.num_documents} documents; pretraining needs at least 2"
         )
     valid_docs, train_docs = np.sort(order[:n_valid]), np.sort(order[n_valid:])
-    if n_valid < 2:
-        log.warning("fewer than 2 held-out documents (data.valid_fraction): evaluating on training documents")
-    masking = masking_config(cfg.data, tok)
-    common = dict(
-        short_seq_prob=cfg.data.short_seq_prob, masking=cfg.data.masking, dupe_factor=cfg.data.dupe_factor
-    )
-    train_data = PretrainingData(corpus, train_docs, masking, batch_size=cfg.data.batch_size, seed=cfg.train.seed,
-                                 rank=dist.rank, world=dist.world_size, **common)  # fmt: skip
-    valid_data = PretrainingData(corpus, valid_docs if n_valid >= 2 else train_docs[:50], masking,
-                                 batch_size=cfg.data.batch_size, seed=cfg.train.seed + 1, shuffle=False, **common)  # fmt: skip
-    valid_indices = [i for b in valid_data.batches(0) for i in b][: cfg.data.max_valid_instances]
+    least = 1 if causal else 2  # BERT draws a held-out B from another held-out document
+    if n_valid < least:
+        log.warning("fewer than %d held-out documents (data.valid_fraction): evaluating on training documents",
+                    least)  # fmt: skip
+        valid_docs = train_docs[:50]
+    if causal:
+        objective = causal_lm(cfg, corpus, train_docs, valid_docs, tok, dist, device)
+        special = dict(bos_token_id=tok.eos_token_id, eos_token_id=tok.eos_token_id)
+    else:
+        objective = masked_lm(
+            cfg, corpus, train_docs, valid_docs, tok, dist, device, family.pretraining_options
+        )
+        special = {}
     # 4. the model and the engine
-    model_cfg = replace(cfg.model, vocab_size=tok.vocab_size, pad_token_id=tok.pad_token_id)
-    family = registry.family_of(model_cfg)  # the builder, checkpoint layout and objectives of the model
-    options = family.pretraining_options
+    model_cfg = replace(cfg.model, vocab_size=tok.vocab_size, pad_token_id=tok.pad_token_id, **special)
     seed_everything(cfg.train.seed)
     model = family.make(model_cfg, family.architecture_for("pretraining"))
     torch.manual_seed(cfg.train.seed + dist.rank)
+    train_cfg = cfg.train
+    if train_cfg.metric == "main":
+        train_cfg = replace(
+            train_cfg, metric=objective.metric, higher_is_better=objective.metric != "perplexity"
+        )
 
     def write_extra(directory: Path) -> None:
         tok.save(directory)
@@ -231,13 +416,13 @@ def pretrain(
 
     trainer = Trainer(
         model,
-        cfg.train,
-        plan=train_data,
-        collate=train_data.collate,
+        train_cfg,
+        plan=objective.plan,
+        collate=objective.plan.collate,
         out_dir=out_dir,
-        evaluate=lambda m: evaluate_pretraining(m, valid_data, valid_indices, device, options),
+        evaluate=objective.evaluate,
         write_extra=write_extra,
-        loss_fn=lambda m, batch: m(**batch, **options).loss,
+        loss_fn=objective.loss,
         count_tokens=lambda batch: int(batch["attention_mask"].sum()),
         device=device,
         dist=dist,
@@ -259,6 +444,8 @@ def pretrain(
         "run_dir": str(out_dir),
     }
     if dist.is_main:
+        if causal and cfg.samples.max_new_tokens and cfg.samples.prompts:
+            row["samples"] = continuations(model, tok, cfg.samples, device)
         write_results(out_dir, row)
     cleanup()
     return row

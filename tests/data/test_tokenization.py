@@ -393,7 +393,7 @@ def test_from_file_errors_name_the_path(tmp_path):
     with pytest.raises(DataError, match="missing.txt"):
         Tokenizer.from_file(tmp_path / "missing.txt")
     (tmp_path / "empty_dir").mkdir()
-    with pytest.raises(DataError, match="empty_dir.*tokenizer.json or a vocab.txt"):
+    with pytest.raises(DataError, match=r"empty_dir.*tokenizer.json, a vocab.json \+ merges.txt or a vocab"):
         Tokenizer.from_file(tmp_path / "empty_dir")
     bad_json = tmp_path / "tokenizer.json"
     bad_json.write_text("{not json", encoding="utf-8")

@@ -65,7 +65,7 @@ def settings(**kw):
         (dict(max_len_a=1.5), "needs max_len_b"),
         (dict(max_len_a=-1.0, max_len_b=2), "max_len_a"),
         (dict(max_new_tokens=5, forced_eos_token_id=-1), "forced_eos_token_id"),
-        (dict(max_new_tokens=5, eos_token_id=None), "eos_token_id"),
+        (dict(max_new_tokens=5, eos_token_id=-1), "eos_token_id"),
     ],
 )
 def test_config_errors_name_the_field(bad, message):
@@ -255,6 +255,18 @@ def test_decoder_only_no_repeat_counts_the_prompt_and_limits_follow_the_prompt_l
         lm, torch.tensor([[0, 0, 4], [2, 3, 4]]), None, lm_settings(max_len_a=1.0, max_len_b=1)
     )
     assert [len(h[0].tokens) for h in by_length.hypotheses] == [2, 4]  # |x| = 1 and 3 real prompt tokens
+
+
+@pytest.mark.parametrize("num_beams", [1, 3])
+def test_without_an_end_token_every_hypothesis_runs_to_its_maximum_length(num_beams):
+    """eos_token_id None (GPT-1 has no end token): the token that would end a hypothesis is just a token."""
+    lm = BigramLM()
+    lm.log_p[:, LM_EOS] = 5.0  # the most probable token after every token
+    prompt = torch.tensor([[2, 3, 4]])
+    settings = dict(decoder_start_token_id=None, num_beams=num_beams, max_new_tokens=4, min_new_tokens=2)
+    out = generate(lm, prompt, None, GenerationConfig(eos_token_id=None, pad_token_id=LM_PAD, **settings))
+    assert out.hypotheses[0][0].tokens == [LM_EOS] * 4
+    assert out.sequences.tolist() == [[2, 3, 4, LM_EOS, LM_EOS, LM_EOS, LM_EOS]]
 
 
 @pytest.mark.parametrize("num_beams", [1, 3])

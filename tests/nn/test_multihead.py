@@ -5,8 +5,9 @@ import math
 
 import pytest
 import torch
+import torch.nn.functional as F
 
-from seq2bert.nn.masks import causal_mask, combine, padding_mask
+from seq2bert.nn.masks import causal_mask, combine, is_causal, padding_mask
 from seq2bert.nn.multihead import KVCache, MultiHeadAttention, scaled_dot_product_attention
 
 
@@ -47,6 +48,24 @@ def test_fused_and_explicit_paths_agree(masked):
     if masked:
         assert (w[1, :, :, 4:] == 0).all() and (w[0, :, 0, 3:] == 0).all()  # padding and future: weight 0
         torch.testing.assert_close(w.sum(-1), torch.ones(2, 4, 5))
+
+
+@pytest.mark.parametrize("scale", [None, 1.0, 0.1])
+def test_a_query_without_visible_keys_gets_zeros_on_both_paths_and_the_scale_is_honoured(scale):
+    """A causal model's left pad sees no key: zeros, not NaN, on both paths (NaN would reach the real
+    tokens through the next layer's values); ``scale`` replaces 1/√d_k on both paths."""
+    torch.manual_seed(0)
+    q, k, v = torch.randn(2, 3, 4, 8), torch.randn(2, 3, 4, 8), torch.randn(2, 3, 4, 8)
+    mask = combine(padding_mask(torch.tensor([[0, 0, 1, 1], [1, 1, 1, 1]])), causal_mask(4))
+    fast, _ = scaled_dot_product_attention(q, k, v, mask, scale=scale)
+    slow, w = scaled_dot_product_attention(q, k, v, mask, need_weights=True, scale=scale)
+    torch.testing.assert_close(fast, slow, rtol=0, atol=1e-5)
+    assert (w[0, :, :2] == 0).all() and (slow[0, :, :2] == 0).all() and not slow.isnan().any()
+    s = 1 / math.sqrt(8) if scale is None else scale
+    expected = torch.softmax(q[1] @ k[1].transpose(-2, -1) * s + (~causal_mask(4)) * -1e9, dim=-1)
+    torch.testing.assert_close(w[1], expected, rtol=0, atol=1e-6)
+    one, _ = scaled_dot_product_attention(q[:, :, :1], k, v, mask[:, :, :1])  # one query: the explicit path
+    assert (one[0] == 0).all()
 
 
 def torch_mha_from(ours: MultiHeadAttention, d_model: int) -> torch.nn.MultiheadAttention:
@@ -169,3 +188,83 @@ def test_explicit_attention_scores_in_fp32_under_bf16_autocast():
     with torch.autocast("cpu", dtype=torch.bfloat16):
         _, weights = scaled_dot_product_attention(q, k, v, need_weights=True)
     torch.testing.assert_close(weights.float(), expected.bfloat16().float(), rtol=0, atol=0)
+
+
+def test_a_cache_writes_each_step_into_room_kept_ahead():
+    """Appending equals concatenating; the buffer doubles when full (the first fill kept as given), so a step
+    copies only its own keys; reordering gathers the rows in place, keeps the room and, from the second
+    time on, allocates nothing (the two buffers are swapped)."""
+    torch.manual_seed(0)
+    steps = [torch.randn(3, 2, t, 4) for t in (5, 1, 1, 1, 1, 1, 2)]
+    cache = KVCache()
+    capacities = []
+    for k in steps:
+        key, value = cache.append(k, -k)
+        capacities.append(cache.capacity)
+    assert capacities == [5, 10, 10, 10, 10, 10, 20] and cache.length == 12
+    torch.testing.assert_close(key, torch.cat(steps, 2), rtol=0, atol=0)
+    torch.testing.assert_close(cache.value, -torch.cat(steps, 2), rtol=0, atol=0)
+    expected = torch.cat(steps, 2)
+    buffers = []
+    for index in (torch.tensor([2, 0, 0]), torch.tensor([1, 2, 0]), torch.tensor([0, 0, 1])):
+        assert cache.reorder(index) is cache and cache.capacity == 20 and cache.length == 12
+        expected = expected[index]
+        torch.testing.assert_close(cache.key, expected, rtol=0, atol=0)
+        torch.testing.assert_close(cache.value, -expected, rtol=0, atol=0)
+        buffers.append(cache.key.data_ptr())
+    assert buffers[2] == buffers[0] != buffers[1]  # two buffers, in turn
+    new = torch.randn(3, 2, 1, 4)
+    key, _ = cache.append(new, new)
+    torch.testing.assert_close(key, torch.cat([expected, new], 2), rtol=0, atol=0)
+    first = KVCache()  # a first fill is not written into: its rows go to new buffers
+    given = torch.randn(3, 2, 4, 4)
+    first.append(given, given)
+    before = given.clone()
+    first.reorder(torch.tensor([1, 1, 1])).reorder(torch.tensor([0, 2, 1]))
+    torch.testing.assert_close(given, before, rtol=0, atol=0)
+    torch.testing.assert_close(first.key, before[[1, 1, 1]], rtol=0, atol=0)
+
+
+def test_a_cache_under_autograd_backpropagates_through_every_step():
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(16, 2)
+    x = torch.randn(2, 4, 16, requires_grad=True)
+    cache = KVCache()
+    outs = [mha(x[:, t : t + 1], mask=causal_mask(1, past=t), cache=cache)[0] for t in range(4)]
+    torch.cat(outs, 1).sum().backward()
+    full = x.detach().requires_grad_()
+    mha(full, mask=causal_mask(4))[0].sum().backward()
+    torch.testing.assert_close(x.grad, full.grad, rtol=0, atol=1e-5)
+
+
+def test_under_autocast_a_cache_keeps_its_keys_widened():
+    """bf16 keys are widened once, as they are written, not at every step (the scores are fp32 either way)."""
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(16, 2).eval()
+    x = torch.randn(2, 6, 16)
+    full, _ = mha(x, mask=causal_mask(6))
+    cache, steps = KVCache(), []
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):  # as in decoding
+        steps.append(mha(x[:, :3], mask=causal_mask(3), cache=cache)[0])  # a first fill, kept as given
+        assert cache.key.dtype == torch.bfloat16
+        for t in range(3, 6):
+            steps.append(mha(x[:, t : t + 1], mask=causal_mask(1, past=t), cache=cache)[0])
+    assert cache.key.dtype == torch.float32 and cache.value.dtype == torch.bfloat16
+    torch.testing.assert_close(torch.cat(steps, 1).float(), full, rtol=0, atol=0.05)
+
+
+def test_an_exactly_causal_mask_goes_to_the_fused_kernel_as_is_causal():
+    """The same outputs and gradients as the mask itself; any other mask (padding too) is passed as it is."""
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 3, 7, 4, requires_grad=True) for _ in range(3))
+    mask = causal_mask(7)
+    assert is_causal(mask, 7) and not is_causal(causal_mask(6, past=1), 6) and not is_causal(mask.T, 7)
+    assert not is_causal(combine(padding_mask(torch.ones(2, 7)), mask), 7) and not is_causal(None, 7)
+    out, _ = scaled_dot_product_attention(q, k, v, mask)
+    out.sum().backward()
+    grads = [x.grad for x in (q, k, v)]
+    q2, k2, v2 = (x.detach().requires_grad_() for x in (q, k, v))
+    expected = F.scaled_dot_product_attention(q2, k2, v2, attn_mask=mask)
+    expected.sum().backward()
+    torch.testing.assert_close(out, expected, rtol=0, atol=1e-6)
+    torch.testing.assert_close(grads, [q2.grad, k2.grad, v2.grad], rtol=0, atol=1e-6)

@@ -1,6 +1,6 @@
 import torch
 
-from seq2bert.objectives.causal_lm import causal_lm_loss
+from seq2bert.objectives.causal_lm import causal_lm_loss, causal_lm_loss_from_hidden
 from seq2bert.objectives.cross_entropy import IGNORE_INDEX
 
 
@@ -61,3 +61,17 @@ def test_the_loss_is_fp32_for_bf16_logits():
         loss = causal_lm_loss(logits.bfloat16(), labels)
     assert loss.dtype == torch.float32
     torch.testing.assert_close(loss, causal_lm_loss(logits.bfloat16().float(), labels))
+
+
+def test_from_the_final_states_equals_the_loss_of_the_logits():
+    torch.manual_seed(0)
+    hidden, weight = torch.randn(2, 6, 4, requires_grad=True), torch.randn(8, 4, requires_grad=True)
+    _, labels = example()
+    fused = causal_lm_loss_from_hidden(hidden, weight, labels)
+    fused.backward()
+    grads = hidden.grad, weight.grad
+    hidden.grad = weight.grad = None
+    plain = causal_lm_loss(hidden @ weight.t(), labels)
+    plain.backward()
+    torch.testing.assert_close(fused, plain)
+    torch.testing.assert_close(grads, (hidden.grad, weight.grad))

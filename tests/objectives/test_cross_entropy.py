@@ -1,6 +1,10 @@
-import torch
+import functools
 
-from seq2bert.objectives.cross_entropy import IGNORE_INDEX, sequence_cross_entropy
+import pytest
+import torch
+import torch.nn.functional as F
+
+from seq2bert.objectives.cross_entropy import IGNORE_INDEX, linear_cross_entropy, sequence_cross_entropy
 
 
 def test_label_smoothing_matches_its_definition():
@@ -15,3 +19,57 @@ def test_label_smoothing_matches_its_definition():
     expected = ((1 - eps) * nll + eps * uniform).mean()
     torch.testing.assert_close(sequence_cross_entropy(logits, labels, label_smoothing=eps), expected)
     torch.testing.assert_close(sequence_cross_entropy(logits, labels), nll.mean())
+
+
+def linear_example(n=13, d=6, v=11, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    hidden = torch.randn(n, d, generator=g, requires_grad=True)
+    weight = torch.randn(v, d, generator=g, requires_grad=True)
+    labels = torch.randint(0, v, (n,), generator=g)
+    labels[[2, 7]] = IGNORE_INDEX
+    return hidden, weight, labels
+
+
+def loss_and_grads(loss_fn, hidden, weight, labels, scale=1.0):
+    h, w = hidden.detach().clone().requires_grad_(), weight.detach().clone().requires_grad_()
+    loss = loss_fn(h, w, labels)
+    (scale * loss).backward()
+    return loss.detach(), h.grad, w.grad
+
+
+def plain(h, w, labels):
+    return sequence_cross_entropy(F.linear(h, w)[None], labels[None])
+
+
+@pytest.mark.parametrize("chunk_elements", [1, 30, 1 << 21])  # a row, a few rows, every row at once
+def test_linear_cross_entropy_equals_the_loss_of_the_logits_and_its_gradients(chunk_elements):
+    hidden, weight, labels = linear_example()
+    fused = functools.partial(linear_cross_entropy, chunk_elements=chunk_elements)
+    for got, expected in zip(loss_and_grads(fused, hidden, weight, labels, 3.0),
+                             loss_and_grads(plain, hidden, weight, labels, 3.0), strict=True):  # fmt: skip
+        torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-6)
+    with torch.no_grad():  # without autograd: the loss alone
+        torch.testing.assert_close(fused(hidden, weight, labels), plain(hidden, weight, labels))
+
+
+def test_linear_cross_entropy_where_the_probability_underflows():
+    hidden, weight, labels = linear_example()
+    weight = (weight * 40).detach().requires_grad_()  # logits in the hundreds: p_y = 0 in fp32 for some rows
+    with torch.no_grad():
+        assert bool((F.linear(hidden, weight).softmax(-1).gather(1, labels.clamp(min=0)[:, None]) == 0).any())
+    for got, expected in zip(loss_and_grads(linear_cross_entropy, hidden, weight, labels),
+                             loss_and_grads(plain, hidden, weight, labels), strict=True):  # fmt: skip
+        torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-4)
+
+
+def test_linear_cross_entropy_under_autocast_follows_the_plain_loss():
+    hidden, weight, labels = linear_example(n=40, d=32, v=300)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        got = loss_and_grads(
+            functools.partial(linear_cross_entropy, chunk_elements=600), hidden, weight, labels
+        )
+        expected = loss_and_grads(plain, hidden, weight, labels)
+    assert got[0].dtype == torch.float32
+    for a, b in zip(got, expected, strict=True):
+        assert a.dtype == b.dtype
+        torch.testing.assert_close(a, b, rtol=0.02, atol=2e-3)

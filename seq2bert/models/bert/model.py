@@ -28,6 +28,7 @@ from torch import nn
 from seq2bert.models.bert.config import BertConfig
 from seq2bert.models.pretrained import SavePretrained
 from seq2bert.nn.feed_forward import ACTIVATIONS
+from seq2bert.nn.init import normal_init
 from seq2bert.nn.layers import TransformerLayer, transformer_layer
 from seq2bert.nn.masks import padding_mask
 from seq2bert.nn.stack import TransformerStack
@@ -319,14 +320,7 @@ def init_bert_weights(model: nn.Module, c: BertConfig) -> None:
     """The released code's initialisation: N(0, initializer_range) weights (truncated there, plain normal in
     transformers), zero biases, LayerNorm at (1, 0), a zero padding embedding (set last: the MLM decoder
     shares the word embedding matrix)."""
-    for m in model.modules():
-        if isinstance(m, (nn.Linear, nn.Embedding)):
-            nn.init.normal_(m.weight, 0.0, c.initializer_range)
-        if isinstance(m, nn.Linear) and m.bias is not None:
-            nn.init.zeros_(m.bias)
-        elif isinstance(m, nn.LayerNorm):
-            nn.init.ones_(m.weight)
-            nn.init.zeros_(m.bias)
+    normal_init(model, c.initializer_range)
     with torch.no_grad():
         for m in model.modules():
             if isinstance(m, nn.Embedding) and m.padding_idx is not None:

@@ -1,0 +1,168 @@
+"""What the decoder-only Transformer language models of seq2bert share (GPT, GPT-2): the incremental-decoder
+protocol the searches drive (seq2bert/decoding/protocol.py) and ``generate``, as transformers' generate
+decodes them.
+
+A model that mixes in ``DecoderOnlyLM`` has
+
+    transformer   a causal stack called as transformer(input_ids, attention_mask, position_ids=…,
+                  past_key_values=caches) → .last_hidden_state, and with ``new_caches()`` (seq2bert/nn/stack.py)
+    lm_head       hidden states (…, d_model) → next-token logits (…, V)
+    config        with eos_token_id and pad_token_id (None allowed)
+
+and gets
+
+    start(prompt, mask)      the prompt (but its last column, protocol.py) runs once through the stack, its keys
+                             and values kept in one LayerCache per layer
+    step(tokens, state)      one new token per row at its next position: its logits and the grown cache
+    reorder(state, index)    rows ``index`` of the caches (in place), the mask and the positions (beam search)
+    generate(…)              the prompt followed by the new tokens, as transformers' generate returns them
+
+Positions, as transformers' generate numbers them (generation/utils.py, _prepare_position_ids_for_generation):
+a left-padded row's real tokens sit at 0, 1, … — position = cumsum(attention_mask) − 1, padding at 0 — and each
+new token at the next one; padding is masked as a key throughout. The forward of a model instead puts column t
+at position t whatever the padding (transformers' forward does too): the same logits for unpadded rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from seq2bert.decoding import generation
+from seq2bert.decoding.config import GenerationConfig
+from seq2bert.decoding.stopping import StopStrings, Streamer
+from seq2bert.nn.layers import LayerCache
+
+
+@dataclass
+class DecoderState:
+    """What ``step`` needs: the keys and values so far (one LayerCache per layer, (N, h, T_k, d_k) each), the
+    attention mask over them (N, T_k), 1 on real tokens, and the position of the next token of each row (N,)."""
+
+    caches: list[LayerCache]
+    attention_mask: torch.Tensor
+    positions: torch.Tensor
+
+
+def generation_positions(attention_mask: torch.Tensor) -> torch.Tensor:
+    """(B, T) 0/1 → (B, T): each row's real tokens numbered 0, 1, …; padding at 0 (transformers' generate)."""
+    mask = attention_mask.long()
+    return (mask.cumsum(dim=-1) - 1).masked_fill(mask == 0, 0)
+
+
+def inferred_attention_mask(
+    input_ids: torch.Tensor, pad_token_id: int | None, eos_token_id: int | None
+) -> torch.Tensor:
+    """transformers' mask when ``generate`` is given none: the tokens ≠ [PAD] when [PAD] occurs and is not also
+    [EOS] (GPT-2 pads with <|endoftext|>: then nothing can be told apart and every token is real)."""
+    if pad_token_id is None or pad_token_id == eos_token_id or not bool(input_ids.eq(pad_token_id).any()):
+        return torch.ones_like(input_ids)
+    return input_ids.ne(pad_token_id).long()
+
+
+class DecoderOnlyLM:
+    """The protocol and ``generate`` for a decoder-only language model (see the module docstring)."""
+
+    # --- the incremental-decoder protocol (seq2bert/decoding/protocol.py)
+    def start(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> DecoderState:
+        """The state after the left-padded prompts input_ids, attention_mask (B, P) (P may be 0)."""
+        mask = torch.ones_like(input_ids) if attention_mask is None else attention_mask.long()
+        caches = self.transformer.new_caches()
+        if input_ids.size(1):
+            positions = generation_positions(mask)  # (B, P)
+            self.transformer(input_ids, mask, position_ids=positions, past_key_values=caches)
+        return DecoderState(caches, mask, mask.sum(dim=-1))  # the next token follows the real ones
+
+    def step(self, tokens: torch.Tensor, state: DecoderState) -> tuple[torch.Tensor, DecoderState]:
+        """tokens (N,) → next-token logits (N, V) and the state after them (the caches grow in place)."""
+        mask = torch.cat([state.attention_mask, state.attention_mask.new_ones(tokens.size(0), 1)], dim=1)
+        out = self.transformer(
+            tokens[:, None], mask, position_ids=state.positions[:, None], past_key_values=state.caches
+        )
+        logits = self.lm_head(out.last_hidden_state[:, -1])  # (N, V)
+        return logits, DecoderState(state.caches, mask, state.positions + 1)
+
+    def reorder(self, state: DecoderState, index: torch.Tensor) -> DecoderState:
+        """Rows ``index`` (N,) of the state; the caches are reordered in place (KVCache.reorder)."""
+        return DecoderState(
+            [cache.reorder(index) for cache in state.caches],
+            state.attention_mask.index_select(0, index),
+            state.positions.index_select(0, index),
+        )
+
+    # --- generation
+    def generation_config(self, **settings: Any) -> GenerationConfig:
+        """A GenerationConfig with this model's [EOS] and [PAD] (no [PAD]: [EOS], as transformers takes it; neither:
+        0, which then only pads the n-best lists of inputs with fewer hypotheses) and ``settings``."""
+        c = self.config
+        pad = c.pad_token_id if c.pad_token_id is not None else c.eos_token_id
+        special = dict(eos_token_id=c.eos_token_id, pad_token_id=0 if pad is None else pad)
+        return GenerationConfig(**{**special, **settings})
+
+    @torch.no_grad()
+    def generate(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        *,
+        max_new_tokens: int = 20,
+        num_beams: int = 1,
+        do_sample: bool = False,
+        temperature: float = 1.0,
+        top_k: int = 50,
+        top_p: float = 1.0,
+        length_penalty: float = 1.0,
+        early_stopping: bool = False,
+        num_return_sequences: int = 1,
+        min_new_tokens: int = 0,
+        no_repeat_ngram_size: int = 0,
+        repetition_penalty: float = 1.0,
+        stop_strings: str | list[str] | None = None,
+        tokenizer: Any = None,
+        streamer: Streamer | None = None,
+        seed: int | None = None,
+    ) -> torch.Tensor:
+        """The left-padded prompts input_ids (B, P) followed by the new tokens: (B · R, P + L), R =
+        ``num_return_sequences``, rows that end early padded with [PAD], as transformers' generate returns them.
+
+        Greedy for one beam, beam search otherwise (transformers' length penalty and stopping), or sampling
+        (``do_sample``: temperature, then top-k — 50 unless set, transformers' default — then nucleus ``top_p``;
+        ``seed`` makes the draws repeatable). ``repetition_penalty`` θ: CTRL's penalty on every token already in
+        the row (seq2bert/decoding/rules.py). ``stop_strings``: a row also ends when a new token completes one
+        of them in its text (needs ``tokenizer``, as transformers' does; seq2bert/decoding/stopping.py).
+        ``streamer``: called after every step with the tokens (B,) just chosen — greedy or sampling only.
+        Without ``attention_mask`` the mask is inferred as transformers infers it
+        (``inferred_attention_mask``). Invalid settings raise ConfigError, a ValueError.
+        ``seq2bert.decoding.generate`` with ``generation_config(…)`` gives the hypotheses and their scores
+        too."""
+        stopping = None if stop_strings is None else StopStrings(tokenizer, stop_strings)
+        config = self.generation_config(
+            max_new_tokens=max_new_tokens,
+            num_beams=num_beams,
+            do_sample=do_sample,
+            temperature=temperature,
+            top_k=top_k,  # read only when sampling
+            top_p=top_p,
+            length_penalty=length_penalty,
+            early_stopping=early_stopping,
+            num_return_sequences=num_return_sequences,
+            min_new_tokens=min_new_tokens,
+            no_repeat_ngram_size=no_repeat_ngram_size,
+            repetition_penalty=repetition_penalty,
+            seed=seed,
+        )
+        if attention_mask is None:
+            c = self.config
+            pad = c.pad_token_id if c.pad_token_id is not None else c.eos_token_id  # transformers' [PAD]
+            attention_mask = inferred_attention_mask(input_ids, pad, c.eos_token_id)
+        was_training = self.training
+        self.eval()
+        try:
+            out = generation.generate(
+                self, input_ids, attention_mask, config, stopping=stopping, streamer=streamer
+            )
+            return out.sequences
+        finally:
+            self.train(was_training)

@@ -1,0 +1,46 @@
+"""What the fine-tuning recipe (finetune.py) does for a decoder — a family of kind "decoder", GPT — as GPT-1 was
+fine-tuned (Radford et al. 2018, Sect. 3.2–3.3): the head each task needs, the three tokens of the input
+transformations added to the tokenizer and the embedding, and the loss L_3 = L_2 + λ·L_1."""
+
+from __future__ import annotations
+
+import torch
+
+from seq2bert.data import gpt_finetuning as gpt
+from seq2bert.errors import ConfigError, DataError
+from seq2bert.models.family import Family
+from seq2bert.objectives.causal_lm import with_auxiliary_lm
+
+
+def task_head(family: Family, data) -> str:
+    """The head a task needs of ``family``: its shape ("sequence", "tokens", "qa", "choice"); for a decoder a
+    pair of a similarity task is read in both orders ("similarity", GPT-1 Sect. 3.3)."""
+    if family.kind != "decoder":
+        return data.kind
+    try:
+        shape = gpt.shape_of(data.task)
+    except DataError as e:
+        raise ConfigError(f"data.task: {family.model_type} is a decoder; {e}") from None
+    return "similarity" if shape == "similarity" else data.kind
+
+
+def decoder_inputs(model, tok):
+    """GPT-1 Sect. 3.3 for a decoder's task model: [start], [delim], [extract] added to the tokenizer and, as new
+    rows, to the token embedding (unless there already); the padding id — the config's, else the tokenizer's
+    [PAD], end of text or unknown token — after which the classifier finds [extract]. Returns the tokenizer."""
+    tok = gpt.with_task_tokens(tok)
+    if tok.vocab_size > model.config.vocab_size:
+        model.resize_token_embeddings(tok.vocab_size)
+    if model.config.pad_token_id is None:
+        candidates = (tok.pad_token_id, tok.eos_token_id, tok.unk_token_id, 0)
+        model.config.pad_token_id = next(i for i in candidates if i is not None)
+    return tok
+
+
+def decoder_loss(model, batch: dict, shape: str, lm_coef: float) -> torch.Tensor:
+    """L_3 = L_2 + λ·L_1 (GPT-1 Eq. 5) of a decoder's task model on a batch of ``gpt.collate``: the task's loss
+    (the double-heads model's ``mc_loss`` for multiple choice) plus λ times the LM loss on the same inputs."""
+    out = model(**batch)
+    if shape == "choice":
+        return with_auxiliary_lm(out.mc_loss, out.loss, lm_coef)
+    return with_auxiliary_lm(out.loss, out.lm_loss, lm_coef)

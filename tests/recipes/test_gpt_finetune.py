@@ -1,0 +1,372 @@
+"""`seq2bert finetune --init GPT_DIR` as GPT-1 was fine-tuned (Radford et al. 2018, Sect. 3.2–3.3, Figure 1): the
+input transformations with [start], [delim] and [extract] added to the vocabulary and the embedding, the
+similarity head that reads a pair in both orders, L_3 = L_2 + λ·L_1, and tiny end-to-end runs of each task
+shape that write results.json, best/ (a transformers directory where a transformers class exists) and serve the
+classify pipeline."""
+
+import csv
+import json
+
+import numpy as np
+import pytest
+import torch
+
+import seq2bert
+from seq2bert.cli import main
+from seq2bert.data import gpt_finetuning as gpt
+from seq2bert.data.glue import TextExample
+from seq2bert.data.swag import ChoiceExample
+from seq2bert.data.tokenization import Tokenizer
+from seq2bert.models import registry
+from seq2bert.models.gpt.config import gpt1_tiny, gpt2_tiny
+from seq2bert.models.gpt.heads import GPT2DoubleHeadsModel, GPT2ForSimilarity, GPT2LMHeadModel
+from seq2bert.models.pretrained import init_task_model
+from seq2bert.pipelines import classify
+from seq2bert.recipes.decoder_tasks import decoder_inputs, decoder_loss
+
+FILLER = "the a of on in and to was is it this that film story movie".split()
+GOOD, BAD = "great fine lovely superb".split(), "awful dull boring poor".split()
+GRADES = [BAD[0], BAD[3], GOOD[1], GOOD[0], GOOD[3]]  # awful poor fine great superb: 0 … 4
+
+
+def vocabulary(root, kind="bytelevel-bpe"):
+    words = FILLER + GOOD + BAD + ["he", "it", "was", "."]
+    corpus = root / "words.txt"
+    corpus.write_text("\n".join(" ".join(words[i:] + words[:i]) for i in range(len(words))) + "\n")
+    return Tokenizer.train([corpus], kind=kind, vocab_size=300 if kind == "bytelevel-bpe" else 120)
+
+
+@pytest.fixture(scope="module")
+def gpt2_dir(tmp_path_factory):
+    """A tiny, randomly initialised GPT-2 language model with a byte-level BPE of the tasks' words."""
+    root = tmp_path_factory.mktemp("gpt2")
+    tok = vocabulary(root)
+    torch.manual_seed(0)
+    GPT2LMHeadModel(
+        gpt2_tiny(vocab_size=tok.vocab_size, n_embd=32, n_head=2, n_positions=64)
+    ).save_pretrained(root / "gpt2", tok)
+    return root / "gpt2"
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return Tokenizer.train(["the cat sat on a mat . a dog ran"] * 4, kind="bytelevel-bpe", vocab_size=270)
+
+
+def ids(tok, text):
+    return tok.ids_batch([text])[0]
+
+
+# --- the input transformations, one shape at a time
+def test_classification_is_start_text_extract(tok):
+    tok = gpt.with_task_tokens(tok)
+    t = gpt.task_tokens(tok)
+    assert (t.start, t.delim, t.extract) == (270, 271, 272)  # after the vocabulary, <|endoftext|> = 269
+    [f] = gpt.encode_task([TextExample("0", "the cat sat", None, 1)], tok, "classification", 64)
+    assert f == {"input_ids": [t.start, *ids(tok, "the cat sat"), t.extract], "labels": 1}
+    [cut] = gpt.encode_task([TextExample("0", "the cat sat on a mat", None, 0)], tok, "classification", 4)
+    assert cut["input_ids"] == [t.start, *ids(tok, "the cat sat on a mat")[:2], t.extract]
+
+
+def test_entailment_is_start_premise_delim_hypothesis_extract(tok):
+    tok = gpt.with_task_tokens(tok)
+    t = gpt.task_tokens(tok)
+    [f] = gpt.encode_task([TextExample("0", "a dog ran", "the cat sat", 0)], tok, "entailment", 64)
+    assert f["input_ids"] == [t.start, *ids(tok, "a dog ran"), t.delim, *ids(tok, "the cat sat"), t.extract]
+    # too long: the longer part loses its last tokens first
+    premise, hypothesis = ids(tok, "the cat sat on a mat . a dog ran"), ids(tok, "a dog")
+    assert len(premise) > 5 > len(hypothesis)
+    [cut] = gpt.encode_task(
+        [TextExample("0", "the cat sat on a mat . a dog ran", "a dog", 0)],
+        tok,
+        "entailment",
+        3 + 5 + len(hypothesis),
+    )
+    assert cut["input_ids"] == [t.start, *premise[:5], t.delim, *hypothesis, t.extract]
+
+
+def test_similarity_holds_both_orders(tok):
+    tok = gpt.with_task_tokens(tok)
+    t = gpt.task_tokens(tok)
+    a, b = ids(tok, "a dog ran"), ids(tok, "the cat sat on a mat")
+    [f] = gpt.encode_task([TextExample("0", "a dog ran", "the cat sat on a mat", 3.5)], tok, "similarity", 64)
+    assert f == {
+        "input_ids": [[t.start, *a, t.delim, *b, t.extract], [t.start, *b, t.delim, *a, t.extract]],
+        "labels": 3.5,
+    }
+    batch = gpt.collate([f, f], 0, "similarity")
+    assert batch["input_ids"].shape == (2, 2, len(a) + len(b) + 3) and batch["labels"].dtype == torch.float
+    assert set(batch) == {"input_ids", "attention_mask", "labels", "lm_labels"}
+
+
+def test_multiple_choice_is_start_context_delim_answer_extract_for_each_answer(tok):
+    tok = gpt.with_task_tokens(tok)
+    t = gpt.task_tokens(tok)
+    q = ChoiceExample("0", "a dog ran", "the cat", ["sat", "ran on a mat", "dog", "sat on"], 1)
+    [f] = gpt.encode_task([q], tok, "choice", 64)
+    context = ids(tok, "a dog ran")
+    assert f["labels"] == 1 and f["input_ids"] == [
+        [t.start, *context, t.delim, *ids(tok, f"the cat {ending}"), t.extract] for ending in q.endings
+    ]
+    batch = gpt.collate([f], 0, "choice")
+    lengths = [len(x) for x in f["input_ids"]]
+    assert batch["input_ids"].shape == (1, 4, max(lengths))
+    assert batch["mc_token_ids"].tolist() == [[n - 1 for n in lengths]]  # each choice's [extract]
+    assert (batch["input_ids"][0, torch.arange(4), batch["mc_token_ids"][0]] == t.extract).all()
+    assert batch["mc_labels"].tolist() == [1] and batch["attention_mask"][0].sum(-1).tolist() == lengths
+    # the auxiliary LM's labels: the inputs, −100 on padding
+    assert (batch["labels"] == batch["input_ids"].masked_fill(batch["attention_mask"] == 0, -100)).all()
+
+
+def test_the_tokens_are_new_rows_of_the_embedding_and_a_tied_head_follows(tok):
+    torch.manual_seed(0)
+    model = GPT2DoubleHeadsModel(gpt2_tiny(vocab_size=tok.vocab_size, n_embd=16, n_head=2))
+    before = model.transformer.embeddings.token.weight.detach().clone()
+    grown = decoder_inputs(model, tok)
+    assert grown.vocab_size == tok.vocab_size + 3 == model.config.vocab_size
+    weight = model.transformer.embeddings.token.weight
+    assert weight.shape == (tok.vocab_size + 3, 16) and torch.equal(weight[: tok.vocab_size], before)
+    assert model.lm_head.weight is weight and model.config.pad_token_id == tok.eos_token_id
+    assert decoder_inputs(model, grown) is grown and model.config.vocab_size == grown.vocab_size  # once only
+
+
+def test_similarity_is_symmetric_in_its_two_orders(tok):
+    tok = gpt.with_task_tokens(tok)
+    torch.manual_seed(0)
+    model = GPT2ForSimilarity(
+        gpt2_tiny(vocab_size=tok.vocab_size, n_embd=16, n_head=2, pad_token_id=0)
+    ).eval()
+    pairs = [
+        TextExample("0", "a dog ran", "the cat sat on a mat", 1),
+        TextExample("1", "a mat", "the dog", 0),
+    ]
+    features = gpt.encode_task(pairs, tok, "similarity", 64)
+    swapped = [{**f, "input_ids": f["input_ids"][::-1]} for f in features]
+    with torch.no_grad():
+        ab = model(**gpt.collate(features, 0, "similarity", lm=False)).logits
+        ba = model(**gpt.collate(swapped, 0, "similarity", lm=False)).logits
+        torch.testing.assert_close(ab, ba, rtol=0, atol=1e-6)
+        # (h(A; B) + h(B; A)) W_y, each order run on its own
+        one = features[0]["input_ids"]
+        h = [model.transformer(torch.tensor([x])).last_hidden_state[0, -1] for x in one]
+        torch.testing.assert_close(ab[0], model.score(h[0] + h[1]), rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("shape", ["classification", "similarity", "choice"])
+def test_the_auxiliary_lm_term_is_lambda_times_the_lm_loss_on_the_same_inputs(tok, shape):
+    tok = gpt.with_task_tokens(tok)
+    head = {"classification": "sequence", "similarity": "similarity", "choice": "choice"}[shape]
+    cfg = gpt2_tiny(vocab_size=tok.vocab_size, n_embd=16, n_head=2, pad_token_id=0)
+    torch.manual_seed(0)
+    model = registry.get("gpt2").make(cfg, registry.get("gpt2").architecture_for(head)).eval()
+    if shape == "choice":
+        examples = [ChoiceExample("0", "a dog ran", "the", ["cat", "mat", "dog ran on", "a"], 2)] * 2
+    else:
+        examples = [
+            TextExample("0", "a dog ran", "the cat", 1),
+            TextExample("1", "the mat", "a cat sat on", 0),
+        ]
+    batch = gpt.collate(gpt.encode_task(examples, tok, shape, 64), 0, shape)
+    plain = gpt.collate(gpt.encode_task(examples, tok, shape, 64), 0, shape, lm=False)
+    lm = GPT2LMHeadModel(cfg).eval()  # the same weights, as a language model
+    lm.transformer.load_state_dict(model.transformer.state_dict())
+    ids, mask = batch["input_ids"], batch["attention_mask"]
+    with torch.no_grad():
+        task = model(**plain)
+        task = task.mc_loss if shape == "choice" else task.loss
+        lm_loss = lm(
+            ids.flatten(0, -2), mask.flatten(0, -2), labels=ids.masked_fill(mask == 0, -100).flatten(0, -2)
+        )
+        assert torch.equal(decoder_loss(model, batch, shape, 0.0), task)
+        assert torch.equal(decoder_loss(model, plain, shape, 0.5), task)  # no LM labels: nothing to add
+        torch.testing.assert_close(decoder_loss(model, batch, shape, 0.5), task + 0.5 * lm_loss.loss)
+        torch.testing.assert_close(decoder_loss(model, batch, shape, 2.0), task + 2.0 * lm_loss.loss)
+
+
+# --- end to end
+def sentence(rng, extra):
+    words = list(rng.choice(FILLER, size=rng.integers(3, 8))) + [extra]
+    rng.shuffle(words)
+    return " ".join(words)
+
+
+def write_glue(folder, task, rng, n=(240, 40)):
+    folder.mkdir()
+    for split, count in zip(("train", "dev"), n, strict=True):
+        if task == "sst2":
+            rows = ["sentence\tlabel"]
+            for _ in range(count):
+                y = int(rng.integers(2))
+                rows.append(f"{sentence(rng, rng.choice(GOOD if y else BAD))}\t{y}")
+        elif task == "mrpc":  # equivalent when both sentences carry a word of one polarity
+            rows = ["Quality\t#1 ID\t#2 ID\t#1 String\t#2 String"]
+            for i in range(count):
+                y = int(rng.integers(2))
+                a, b = rng.choice(GOOD), rng.choice(GOOD if y else BAD)
+                rows.append(f"{y}\t{i}\t{i}\t{sentence(rng, a)}\t{sentence(rng, b)}")
+        else:  # stsb: the grade of the graded word in sentence b
+            rows = ["index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore"]
+            for i in range(count):
+                k = int(rng.integers(len(GRADES)))
+                rows.append(
+                    f"{i}\tg\tf\t2020\t{i}\ts\ts\t{sentence(rng, 'he')}\t{sentence(rng, GRADES[k])}\t{k:.1f}"
+                )
+        (folder / f"{split}.tsv").write_text("\n".join(rows) + "\n")
+
+
+def write_swag(folder, rng):
+    folder.mkdir()
+    header = ["", "video-id", "fold-ind", "startphrase", "sent1", "sent2", "gold-source",
+              "ending0", "ending1", "ending2", "ending3", "label"]  # fmt: skip
+    for split, n in (("train", 120), ("val", 20)):
+        with open(folder / f"{split}.csv", "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(header)
+            for i in range(n):
+                y = int(rng.integers(4))
+                endings = [" ".join(rng.choice(BAD + FILLER, 3)) for _ in range(4)]
+                endings[y] = f"{rng.choice(GOOD)} {endings[y]}"
+                w.writerow([i, "v", "f", "s", sentence(rng, "film"), "it was", "gold", *endings, y])
+
+
+def finetune(task, data, init, out, *extra):
+    return main(["finetune", "--task", task, "--init", str(init), "--data", str(data), "--out", str(out),
+                 "--set", "train.lr=3e-3", "--set", "data.batch_size=16", "--set", "train.log_every=5", *extra])  # fmt: skip
+
+
+def test_classification_learns_writes_a_transformers_checkpoint_and_serves_the_pipeline(
+    gpt2_dir, tmp_path, capsys
+):
+    transformers = pytest.importorskip("transformers")
+    write_glue(tmp_path / "sst2", "sst2", np.random.default_rng(0))
+    assert finetune("sst2", tmp_path / "sst2", gpt2_dir, tmp_path / "run", "--set", "train.max_epochs=6") == 0
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert results["dev_accuracy"] >= 85 and results["lm_coef"] == 0.5, results
+    lines = (tmp_path / "run" / "predictions.jsonl").read_text().splitlines()
+    assert len(lines) == 40 and {json.loads(x)["prediction"] for x in lines} <= {"0", "1"}
+
+    best = tmp_path / "run" / "best"
+    config = json.loads((best / "config.json").read_text())
+    tok = Tokenizer.load(best)
+    assert config["architectures"] == ["GPT2ForSequenceClassification"]
+    assert config["vocab_size"] == tok.vocab_size == Tokenizer.load(gpt2_dir).vocab_size + 3
+    assert [tok.id_to_token(i) for i in range(tok.vocab_size - 3, tok.vocab_size)] == [
+        "[start]",
+        "[delim]",
+        "[extract]",
+    ]
+    ours, _ = registry.load(best)
+    theirs = transformers.GPT2ForSequenceClassification.from_pretrained(best).eval()
+    batch = gpt.collate([{"input_ids": x} for x in gpt.encode_texts(["a superb film", "it was dull and poor"], tok,
+                         "classification", 64)], config["pad_token_id"], "classification", lm=False)  # fmt: skip
+    with torch.no_grad():
+        torch.testing.assert_close(ours(**batch).logits, theirs(**batch).logits, rtol=0, atol=1e-5)
+    assert [r["label"] for r in classify(["it was awful", "a lovely story"], best)] == ["0", "1"]
+
+    capsys.readouterr()
+    assert main(["evaluate", str(tmp_path / "run")]) == 0
+    assert f"{results['dev_accuracy']:.2f}" in capsys.readouterr().out
+    assert main(["classify", str(best), "a superb movie"]) == 0
+    assert capsys.readouterr().out.startswith("1\t")
+
+
+@pytest.mark.parametrize("task", ["mrpc", "stsb"])
+def test_similarity_tasks_write_our_similarity_architecture(gpt2_dir, tmp_path, capsys, task):
+    write_glue(tmp_path / task, task, np.random.default_rng(1), n=(120, 30))
+    assert finetune(task, tmp_path / task, gpt2_dir, tmp_path / "run", "--set", "train.max_epochs=2") == 0
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    metric = {"mrpc": "dev_f1", "stsb": "dev_pearson"}[task]
+    assert metric in results and (tmp_path / "run" / "best" / "model.safetensors").is_file()
+    best = tmp_path / "run" / "best"
+    assert json.loads((best / "config.json").read_text())["architectures"] == ["GPT2ForSimilarity"]
+    model = seq2bert.from_pretrained(best)
+    assert type(model).__name__ == "GPT2ForSimilarity"
+    one, two = classify([("a fine film", "he was lovely"), ("he was lovely", "a fine film")], best)
+    assert one == pytest.approx(two)  # both orders, added: the same score either way
+    capsys.readouterr()
+    assert main(["classify", str(best), "a fine film\the was lovely"]) == 0
+    assert capsys.readouterr().out.count("\t") == 3
+
+
+def test_multiple_choice_uses_the_double_heads_model(gpt2_dir, tmp_path):
+    transformers = pytest.importorskip("transformers")
+    write_swag(tmp_path / "swag", np.random.default_rng(2))
+    assert finetune("swag", tmp_path / "swag", gpt2_dir, tmp_path / "run", "--set", "train.max_epochs=2") == 0
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert 0 <= results["dev_accuracy"] <= 100
+    best = tmp_path / "run" / "best"
+    assert json.loads((best / "config.json").read_text())["architectures"] == ["GPT2DoubleHeadsModel"]
+    ours, tok = registry.load(best)
+    theirs = transformers.GPT2DoubleHeadsModel.from_pretrained(best).eval()
+    q = ChoiceExample("0", "the film", "it was", ["great", "dull", "a poor film", "fine"], 0)
+    batch = gpt.collate(gpt.encode_task([q], tok, "choice", 64), ours.config.pad_token_id, "choice", lm=False)
+    inputs = {k: batch[k] for k in ("input_ids", "attention_mask", "mc_token_ids")}
+    with torch.no_grad():
+        torch.testing.assert_close(ours(**inputs).mc_logits, theirs(**inputs).mc_logits, rtol=0, atol=1e-5)
+
+
+def test_gpt1_fine_tunes_entailment_and_lambda_zero_switches_the_lm_term_off(tmp_path):
+    tok = vocabulary(tmp_path, "gpt1-bpe")
+    torch.manual_seed(0)
+    registry.get("openai-gpt").make(gpt1_tiny(vocab_size=tok.vocab_size, n_embd=32, n_head=2, n_positions=64),
+                                    "OpenAIGPTLMHeadModel").save_pretrained(tmp_path / "gpt1", tok)  # fmt: skip
+    (tmp_path / "rte").mkdir()
+    for split in ("train", "dev"):
+        rows = ["index\tsentence1\tsentence2\tlabel"] + [
+            f"{i}\tthe film was {GOOD[i % 4]}\tit was {(GOOD + BAD)[i % 8]}\t{'not_' if i % 8 > 3 else ''}entailment"
+            for i in range(32)
+        ]
+        (tmp_path / "rte" / f"{split}.tsv").write_text("\n".join(rows) + "\n")
+    assert finetune("rte", tmp_path / "rte", tmp_path / "gpt1", tmp_path / "run", "--set", "train.max_steps=3",
+                    "--set", "lm_coef=0") == 0  # fmt: skip
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert results["lm_coef"] == 0 and "dev_accuracy" in results
+    model, tok = registry.load(tmp_path / "run" / "best")
+    assert type(model).__name__ == "OpenAIGPTForSequenceClassification"
+    assert model.config.pad_token_id == tok.token_to_id("<unk>")  # GPT-1's BPE has no [PAD] nor end of text
+
+
+def test_a_fine_tuned_checkpoint_starts_another_run_with_its_tokens_once(gpt2_dir, tmp_path):
+    model, tok, new = init_task_model(registry.get("gpt2"), gpt2_dir, "GPT2ForSequenceClassification")
+    assert new == ["score.weight"]
+    tok = decoder_inputs(model, tok)
+    model.save_pretrained(tmp_path / "tuned", tok)
+    again, tok2, _ = init_task_model(registry.get("gpt2"), tmp_path / "tuned", "GPT2ForSimilarity")
+    assert decoder_inputs(again, tok2).vocab_size == tok.vocab_size == again.config.vocab_size
+    assert torch.equal(again.transformer.embeddings.token.weight, model.transformer.embeddings.token.weight)
+
+
+def test_a_killed_fine_tuning_run_resumes_exactly(gpt2_dir, tmp_path):
+    import shutil
+
+    from safetensors.torch import load_file
+
+    write_glue(tmp_path / "mrpc", "mrpc", np.random.default_rng(4), n=(64, 16))
+    steps = ["--set", "train.max_steps=6", "--set", "train.eval_every=3"]
+    for run in ("a", "b"):
+        assert finetune("mrpc", tmp_path / "mrpc", gpt2_dir, tmp_path / run, *steps) == 0
+    for name in ("checkpoint-6", "best", "results.json"):
+        path = tmp_path / "b" / name
+        shutil.rmtree(path) if path.is_dir() else path.unlink()
+    assert main(["finetune", "--out", str(tmp_path / "b"), "--resume"]) == 0  # the rest from run.json
+    a, b = (load_file(tmp_path / run / "checkpoint-6" / "model.safetensors") for run in ("a", "b"))
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+@pytest.mark.parametrize(
+    "task, setting, message",
+    [
+        (
+            "conll2003",
+            "lm_coef=0.5",
+            "data.task: gpt2 is a decoder; task conll2003: GPT-1's input transformations",
+        ),
+        ("sst2", "lm_coef=-1", "lm_coef: must be >= 0"),
+        ("sst2", "data.max_seq_length=128", "data.max_seq_length: 128 is longer than the 64 positions"),
+    ],
+)
+def test_bad_settings_are_one_line_and_exit_2(gpt2_dir, tmp_path, capsys, task, setting, message):
+    write_glue(tmp_path / "sst2", "sst2", np.random.default_rng(3), n=(8, 4))
+    assert finetune(task, tmp_path / "sst2", gpt2_dir, tmp_path / "run", "--set", setting) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1, err
