@@ -203,7 +203,11 @@ def register(sub) -> None:
         help="text files or folders of *.txt (e.g. ../shared/data/wikitext2/wiki.test.tokens)",
     )
     p.add_argument(
-        "--bptt", type=int, default=128, help="segment length (the state is carried across segments)"
+        "--bptt",
+        type=int,
+        default=128,
+        help="segment length: a recurrent LM carries its state across segments; a GPT reads windows of this "
+        "many tokens sliding by half a window, each token scored once (default 128, the pretraining blocks)",
     )
     p.add_argument(
         "--max-unknown",
@@ -216,7 +220,8 @@ def register(sub) -> None:
         "--unk-token",
         metavar="WORD",
         help="the text's own placeholder for removed words (WikiText: '<unk>'): read as the model's [UNK] "
-        "and not counted as a word; no [UNK] target is then scored",
+        "and not counted as a word; no [UNK] target is then scored (a byte-level BPE without [UNK] reads the "
+        "placeholder spelled out and scores none of its pieces)",
     )
     p.set_defaults(func=cmd_evaluate_lm)
 

@@ -48,7 +48,7 @@ from seq2bert import config as config_io
 from seq2bert.data import gpt_finetuning as gpt
 from seq2bert.data.batching import BucketBatchSampler
 from seq2bert.data.conll import label_list, read_conll
-from seq2bert.data.finetuning import collate, encode_choices, encode_sequences, encode_tagged, feature_length
+from seq2bert.data.finetuning import encode_choices, encode_sequences, encode_tagged, feature_length
 from seq2bert.data.glue import GLUE_TASKS, read_glue_dir
 from seq2bert.data.qa import make_features, postprocess
 from seq2bert.data.squad import read_squad
@@ -59,7 +59,15 @@ from seq2bert.models import registry
 from seq2bert.models.bilstm.config import FeaturesConfig
 from seq2bert.models.pretrained import init_task_model, load_hf_weights, write_hf_files
 from seq2bert.recipes.decoder_tasks import decoder_inputs, decoder_loss, task_head
-from seq2bert.recipes.scratch import VocabConfig, cache_word_layers, model_config, new_model, reads_features
+from seq2bert.recipes.scratch import (
+    VocabConfig,
+    batch_of,
+    cache_word_layers,
+    model_config,
+    new_model,
+    reads_features,
+    reads_words,
+)
 from seq2bert.training import checkpoint as ckpt
 from seq2bert.training.config import TrainConfig
 from seq2bert.training.distributed import cleanup, setup
@@ -303,19 +311,6 @@ def encode(data: FinetuneDataConfig, examples: list, tok, id2label, *, progress:
                              max_query_length=data.max_query_length, progress=progress)  # fmt: skip
     return [{"input_ids": f.input_ids, "token_type_ids": f.token_type_ids, "start_position": f.start_position,
              "end_position": f.end_position, "example_index": f.example_index, "qa": f} for f in features]  # fmt: skip
-
-
-def reads_words(model) -> bool:
-    """Whether ``model`` reads a frozen encoder's features of the words (its config's ``features``)."""
-    return bool(getattr(getattr(model.config, "features", None), "encoder", None))
-
-
-def batch_of(model, features: list[dict], pad_token_id: int) -> dict[str, torch.Tensor]:
-    """The padded batch of ``features``, with the frozen encoder's inputs of their words when they have any."""
-    batch = collate(features, pad_token_id)
-    if "words" in features[0]:
-        batch.update(model.feature_inputs([f["words"] for f in features]))
-    return batch
 
 
 # --- 4. evaluation

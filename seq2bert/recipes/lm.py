@@ -175,11 +175,16 @@ def separator_id(tok: Tokenizer) -> int:
 
 
 def prepared(
-    files: list[Path], tok: Tokenizer, directory: Path, data: LMDataConfig, progress: bool
+    files: list[Path],
+    tok: Tokenizer,
+    directory: Path,
+    data: LMDataConfig,
+    progress: bool,
+    spaces: bool = False,
 ) -> Corpus:
     if not (directory / "corpus.json").is_file():
         prepare_corpus(files, tok, directory, documents=data.documents, shard_tokens=data.shard_tokens,
-                       skip_bad=data.skip_bad, progress=progress)  # fmt: skip
+                       skip_bad=data.skip_bad, progress=progress, spaces=spaces)  # fmt: skip
     return Corpus(directory)
 
 
@@ -216,6 +221,66 @@ def evaluate_stream(
     if words:
         result["word_perplexity"] = math.exp(min(nll / max(n * words, 1e-9), 50.0))
     return result
+
+
+@torch.no_grad()
+def evaluate_windows(
+    model,
+    ids: torch.Tensor,
+    unscored: torch.Tensor,
+    window: int,
+    device,
+    words: float | None = None,
+    batch_size: int = 16,
+) -> dict:
+    """Perplexity of a decoder-only model (GPT) on a long stream ``ids`` (N,): windows of ``window`` tokens
+    sliding by half a window, each target scored once — in the first window every token after the first, in
+    the next ones the second half, so that each scored token has at least half a window of context (a
+    Transformer carries no state from one window to the next). A target where ``unscored`` (N,) is true is
+    read as context but not scored."""
+    was_training = model.training
+    model.eval()
+    stride = max(window // 2, 1)
+    starts = [0, *range(stride, max(len(ids) - window, 0) + stride, stride)]
+    starts = sorted({min(s, max(len(ids) - window, 0)) for s in starts})
+    nll, n, scored_to = 0.0, 0, 0  # scored_to: the stream positions up to which targets are scored
+    for b in range(0, len(starts), batch_size):
+        rows = starts[b : b + batch_size]
+        inputs = torch.stack([ids[s : s + window] for s in rows]).to(device)  # (B, W)
+        logits = model(input_ids=inputs).logits[:, :-1].float()  # (B, W − 1, V): the next tokens
+        for row, s in zip(logits, rows, strict=True):
+            first = max(scored_to, s + 1)  # the first target of this window not scored yet
+            targets = torch.arange(first, s + len(inputs[0]))
+            if not len(targets):
+                continue
+            keep = ~unscored[targets]
+            labels = ids[targets][keep].to(device)
+            nll += float(F.cross_entropy(row[targets - s - 1][keep.to(device)], labels, reduction="sum"))
+            n += int(keep.sum())
+            scored_to = int(targets[-1]) + 1
+    model.train(was_training)
+    result = {"loss": nll / max(n, 1), "perplexity": math.exp(min(nll / max(n, 1), 50.0)), "tokens": n}
+    if words:
+        result["word_perplexity"] = math.exp(min(nll / max(n * words, 1e-9), 50.0))
+    return result
+
+
+def placeholder_targets(ids: np.ndarray, tok: Tokenizer, placeholder: str) -> tuple[np.ndarray, int]:
+    """Where the pieces of ``placeholder`` stand in ``ids``, for a tokenizer without [UNK] (byte-level BPE
+    spells any text): a boolean mask (N,) of the tokens of each occurrence, spelled after a space or not, and
+    how many occurrences it found."""
+    mask, found = np.zeros(len(ids), dtype=bool), 0
+    spellings = {tuple(p) for p in tok.ids_batch([" " + placeholder, placeholder]) if p}
+    for spelling in sorted(spellings, key=len, reverse=True):  # the spelling after a space may hold the other
+        k = len(spelling)
+        if k > len(ids):
+            continue
+        windows = np.lib.stride_tricks.sliding_window_view(ids, k)  # (N − k + 1, k)
+        for start in np.flatnonzero((windows == np.asarray(spelling)).all(1)):
+            if not mask[start + k - 1]:  # not already a longer spelling's end
+                mask[start : start + k] = True
+                found += 1
+    return mask, found
 
 
 @torch.no_grad()
@@ -395,7 +460,12 @@ def evaluate_lm(
     whitespace word equal to it is read as the model's [UNK] and not counted as a word, and no [UNK] target is
     scored — the placeholder's nor any other (those are counted in ``unk_tokens``): a model trained on other
     text cannot be asked to predict a placeholder (spelled out, ``<unk>`` would cost three pieces of a string
-    it has never seen). Without it every token is scored."""
+    it has never seen). Without it every token is scored. A tokenizer without [UNK] (GPT-2's byte-level BPE)
+    spells the placeholder: its pieces are read as context and not scored.
+
+    A recurrent model reads the text as one stream of ``bptt``-token segments, its state carried across; a GPT
+    (pretrained on blocks of its text) reads windows of ``bptt`` tokens sliding by half a window, each token
+    scored once with at least half a window of context (``evaluate_windows``)."""
     import tempfile
 
     model, tok = registry.load(checkpoint, head="causal_lm", device=device)
@@ -405,31 +475,48 @@ def evaluate_lm(
     if not paths:
         raise DataError("evaluate-lm: no text files")
     unk = getattr(tok, "unk_token_id", None)
-    if unk_token is not None and (unk is None or not unk_token.strip() or len(unk_token.split()) > 1):
-        raise DataError(
-            f"unk_token: expected one word and a tokenizer with [UNK]; got {unk_token!r}"
-            + ("" if unk is not None else f" ({checkpoint} has no [UNK])")
-        )
+    if unk is not None and unk == separator_id(tok):  # GPT-2's "unknown" is its end of text: no [UNK] at all
+        unk = None
+    causal = registry.family_of(model).pretraining_objective == "causal_lm"  # GPT: read as it was pretrained
+    if unk_token is not None and (not unk_token.strip() or len(unk_token.split()) > 1):
+        raise DataError(f"unk_token: expected one word; got {unk_token!r}")
     with tempfile.TemporaryDirectory() as tmp:
         texts = [p.read_text(encoding="utf-8", errors="replace") for p in paths]
         words = sum(len(t.split()) for t in texts)
         placeholders = 0
-        if unk_token is not None:  # the placeholder becomes the tokenizer's own [UNK], one token
+        if unk_token is not None:
             pattern = re.compile(rf"(?<!\S){re.escape(unk_token)}(?!\S)")
             placeholders = sum(len(pattern.findall(t)) for t in texts)
+        if (
+            unk_token is not None and unk is not None
+        ):  # the placeholder becomes the tokenizer's [UNK], one token
             paths = [Path(tmp) / f"{i}.txt" for i in range(len(texts))]
             for path, text in zip(paths, texts, strict=True):
                 path.write_text(pattern.sub(tok.id_to_token(unk), text), encoding="utf-8")
         data = LMDataConfig(documents="file")
-        corpus = prepared(paths, tok, Path(tmp) / "corpus", data, progress=False)
+        corpus = prepared(paths, tok, Path(tmp) / "corpus", data, progress=False, spaces=causal)
         stream = TokenStream(corpus, np.arange(corpus.num_documents), separator_id(tok))
         batches = StreamBatches(stream, 1, bptt, source=", ".join(files))
         ids = stream.read(0, len(stream))
         unknown = 0 if unk is None else int((ids == unk).sum())
-        scored = len(stream) - 1 - (int((ids[1:] == unk).sum()) if unk_token is not None else 0)
-        unscored = unk if unk_token is not None else None
-        result = evaluate_stream(model, batches, torch.device(device), 0, (words - placeholders) / max(scored, 1),
-                                 unscored_id=unscored)  # fmt: skip
+        if unk_token is None:
+            unscored = np.zeros(len(ids), dtype=bool)
+        else:  # [UNK] targets; without [UNK] (byte-level BPE) the placeholder's own pieces
+            unscored, found = (
+                (ids == unk, placeholders) if unk is not None else placeholder_targets(ids, tok, unk_token)
+            )
+            if found != placeholders:
+                log.warning("%s: %d of the %d %s placeholders found among the tokens (the rest are scored)",
+                            ", ".join(files), found, placeholders, unk_token)  # fmt: skip
+        scored = len(stream) - 1 - int(unscored[1:].sum())
+        per_token = (words - placeholders) / max(scored, 1)
+        if causal:  # a Transformer carries no state: sliding windows of bptt tokens
+            window = min(bptt, getattr(model.config, "n_positions", bptt))
+            result = evaluate_windows(model, torch.from_numpy(ids.astype(np.int64)), torch.from_numpy(unscored),
+                                      window, torch.device(device), per_token)  # fmt: skip
+        else:
+            result = evaluate_stream(model, batches, torch.device(device), 0, per_token,
+                                     unscored_id=unk if unk_token is not None else None)  # fmt: skip
         corpus.close()
         if unknown - placeholders > max_unknown * len(stream):
             raise DataError(
@@ -437,4 +524,4 @@ def evaluate_lm(
                 f"its {len(stream):,} tokens are [UNK] (more than {max_unknown:.0%}; --max-unknown sets the limit)"
             )
     return {"checkpoint": str(checkpoint), "words": words - placeholders, **result,
-            "unk_tokens": unknown - placeholders, "unscored_words": placeholders}  # fmt: skip
+            "unk_tokens": unknown - (placeholders if unk is not None else 0), "unscored_words": placeholders}  # fmt: skip

@@ -19,6 +19,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from seq2bert import config as config_io
+from seq2bert.data.finetuning import collate
 from seq2bert.data.tokenization import SPECIAL_TOKENS, Tokenizer
 from seq2bert.errors import CheckpointError, ConfigError
 from seq2bert.models import registry
@@ -146,3 +147,16 @@ def cache_word_layers(
         layers = words.word_layers(**words.inputs([f["words"] for f in chunk]))  # (B, N, K, D)
         for f, row in zip(chunk, layers, strict=True):
             f["word_layers"] = row[: sum(len(text) for text in f.pop("words"))].clone()
+
+
+def reads_words(model) -> bool:
+    """Whether ``model`` reads a frozen encoder's features of the words (its config's ``features``)."""
+    return bool(getattr(getattr(model.config, "features", None), "encoder", None))
+
+
+def batch_of(model, features: list[dict], pad_token_id: int) -> dict[str, torch.Tensor]:
+    """The padded batch of ``features``, with the frozen encoder's inputs of their words when they have any."""
+    batch = collate(features, pad_token_id)
+    if "words" in features[0]:
+        batch.update(model.feature_inputs([f["words"] for f in features]))
+    return batch

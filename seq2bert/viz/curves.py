@@ -29,13 +29,12 @@ def read_log(path: str | Path) -> list[dict]:
 
 
 def plot_training_curves(log_path: str | Path, out_png: str | Path) -> Path:
-    """One panel for the training loss (with validation loss if logged), one per other validation metric, one for lr."""
+    """One panel for the training loss (with validation loss if logged), one per other validation metric that
+    changes (not a constant such as the number of held-out tokens), one for lr."""
     records = read_log(log_path)
     train = [r for r in records if r.get("split") == "train"]
     valid = [r for r in records if r.get("split") == "valid"]
-    metrics = sorted(
-        {k for r in valid for k, v in r.items() if isinstance(v, (int, float))} - {"step", "epoch", "loss"}
-    )
+    metrics = changing_metrics(valid)
     panels = 2 + len(metrics)
     cols = min(3, panels)
     rows = -(-panels // cols)
@@ -58,6 +57,17 @@ def plot_training_curves(log_path: str | Path, out_png: str | Path) -> Path:
         ax.axis("off")
     fig.tight_layout()
     return save_figure(fig, out_png)
+
+
+def changing_metrics(valid: list[dict]) -> list[str]:
+    """The numeric validation metrics of ``valid`` records worth a panel, sorted: all but step, epoch and loss,
+    and — once there are two evaluations — those that changed."""
+    numeric = {k for r in valid for k, v in r.items() if isinstance(v, (int, float))} - {
+        "step",
+        "epoch",
+        "loss",
+    }
+    return sorted(m for m in numeric if len(valid) < 2 or len({r.get(m) for r in valid}) > 1)
 
 
 def save_figure(fig, out_png: str | Path, dpi: int = 100) -> Path:

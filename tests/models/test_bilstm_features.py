@@ -22,8 +22,7 @@ from seq2bert.models.bilstm.config import BiLSTMConfig, FeaturesConfig
 from seq2bert.models.bilstm.model import BiLSTMForSequenceClassification, BiLSTMForTokenClassification
 from seq2bert.models.elmo.config import ELMoConfig
 from seq2bert.models.elmo.model import ELMoModel
-from seq2bert.recipes.finetune import batch_of
-from seq2bert.recipes.scratch import cache_word_layers
+from seq2bert.recipes.scratch import batch_of, cache_word_layers
 from tests.recipes.test_finetune import write_conll
 from tests.recipes.test_finetune_scratch import PEOPLE, PLACES, SMALL, write_sst2
 

@@ -370,3 +370,26 @@ def test_bad_settings_are_one_line_and_exit_2(gpt2_dir, tmp_path, capsys, task, 
     assert finetune(task, tmp_path / "sst2", gpt2_dir, tmp_path / "run", "--set", setting) == 2
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_random_init_keeps_the_architecture_and_tokenizer_but_not_the_weights(gpt2_dir, tmp_path):
+    from safetensors.torch import load_file
+
+    pretrained = load_file(gpt2_dir / "model.safetensors")
+    model, tok, _ = init_task_model(
+        registry.get("gpt2"), gpt2_dir, "GPT2ForSequenceClassification", random_init=True
+    )
+    assert tok.vocab_size == Tokenizer.load(gpt2_dir).vocab_size
+    fresh = model.state_dict()
+    token = fresh["transformer.embeddings.token.weight"]
+    assert token.shape == pretrained["transformer.wte.weight"].shape
+    assert not torch.equal(token, pretrained["transformer.wte.weight"])
+    write_glue(tmp_path / "sst2", "sst2", np.random.default_rng(0), n=(32, 8))
+    assert (
+        finetune(
+            "sst2", tmp_path / "sst2", gpt2_dir, tmp_path / "r", "--random-init", "--set", "train.max_steps=2"
+        )
+        == 0
+    )
+    results = json.loads((tmp_path / "r" / "results.json").read_text())
+    assert results["steps"] == 2 and results["lm_coef"] == 0.5

@@ -220,3 +220,73 @@ def test_bad_settings_are_one_line_and_exit_2(books, tmp_path, capsys, setting, 
     assert main(["pretrain", str(books), "--out", str(tmp_path / "x"), *TINY, "--set", setting]) == 2
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1, err
+
+
+def reference_nll(model, ids: torch.Tensor, window: int, starts: list[int]) -> list[tuple[int, int, float]]:
+    """(target t, its window's start s, −log p(w_t | w_s … w_{t−1})) for every target, one model call per target:
+    each is scored in the first window of ``starts`` that holds it as a target."""
+    out = []
+    for t in range(1, len(ids)):
+        s = min(s for s in starts if s < t < s + window)
+        with torch.no_grad():
+            logp = model(ids[None, s:t]).logits[0, -1].double().log_softmax(-1)
+        out.append((t, s, -float(logp[ids[t]])))
+    return out
+
+
+@pytest.mark.parametrize("window", [16, 17, 4096])
+def test_sliding_windows_score_each_token_once_with_half_a_window_of_context(stream, window):
+    from seq2bert.recipes.lm import evaluate_windows
+
+    tok, _, s = stream
+    torch.manual_seed(0)
+    model = GPT2LMHeadModel(
+        gpt2_tiny(vocab_size=tok.vocab_size, n_embd=32, n_head=2, n_positions=4096)
+    ).eval()
+    ids = torch.from_numpy(s.read(0, 120).astype(np.int64))  # (N,)
+    N, stride = len(ids), window // 2
+    starts = sorted({min(k * stride, max(N - window, 0)) for k in range(N)})
+    ref = reference_nll(model, ids, window, starts)
+    assert [t for t, _, _ in ref] == list(range(1, N))  # every target once
+    assert all(t - s >= min(t, window - stride) for t, s, _ in ref)  # at least half a window of context
+    none = torch.zeros(N, dtype=torch.bool)
+    got = evaluate_windows(model, ids, none, window, "cpu", words=0.5)
+    nll = sum(x for _, _, x in ref)
+    assert got["tokens"] == N - 1 and got["loss"] == pytest.approx(nll / (N - 1), rel=1e-5)
+    assert got["word_perplexity"] == pytest.approx(math.exp(nll / ((N - 1) * 0.5)), rel=1e-5)
+    if window > N:  # one window: the mean NLL of the whole text read at once
+        with torch.no_grad():
+            whole = torch.nn.functional.cross_entropy(model(ids[None]).logits[0, :-1], ids[1:])
+        assert got["loss"] == pytest.approx(float(whole), rel=1e-5)
+    # targets marked unscored are read as context only
+    unscored = torch.from_numpy(np.random.default_rng(0).random(N) < 0.2)
+    got = evaluate_windows(model, ids, unscored, window, "cpu", batch_size=3)
+    kept = [x for t, _, x in ref if not unscored[t]]
+    assert got["tokens"] == len(kept) < N - 1 and got["loss"] == pytest.approx(
+        sum(kept) / len(kept), rel=1e-5
+    )
+
+
+def test_evaluate_lm_reads_a_gpt_in_windows_and_leaves_the_spelled_placeholder_unscored(
+    books, tmp_path, capsys
+):
+    from seq2bert.recipes.lm import evaluate_lm
+
+    assert main(["pretrain", str(books), "--out", str(tmp_path / "a"), *tiny(train__max_steps=2)]) == 0
+    best = tmp_path / "a" / "best"
+    tok = Tokenizer.load(best)
+    assert (
+        tok.unk_token_id == tok.eos_token_id
+    )  # byte-level BPE spells every text: its "unknown" is the end of text
+    text = tmp_path / "wiki.txt"
+    text.write_text("The cat sat on the <unk> mat. A <unk> ran under the tree.\n\n<unk> saw the dog.\n")
+    everything = evaluate_lm(best, [str(text)], bptt=8)
+    skipped = evaluate_lm(best, [str(text)], bptt=8, unk_token="<unk>")
+    pieces = 2 * len(tok.ids_batch([" <unk>"])[0]) + len(tok.ids_batch(["<unk>"])[0])
+    assert everything["words"] == 17 and everything["unk_tokens"] == 0
+    assert skipped["unscored_words"] == 3 and skipped["words"] == 14 and skipped["unk_tokens"] == 0
+    assert skipped["tokens"] == everything["tokens"] - pieces and pieces >= 3
+    assert skipped["perplexity"] != everything["perplexity"]
+    capsys.readouterr()
+    assert main(["evaluate-lm", str(best), str(text), "--unk-token", "<unk>", "--bptt", "8"]) == 0
+    assert f"{skipped['perplexity']:.2f}" in capsys.readouterr().out
