@@ -24,6 +24,7 @@ from seq2bert.models.attention.config import BahdanauConfig, LuongConfig
 from seq2bert.models.attention.luong import LuongNMT
 from seq2bert.models.bert.pretrained import FAMILY as BERT
 from seq2bert.models.bilstm.model import FAMILY as BILSTM
+from seq2bert.models.electra.pretrained import FAMILY as ELECTRA
 from seq2bert.models.elmo.model import FAMILY as ELMO
 from seq2bert.models.family import Family
 from seq2bert.models.gpt.pretrained import GPT2, OPENAI_GPT
@@ -60,6 +61,7 @@ FAMILIES: dict[str, Family] = {
         RNN_LM,
         MARIAN,
         BERT,
+        ELECTRA,
         BILSTM,
         ELMO,
         OPENAI_GPT,

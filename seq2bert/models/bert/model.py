@@ -67,20 +67,22 @@ class MaskedLMOutput:
 
 
 class BertEmbeddings(nn.Module):
-    """Figure 2: token + segment + (learned) position embeddings, LayerNorm, dropout."""
+    """Figure 2: token + segment + (learned) position embeddings, LayerNorm, dropout. Of size ``size`` E
+    (default: the hidden size H; ELECTRA's may be smaller, projected to H after them)."""
 
-    def __init__(self, c: BertConfig):
+    def __init__(self, c: BertConfig, size: int | None = None):
         super().__init__()
-        self.word_embeddings = nn.Embedding(c.vocab_size, c.hidden_size, padding_idx=c.pad_token_id)
-        self.position_embeddings = nn.Embedding(c.max_position_embeddings, c.hidden_size)
-        self.token_type_embeddings = nn.Embedding(c.type_vocab_size, c.hidden_size)
-        self.norm = nn.LayerNorm(c.hidden_size, eps=c.layer_norm_eps)
+        E = size or c.hidden_size
+        self.word_embeddings = nn.Embedding(c.vocab_size, E, padding_idx=c.pad_token_id)
+        self.position_embeddings = nn.Embedding(c.max_position_embeddings, E)
+        self.token_type_embeddings = nn.Embedding(c.type_vocab_size, E)
+        self.norm = nn.LayerNorm(E, eps=c.layer_norm_eps)
         self.dropout = nn.Dropout(c.hidden_dropout_prob)
 
     def forward(
         self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None, *, offset: int = 0
     ) -> torch.Tensor:
-        """input_ids, token_type_ids (B, T) at positions offset … offset + T − 1 → (B, T, H)."""
+        """input_ids, token_type_ids (B, T) at positions offset … offset + T − 1 → (B, T, E)."""
         T = input_ids.size(1)
         positions = torch.arange(offset, offset + T, device=input_ids.device)  # (T,)
         if token_type_ids is None:
@@ -110,12 +112,16 @@ def bert_layer(c: BertConfig) -> TransformerLayer:
 
 class BertModel(SavePretrained, TransformerStack):
     """The encoder: a bidirectional stack (seq2bert/nn/stack.py) of L post-norm layers over BertEmbeddings,
-    and (optionally) the [CLS] pooler."""
+    and (optionally) the [CLS] pooler. ``embeddings``: another input module (B, T) → (B, T, H) in place of
+    BertEmbeddings (ELECTRA's, projected from a smaller embedding size)."""
 
-    def __init__(self, config: BertConfig, add_pooling_layer: bool = True):
+    def __init__(
+        self, config: BertConfig, add_pooling_layer: bool = True, embeddings: nn.Module | None = None
+    ):
         config.validate()
         c = config
-        super().__init__(BertEmbeddings(c), [bert_layer(c) for _ in range(c.num_hidden_layers)])
+        embeddings = embeddings if embeddings is not None else BertEmbeddings(c)
+        super().__init__(embeddings, [bert_layer(c) for _ in range(c.num_hidden_layers)])
         self.config = c
         self.pooler = nn.Linear(c.hidden_size, c.hidden_size) if add_pooling_layer else None
         init_bert_weights(self, c)
@@ -172,18 +178,22 @@ def last_layer_at(
 
 
 class MaskedLMHead(nn.Module):
-    """Task #1's output layer: a GELU transform with LayerNorm, then the word embeddings (tied) plus a bias."""
+    """Task #1's output layer: a GELU transform with LayerNorm, then the word embeddings (tied) plus a bias.
 
-    def __init__(self, c: BertConfig, word_embeddings: nn.Embedding):
+    The transform maps H to the word embeddings' size E (H in BERT; ELECTRA's generator, E < H); its
+    activation is ``activation`` (default: hidden_act; ELECTRA's generator always uses GELU)."""
+
+    def __init__(self, c: BertConfig, word_embeddings: nn.Embedding, activation: str | None = None):
         super().__init__()
-        self.dense = nn.Linear(c.hidden_size, c.hidden_size)
-        self.act = ACTIVATIONS[c.hidden_act]
-        self.norm = nn.LayerNorm(c.hidden_size, eps=c.layer_norm_eps)
-        self.decoder = nn.Linear(c.hidden_size, c.vocab_size)
+        E = word_embeddings.embedding_dim
+        self.dense = nn.Linear(c.hidden_size, E)
+        self.act = ACTIVATIONS[activation or c.hidden_act]
+        self.norm = nn.LayerNorm(E, eps=c.layer_norm_eps)
+        self.decoder = nn.Linear(E, c.vocab_size)
         self.decoder.weight = word_embeddings.weight  # tied: the output embedding is the input embedding
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
-        """(…, H) → (…, V)."""
+        """(…, H) → (…, E) → (…, V)."""
         return self.decoder(self.norm(self.act(self.dense(hidden))))
 
 

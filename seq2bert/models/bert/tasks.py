@@ -68,15 +68,23 @@ def problem_type(c: BertConfig) -> str:
 
 
 class TaskModel(SavePretrained, nn.Module):
-    """The encoder and the common forward arguments of every head."""
+    """The encoder and the common forward arguments of every head. The encoder is kept under
+    ``base_model_prefix`` and built by ``make_encoder``: a variant with another encoder (ELECTRA's
+    discriminator) sets both and keeps the heads."""
+
+    base_model_prefix = "bert"
 
     def __init__(self, config: BertConfig, *, pooler: bool):
         super().__init__()
         self.config = config
-        self.bert = BertModel(config, add_pooling_layer=pooler)
+        setattr(self, self.base_model_prefix, self.make_encoder(config, pooler))
+
+    @staticmethod
+    def make_encoder(config: BertConfig, pooler: bool) -> nn.Module:
+        return BertModel(config, add_pooling_layer=pooler)
 
     def encode(self, input_ids, attention_mask, token_type_ids, output_hidden_states, output_attentions):
-        return self.bert(
+        return getattr(self, self.base_model_prefix)(
             input_ids,
             attention_mask,
             token_type_ids,

@@ -1,0 +1,51 @@
+"""ELECTRA in the registry: its architectures (transformers' class names), the heads the jobs ask for and
+the Hugging Face conversions, as one ``Family`` (seq2bert/models/family.py). Its checkpoints carry BERT's
+WordPiece vocabulary (vocab.txt). The generator and discriminator trained together are pretrainer.py's
+ElectraPretrainer; `seq2bert pretrain` does not train it yet (its "pretraining" head is MLM + NSP's), so the
+family lists no "pretraining" head."""
+
+from __future__ import annotations
+
+from torch import nn
+
+from seq2bert.models.electra.config import ElectraConfig
+from seq2bert.models.electra.convert import (
+    config_from_hf,
+    config_to_hf,
+    from_hf_state_dict,
+    to_hf_state_dict,
+)
+from seq2bert.models.electra.model import ElectraForMaskedLM, ElectraForPreTraining, ElectraModel
+from seq2bert.models.electra.tasks import TASK_CLASSES
+from seq2bert.models.family import Family
+
+CLASSES: dict[str, type[nn.Module]] = {
+    "ElectraModel": ElectraModel,
+    "ElectraForPreTraining": ElectraForPreTraining,
+    "ElectraForMaskedLM": ElectraForMaskedLM,
+    **TASK_CLASSES,
+}
+
+FAMILY = Family(
+    model_type="electra",
+    config_class=ElectraConfig,
+    architectures=CLASSES,
+    heads={
+        "base": "ElectraModel",
+        "masked_lm": "ElectraForMaskedLM",
+        "sequence": "ElectraForSequenceClassification",
+        "tokens": "ElectraForTokenClassification",
+        "qa": "ElectraForQuestionAnswering",
+        "choice": "ElectraForMultipleChoice",
+    },
+    kind="encoder",
+    base_model_prefix="electra",
+    tokenizer="wordpiece",
+    config_from_hf=lambda hf, source: config_from_hf(hf, source=source),
+    config_to_hf=config_to_hf,
+    state_from_hf=lambda hf, cfg, arch, source, new_heads: from_hf_state_dict(
+        hf, cfg, arch, source, new_heads=new_heads
+    ),
+    state_to_hf=to_hf_state_dict,
+    head_modules=("rtd", "mlm", "classifier", "qa_outputs", "sequence_summary"),
+)

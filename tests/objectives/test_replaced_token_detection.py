@@ -1,0 +1,59 @@
+"""Replaced token detection (ELECTRA): labels on hand-made cases, seeded sampling, the loss over real
+positions only, and no gradient through the sample."""
+
+import torch
+import torch.nn.functional as F
+
+from seq2bert.objectives.replaced_token_detection import (
+    LAMBDA,
+    corrupt,
+    electra_loss,
+    original_tokens,
+    replaced_token_detection_loss,
+    sample_replacements,
+)
+
+
+def test_labels_mark_the_tokens_that_differ_and_a_lucky_sample_is_original():
+    original = torch.tensor([[2, 10, 11, 12, 3], [2, 20, 21, 3, 0]])
+    masked = torch.tensor([[0, 1, 0, 1, 0], [0, 1, 1, 0, 0]], dtype=torch.bool)
+    sampled = torch.tensor(
+        [10, 99, 7, 21]
+    )  # row-major: (0,1) the original again, (0,3), (1,1), (1,2) original
+    corrupted, labels = corrupt(original, masked, sampled)
+    assert corrupted.tolist() == [[2, 10, 11, 99, 3], [2, 7, 21, 3, 0]]
+    assert labels.tolist() == [[0, 0, 0, 1, 0], [0, 1, 0, 0, 0]]
+    assert original.tolist() == [[2, 10, 11, 12, 3], [2, 20, 21, 3, 0]]  # not changed in place
+
+
+def test_original_tokens_come_from_the_mlm_labels():
+    masked_input = torch.tensor([[2, 4, 11, 4, 3]])  # 4 = [MASK]
+    labels = torch.tensor([[-100, 10, -100, 12, -100]])
+    original, masked = original_tokens(masked_input, labels)
+    assert original.tolist() == [[2, 10, 11, 12, 3]]
+    assert masked.tolist() == [[False, True, False, True, False]]
+
+
+def test_sampling_is_seeded_and_follows_the_distribution():
+    logits = torch.tensor([[0.0, 50.0, 0.0], [50.0, 0.0, 0.0], [0.0, 0.0, 50.0]], requires_grad=True)
+    draw = sample_replacements(logits, generator=torch.Generator().manual_seed(0))
+    assert draw.tolist() == [1, 0, 2] and not draw.requires_grad
+    flat = torch.zeros(4, 7)
+    a = sample_replacements(flat, generator=torch.Generator().manual_seed(5))
+    b = sample_replacements(flat, generator=torch.Generator().manual_seed(5))
+    assert torch.equal(a, b)
+    assert sample_replacements(torch.zeros(0, 7)).shape == (0,)
+
+
+def test_loss_is_the_bce_over_real_positions_only():
+    logits = torch.tensor([[1.0, -2.0, 0.5], [3.0, 100.0, -100.0]])
+    labels = torch.tensor([[1, 0, 0], [1, 0, 1]])
+    mask = torch.tensor([[1, 1, 1], [1, 0, 0]])
+    expected = F.binary_cross_entropy_with_logits(
+        torch.tensor([1.0, -2.0, 0.5, 3.0]), torch.tensor([1.0, 0.0, 0.0, 1.0])
+    )
+    torch.testing.assert_close(replaced_token_detection_loss(logits, labels, mask), expected)
+    everywhere = F.binary_cross_entropy_with_logits(logits, labels.float())
+    torch.testing.assert_close(replaced_token_detection_loss(logits, labels), everywhere)
+    assert LAMBDA == 50.0
+    torch.testing.assert_close(electra_loss(torch.tensor(2.0), torch.tensor(0.1)), torch.tensor(7.0))
