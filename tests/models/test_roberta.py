@@ -5,6 +5,7 @@ config.json names; every checkpoint key is consumed."""
 
 import pytest
 import torch
+from tokenizers import AddedToken
 
 import seq2bert
 from seq2bert.errors import CheckpointError
@@ -237,7 +238,7 @@ def test_masked_lm_decoder_is_tied_and_the_config_has_roberta_defaults():
     m = RobertaForMaskedLM(cfg)
     assert m.mlm.decoder.weight is m.roberta.embeddings.word_embeddings.weight
     assert (m.roberta.embeddings.word_embeddings.weight[1] == 0).all()
-    assert (cfg.pad_token_id, cfg.type_vocab_size, cfg.max_position_embeddings, cfg.max_length) == (
+    assert (cfg.pad_token_id, cfg.type_vocab_size, cfg.max_position_embeddings, cfg.max_input_length) == (
         1,
         1,
         514,
@@ -245,3 +246,102 @@ def test_masked_lm_decoder_is_tied_and_the_config_has_roberta_defaults():
     )
     with pytest.raises(Exception, match="max_position_embeddings"):
         RobertaConfig(pad_token_id=5, max_position_embeddings=6)
+
+
+TEXTS = ["Hello world, it's a <mask> day.", " a leading space", "naïve café 🙂 <mask>", "Hello"]
+PAIRS = [("Who is there?", "Nobody is there, said the <mask>."), ("a", " b")]
+
+
+@pytest.fixture
+def bpe_files(tmp_path):
+    """vocab.json + merges.txt of a small byte-level BPE with RoBERTa's specials first."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+    backend = Tokenizer(models.BPE())
+    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    trainer = trainers.BpeTrainer(vocab_size=300, special_tokens=["<s>", "<pad>", "</s>", "<unk>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())  # fmt: skip
+    backend.train_from_iterator(
+        ["Hello world, it is a fine day.", "Who is there? Nobody is there."] * 5, trainer
+    )
+    directory = tmp_path / "tok"
+    directory.mkdir()
+    backend.model.save(str(directory))  # vocab.json, merges.txt; <mask> is added after the vocabulary
+    return directory
+
+
+def test_the_tokenizer_equals_transformers_roberta_tokenizer(bpe_files, tmp_path):
+    from seq2bert.models.roberta.tokenizer import load_tokenizer
+
+    ours = load_tokenizer(bpe_files)
+    # <mask> takes the space before it, as in the published RoBERTa's tokenizer.json (and transformers 4's
+    # RobertaTokenizerFast); transformers 5 reading bare vocab.json + merges.txt needs telling
+    mask = AddedToken("<mask>", lstrip=True, rstrip=False, special=True, normalized=False)
+    theirs = transformers.RobertaTokenizer.from_pretrained(bpe_files, mask_token=mask)
+    for text in TEXTS:
+        assert ours.encode(text).ids == theirs(text)["input_ids"], text
+    for a, b in PAIRS:
+        assert ours.encode(a, b).ids == theirs(a, b)["input_ids"], (a, b)
+    ids = ours.encode(TEXTS[0]).ids
+    assert ours.decode(ids) == theirs.decode(ids, skip_special_tokens=True) == TEXTS[0].replace(" <mask>", "")
+    assert (ours.cls_token_id, ours.pad_token_id, ours.sep_token_id, ours.unk_token_id) == (0, 1, 2, 3)
+    assert ours.mask_token_id == theirs.mask_token_id and ours.bos_token_id == 0 and ours.eos_token_id == 2
+    padded = ours.encode_batch(TEXTS, padding="longest")
+    assert padded["input_ids"] == theirs(TEXTS, padding="longest")["input_ids"]
+
+    # a model saved with it: transformers reads the tokenizer as we do, and so do we
+    hf = hf_model("RobertaForMaskedLM", FIRST_SHAPE, vocab_size=ours.vocab_size)
+    model = ours_from(hf, "RobertaForMaskedLM")
+    model.save_pretrained(tmp_path / "m", tokenizer=ours)
+    again = transformers.AutoTokenizer.from_pretrained(tmp_path / "m")
+    _, back = registry.load(tmp_path / "m")
+    for text in TEXTS:
+        assert again(text)["input_ids"] == back.encode(text).ids == ours.encode(text).ids
+    assert again.model_max_length == model.config.max_input_length
+
+
+def test_the_pipelines_read_a_roberta_directory(bpe_files, tmp_path):
+    from seq2bert.models.roberta.tokenizer import load_tokenizer
+
+    tok = load_tokenizer(bpe_files)
+    hf = hf_model("RobertaForMaskedLM", FIRST_SHAPE, vocab_size=tok.vocab_size)
+    ours_from(hf, "RobertaForMaskedLM").save_pretrained(tmp_path / "m", tokenizer=tok)
+    text = "Who is <mask>?"
+    best = seq2bert.fill_mask(text, str(tmp_path / "m"), top_k=3)
+    ids = torch.tensor([tok.encode(text).ids])
+    with torch.no_grad():
+        logits = hf(input_ids=ids).logits[0, ids[0].tolist().index(tok.mask_token_id)]
+    assert [r["token_id"] for r in best] == logits.topk(3).indices.tolist()
+    vectors = seq2bert.embed(["Hello world", "Who is there?"], str(tmp_path / "m"))
+    assert vectors.shape[-1] == hf.config.hidden_size
+
+
+def test_finetune_trains_a_roberta_classifier_that_transformers_reads(bpe_files, tmp_path):
+    """`seq2bert finetune` from a RoBERTa directory: the <s> classification head learns SST-2-shaped data and
+    the best checkpoint is a RobertaForSequenceClassification transformers reads with equal logits."""
+    import numpy as np
+
+    from seq2bert.models.roberta.tokenizer import load_tokenizer
+    from tests.recipes.test_finetune import run, write_sst2
+
+    tok = load_tokenizer(bpe_files)
+    torch.manual_seed(0)
+    cfg = roberta_base(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                       intermediate_size=64, max_position_embeddings=130)  # fmt: skip
+    RobertaForMaskedLM(cfg).save_pretrained(tmp_path / "init", tokenizer=tok)
+    write_sst2(tmp_path / "sst2", np.random.default_rng(0))
+    assert (
+        run("sst2", tmp_path / "sst2", tmp_path / "init", tmp_path / "run", "--set", "train.max_epochs=3")
+        == 0
+    )
+    ours, tok = registry.load(tmp_path / "run" / "best")
+    assert type(ours).__name__ == "RobertaForSequenceClassification"
+    theirs = transformers.RobertaForSequenceClassification.from_pretrained(tmp_path / "run" / "best").eval()
+    enc = tok.encode_batch(
+        ["a superb film", "the story was dull and poor"], padding="longest", return_tensors="pt"
+    )
+    with torch.no_grad():
+        expected = theirs(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"]).logits
+        got = ours(enc["input_ids"], enc["attention_mask"]).logits
+    torch.testing.assert_close(got, expected, rtol=0, atol=1e-5)
+    assert expected.argmax(-1).tolist() == [1, 0]

@@ -36,8 +36,8 @@ class RobertaConfig(BertConfig):
             )
 
     @property
-    def max_length(self) -> int:
-        """The longest input: the positions past the padding index."""
+    def max_input_length(self) -> int:
+        """The longest input: the positions past the padding index (models/family.max_input_length)."""
         return self.max_position_embeddings - self.pad_token_id - 1
 
 

@@ -1,8 +1,8 @@
 """RoBERTa in the registry: transformers' class names, the heads the jobs ask for and the conversions of
 convert.py, as one ``Family`` record.
 
-Its checkpoints carry a byte-level BPE (GPT-2's, Sect. 4.4) with the specials <s> <pad> </s> <unk> <mask>;
-a directory's tokenizer.json is read as any (models/pretrained.py). There is no "pretraining" head: the
+Its checkpoints carry a byte-level BPE (GPT-2's, Sect. 4.4) with the specials <s> <pad> </s> <unk> <mask>
+(tokenizer.py). There is no "pretraining" head: the
 pretraining recipe draws BERT's MLM + NSP instances, and RoBERTa drops NSP (Sect. 4.2).
 """
 
@@ -28,6 +28,7 @@ from seq2bert.models.roberta.model import (
     RobertaForTokenClassification,
     RobertaModel,
 )
+from seq2bert.models.roberta.tokenizer import load_tokenizer, save_tokenizer
 
 HEADS: dict[str, type[nn.Module]] = {
     "base": RobertaModel,
@@ -66,5 +67,7 @@ FAMILY = Family(
     ),
     state_to_hf=to_hf_state_dict,
     build=build_roberta,
+    load_tokenizer=load_tokenizer,
+    save_tokenizer=save_tokenizer,
     head_modules=("classifier", "lm_head", "mlm", "qa_outputs"),
 )
