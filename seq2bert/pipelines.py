@@ -35,6 +35,7 @@ from seq2bert.decoding.generation import GREEDY, Decoding
 from seq2bert.errors import CheckpointError, ConfigError, UserError
 from seq2bert.models import registry
 from seq2bert.models.alignment import loaded, source_ids
+from seq2bert.models.family import max_input_length
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +86,7 @@ def _layer(encoder, batch: dict, layer: int | str | None):
 
 def positions(config, longest: int) -> int:
     """The longest input a model takes: ``longest``, cut to its position table (an LSTM has none)."""
-    return min(longest, getattr(config, "max_position_embeddings", longest))
+    return min(longest, max_input_length(config, longest))
 
 
 def default_max_length(directory: Path | None, fallback: int) -> int:
@@ -172,9 +173,7 @@ def embed(
     encoder = _base(net)
     pooling, normalized = sentence_modules(directory)
     normalize = normalized if normalize is None else normalize
-    max_length = max_length or default_max_length(
-        directory, getattr(encoder.config, "max_position_embeddings", 512)
-    )
+    max_length = max_length or default_max_length(directory, max_input_length(encoder.config, 512))
     device = next(encoder.parameters()).device
     out = []
     for start in range(0, len(texts), batch_size):

@@ -39,6 +39,8 @@ ENDOFTEXT = "<|endoftext|>"  # GPT-2's document separator
 UNK = "<unk>"  # GPT-1's unknown token
 SUFFIX = "</w>"  # GPT-1's end-of-word suffix
 SPECIAL = {BYTE_LEVEL: ENDOFTEXT, GPT1: UNK}
+# fairseq's specials, which RoBERTa's byte-level BPE carries in place of <|endoftext|>: role → token
+ROBERTA_SPECIAL = {"cls": "<s>", "pad": "<pad>", "sep": "</s>", "unk": "<unk>", "mask": "<mask>"}
 VOCAB_FILE, MERGES_FILE = "vocab.json", "merges.txt"
 MERGES_HEADER = "#version: 0.2"
 
@@ -151,12 +153,17 @@ def vocab_and_merges(backend: tokenizers.Tokenizer) -> tuple[dict[str, int], Mer
 # ---------------------------------------------------------------------- files
 
 
+def read_files(directory: Path) -> tuple[dict[str, int], Merges]:
+    """``directory``'s vocab.json and merges.txt, checked: each problem is a one-line DataError naming the
+    file (and line)."""
+    vocab = _read_vocab(directory / VOCAB_FILE)
+    return vocab, _read_merges(directory / MERGES_FILE, vocab)
+
+
 def load(directory: Path) -> tokenizers.Tokenizer:
     """The pipeline of ``directory``'s vocab.json + merges.txt: ``"gpt1-bpe"`` if some token ends in
     ``</w>``, else ``"bytelevel-bpe"``. Each problem is a one-line DataError naming the file (and line)."""
-    vocab_path, merges_path = directory / VOCAB_FILE, directory / MERGES_FILE
-    vocab = _read_vocab(vocab_path)
-    merges = _read_merges(merges_path, vocab)
+    vocab, merges = read_files(directory)
     kind = GPT1 if any(token.endswith(SUFFIX) for token in vocab) else BYTE_LEVEL
     try:
         return pipeline(kind, vocab, merges)

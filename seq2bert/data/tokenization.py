@@ -57,6 +57,7 @@ SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "[BOS]", "[EOS]"
 KINDS = ("bpe", "wordpiece", "word", *gpt_bpe.KINDS)
 TRUNCATION_STRATEGIES = ("longest_first", "only_first", "only_second")
 BERT_SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+ROBERTA_SPECIAL = gpt_bpe.ROBERTA_SPECIAL
 _MAX_CACHED_BACKENDS = 8
 
 
@@ -348,7 +349,8 @@ class Tokenizer:
 
     @property
     def pad_token_id(self) -> int | None:
-        return self.token_to_id("[PAD]")
+        """``[PAD]``, else ``<pad>`` (fairseq's specials, as RoBERTa's byte-level BPE has them)."""
+        return self._first_id("[PAD]", ROBERTA_SPECIAL["pad"])
 
     @property
     def unk_token_id(self) -> int | None:
@@ -357,25 +359,30 @@ class Tokenizer:
 
     @property
     def cls_token_id(self) -> int | None:
-        return self.token_to_id("[CLS]")
+        """``[CLS]``, else ``<s>``."""
+        return self._first_id("[CLS]", ROBERTA_SPECIAL["cls"])
 
     @property
     def sep_token_id(self) -> int | None:
-        return self.token_to_id("[SEP]")
+        """``[SEP]``, else ``</s>``."""
+        return self._first_id("[SEP]", ROBERTA_SPECIAL["sep"])
 
     @property
     def mask_token_id(self) -> int | None:
-        return self.token_to_id("[MASK]")
+        """``[MASK]``, else ``<mask>``."""
+        return self._first_id("[MASK]", ROBERTA_SPECIAL["mask"])
 
     @property
     def bos_token_id(self) -> int | None:
-        """The id of ``[BOS]`` if the vocabulary has it, else of ``[CLS]``, else of ``<|endoftext|>``."""
-        return self._first_id("[BOS]", "[CLS]", gpt_bpe.ENDOFTEXT)
+        """The id of ``[BOS]`` if the vocabulary has it, else of ``[CLS]`` (or ``<s>``), else of
+        ``<|endoftext|>``."""
+        return self._first_id("[BOS]", "[CLS]", ROBERTA_SPECIAL["cls"], gpt_bpe.ENDOFTEXT)
 
     @property
     def eos_token_id(self) -> int | None:
-        """The id of ``[EOS]`` if the vocabulary has it, else of ``[SEP]``, else of ``<|endoftext|>``."""
-        return self._first_id("[EOS]", "[SEP]", gpt_bpe.ENDOFTEXT)
+        """The id of ``[EOS]`` if the vocabulary has it, else of ``[SEP]`` (or ``</s>``), else of
+        ``<|endoftext|>``."""
+        return self._first_id("[EOS]", "[SEP]", ROBERTA_SPECIAL["sep"], gpt_bpe.ENDOFTEXT)
 
     def _first_id(self, *tokens: str) -> int | None:
         return next((i for i in map(self.token_to_id, tokens) if i is not None), None)
@@ -430,7 +437,9 @@ class Tokenizer:
                     backend.enable_truncation(max_length, stride=0, strategy=truncation)
                 if padding is not None:
                     length = max_length if padding == "max_length" else None
-                    backend.enable_padding(pad_id=self.pad_token_id, pad_token="[PAD]", length=length)
+                    backend.enable_padding(
+                        pad_id=self.pad_token_id, pad_token=self.id_to_token(self.pad_token_id), length=length
+                    )
                 if len(self._variants) >= _MAX_CACHED_BACKENDS:
                     self._variants.pop(next(iter(self._variants)))
                 self._variants[key] = backend

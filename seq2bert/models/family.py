@@ -44,6 +44,14 @@ from seq2bert.errors import CheckpointError, ConfigError
 KINDS = ("encoder", "encoder-decoder", "decoder")
 
 
+def max_input_length(config: Any, default: int | None = None) -> int | None:
+    """The most tokens a model of ``config`` reads: its ``max_input_length`` when it says (RoBERTa's positions
+    start past the padding index), else the size of its position table; ``default`` for a model without
+    one (an LSTM reads any length)."""
+    said = getattr(config, "max_input_length", None)
+    return said if said is not None else getattr(config, "max_position_embeddings", default)
+
+
 @dataclass(frozen=True)
 class Family:
     model_type: str

@@ -30,6 +30,7 @@ from seq2bert.models.family import Family
 from seq2bert.models.gpt.pretrained import GPT2, OPENAI_GPT
 from seq2bert.models.hf import model_type_of
 from seq2bert.models.rnn_lm.model import FAMILY as RNN_LM
+from seq2bert.models.roberta.pretrained import FAMILY as ROBERTA
 from seq2bert.models.seq2seq.cho import ChoEncoderDecoder
 from seq2bert.models.seq2seq.config import ChoConfig, Seq2SeqConfig
 from seq2bert.models.seq2seq.model import Seq2Seq
@@ -62,6 +63,7 @@ FAMILIES: dict[str, Family] = {
         MARIAN,
         BERT,
         ELECTRA,
+        ROBERTA,
         BILSTM,
         ELMO,
         OPENAI_GPT,

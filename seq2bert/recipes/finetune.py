@@ -57,6 +57,7 @@ from seq2bert.errors import ConfigError, DataError
 from seq2bert.evaluation.tasks import glue_metrics, ner_metrics, squad_metrics
 from seq2bert.models import registry
 from seq2bert.models.bilstm.config import FeaturesConfig
+from seq2bert.models.family import max_input_length
 from seq2bert.models.pretrained import init_task_model, load_hf_weights, write_hf_files
 from seq2bert.recipes.decoder_tasks import decoder_inputs, decoder_loss, task_head
 from seq2bert.recipes.scratch import (
@@ -279,7 +280,7 @@ def fit_length(data: FinetuneDataConfig, config, checkpoint) -> FinetuneDataConf
     """The sequence length must fit the checkpoint's position embeddings: the task's default is cut to them
     (said in the log), a longer ``data.max_seq_length`` given explicitly is an error. A model without a
     position table (an LSTM) reads any length."""
-    positions = getattr(config, "max_position_embeddings", None)
+    positions = max_input_length(config)
     if positions is None or data.seq_length <= positions:
         return data
     if data.max_seq_length:

@@ -16,7 +16,6 @@ from seq2bert.errors import CheckpointError, ConfigError
 from seq2bert.models.bert.config import BertConfig
 from seq2bert.models.keymap import KeyMap, Loader, linear, save
 
-CONFIG_FIELDS = tuple(f for f in BertConfig.__dataclass_fields__ if f != "model_type")
 LAYER = {
     "self_attn.qkv": ("attention.self.query", "attention.self.key", "attention.self.value"),
     "self_attn.out": ("attention.output.dense",),
@@ -35,21 +34,23 @@ TASK_HEADS = {
 ARCHITECTURES = ("BertModel", "BertForPreTraining", "BertForMaskedLM", *TASK_HEADS)
 
 
-def config_from_hf(hf: dict[str, Any], source: str = "config.json") -> BertConfig:
-    """Our config from a transformers BertConfig dictionary; variants we do not implement are refused."""
-    if hf.get("model_type", BertConfig.model_type) != BertConfig.model_type:
-        raise CheckpointError(
-            f"{source}: model_type {hf.get('model_type')!r}, expected {BertConfig.model_type!r}"
-        )
+def config_from_hf(
+    hf: dict[str, Any], source: str = "config.json", config_class: type[BertConfig] = BertConfig
+) -> BertConfig:
+    """Our config from a transformers BertConfig dictionary (or a variant's: ``config_class``, a subclass
+    of BertConfig with its own model_type and fields); variants we do not implement are refused."""
+    model_type = config_class.model_type
+    if hf.get("model_type", model_type) != model_type:
+        raise CheckpointError(f"{source}: model_type {hf.get('model_type')!r}, expected {model_type!r}")
     if hf.get("position_embedding_type", "absolute") != "absolute" or hf.get("is_decoder"):
-        raise CheckpointError(f"{source}: only encoder BERTs with absolute positions are supported")
-    fields = {k: hf[k] for k in CONFIG_FIELDS if k in hf}
+        raise CheckpointError(f"{source}: only encoders with absolute positions are supported")
+    fields = {k: hf[k] for k in config_class.__dataclass_fields__ if k in hf and k != "model_type"}
     try:
         if "id2label" in fields:  # JSON keys are strings
             fields["id2label"] = {int(i): str(label) for i, label in fields["id2label"].items()}
         elif "num_labels" in hf:
             fields["id2label"] = {i: f"LABEL_{i}" for i in range(int(hf["num_labels"]))}
-        return BertConfig(**fields)
+        return config_class(**fields)
     except (ConfigError, TypeError, ValueError, AttributeError) as e:
         raise CheckpointError(f"{source}: {e}") from None
 
@@ -58,7 +59,7 @@ def config_to_hf(cfg: BertConfig, architecture: str) -> dict[str, Any]:
     out = {
         "architectures": [architecture],
         "model_type": cfg.model_type,
-        **{k: getattr(cfg, k) for k in CONFIG_FIELDS},
+        **{k: getattr(cfg, k) for k in type(cfg).__dataclass_fields__ if k != "model_type"},
         "position_embedding_type": "absolute",
     }
     out["id2label"] = {str(i): label for i, label in cfg.id2label.items()}

@@ -83,8 +83,7 @@ class BertEmbeddings(nn.Module):
         self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None, *, offset: int = 0
     ) -> torch.Tensor:
         """input_ids, token_type_ids (B, T) at positions offset … offset + T − 1 → (B, T, E)."""
-        T = input_ids.size(1)
-        positions = torch.arange(offset, offset + T, device=input_ids.device)  # (T,)
+        positions = self.position_ids(input_ids, offset)  # (T,), or (B, T)
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)
         x = (
@@ -93,6 +92,11 @@ class BertEmbeddings(nn.Module):
             + self.token_type_embeddings(token_type_ids)
         )
         return self.dropout(self.norm(x))
+
+    def position_ids(self, input_ids: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        """The position of each token: offset, offset + 1, … (T,), whatever the padding (a variant numbers
+        its positions its own way: RoBERTa's skip the padding)."""
+        return torch.arange(offset, offset + input_ids.size(1), device=input_ids.device)
 
 
 def bert_layer(c: BertConfig) -> TransformerLayer:
@@ -113,14 +117,15 @@ def bert_layer(c: BertConfig) -> TransformerLayer:
 class BertModel(SavePretrained, TransformerStack):
     """The encoder: a bidirectional stack (seq2bert/nn/stack.py) of L post-norm layers over BertEmbeddings,
     and (optionally) the [CLS] pooler. ``embeddings``: another input module (B, T) → (B, T, H) in place of
-    BertEmbeddings (ELECTRA's, projected from a smaller embedding size)."""
+    BertEmbeddings (a variant's: RoBERTa's positions past the padding index, ELECTRA's projected from a
+    smaller embedding size)."""
 
     def __init__(
-        self, config: BertConfig, add_pooling_layer: bool = True, embeddings: nn.Module | None = None
+        self, config: BertConfig, add_pooling_layer: bool = True, *, embeddings: nn.Module | None = None
     ):
         config.validate()
         c = config
-        embeddings = embeddings if embeddings is not None else BertEmbeddings(c)
+        embeddings = BertEmbeddings(c) if embeddings is None else embeddings
         super().__init__(embeddings, [bert_layer(c) for _ in range(c.num_hidden_layers)])
         self.config = c
         self.pooler = nn.Linear(c.hidden_size, c.hidden_size) if add_pooling_layer else None
@@ -181,7 +186,8 @@ class MaskedLMHead(nn.Module):
     """Task #1's output layer: a GELU transform with LayerNorm, then the word embeddings (tied) plus a bias.
 
     The transform maps H to the word embeddings' size E (H in BERT; ELECTRA's generator, E < H); its
-    activation is ``activation`` (default: hidden_act; ELECTRA's generator always uses GELU)."""
+    activation is ``activation`` (default: the encoder's hidden_act; ELECTRA's generator and RoBERTa always
+    use GELU)."""
 
     def __init__(self, c: BertConfig, word_embeddings: nn.Embedding, activation: str | None = None):
         super().__init__()
@@ -237,27 +243,47 @@ def masked_lm(head: MaskedLMHead, hidden: torch.Tensor, labels: torch.Tensor | N
 
 
 def encode_and_predict(
-    model: nn.Module, input_ids, attention_mask, token_type_ids, labels, sparse: bool, *outputs: bool
+    model: BertHeadModel, input_ids, attention_mask, token_type_ids, labels, sparse: bool, *outputs: bool
 ) -> tuple[BertModelOutput, torch.Tensor, torch.Tensor | None]:
-    """The encoder ``model.bert`` — its last layer only at the predicted positions with ``sparse`` — and the
+    """The encoder ``model.base_model`` — its last layer only at the predicted positions with ``sparse`` — and the
     MLM head ``model.mlm``: (encoder output, logits, MLM loss). ``outputs``: output_hidden_states,
     output_attentions."""
     rows, labels = sparse_rows(labels, sparse, *outputs)
     hidden_states, attentions = outputs
-    out = model.bert(input_ids, attention_mask, token_type_ids, output_hidden_states=hidden_states,
-                     output_attentions=attentions, positions=rows)  # fmt: skip
+    out = model.base_model(input_ids, attention_mask, token_type_ids, output_hidden_states=hidden_states,
+                           output_attentions=attentions, positions=rows)  # fmt: skip
     logits, loss = masked_lm(model.mlm, out.last_hidden_state, labels, sparse)
     return out, logits, loss
 
 
-class BertForPreTraining(SavePretrained, nn.Module):
+class BertHeadModel(SavePretrained, nn.Module):
+    """A model with heads on the encoder, which it keeps under ``base_model_prefix`` (a variant sets its own
+    prefix and ``encoder_class``: RoBERTa's heads keep a RobertaModel under ``roberta``)."""
+
+    base_model_prefix = "bert"
+    encoder_class: type[BertModel] = BertModel
+    mlm_activation: str | None = None  # the MLM transform's activation (None: hidden_act)
+
+    def __init__(self, config: BertConfig, *, pooler: bool):
+        super().__init__()
+        self.config = config
+        setattr(self, self.base_model_prefix, self.encoder_class(config, add_pooling_layer=pooler))
+
+    @property
+    def base_model(self) -> BertModel:
+        """The encoder (transformers' name for it)."""
+        return getattr(self, self.base_model_prefix)
+
+    def masked_lm_head(self) -> MaskedLMHead:
+        return MaskedLMHead(self.config, self.base_model.embeddings.word_embeddings, self.mlm_activation)
+
+
+class BertForPreTraining(BertHeadModel):
     """BERT with both pretraining heads; loss = MLM loss + NSP loss (as the released code and transformers)."""
 
     def __init__(self, config: BertConfig):
-        super().__init__()
-        self.config = config
-        self.bert = BertModel(config)
-        self.mlm = MaskedLMHead(config, self.bert.embeddings.word_embeddings)
+        super().__init__(config, pooler=True)
+        self.mlm = self.masked_lm_head()
         self.nsp = nn.Linear(config.hidden_size, 2)  # IsNext = 0, NotNext = 1 (transformers' convention)
         init_bert_weights(self, config)
 
@@ -297,14 +323,12 @@ class BertForPreTraining(SavePretrained, nn.Module):
         )
 
 
-class BertForMaskedLM(SavePretrained, nn.Module):
+class BertForMaskedLM(BertHeadModel):
     """BERT with the masked-LM head only (no pooler), for fill-mask."""
 
     def __init__(self, config: BertConfig):
-        super().__init__()
-        self.config = config
-        self.bert = BertModel(config, add_pooling_layer=False)
-        self.mlm = MaskedLMHead(config, self.bert.embeddings.word_embeddings)
+        super().__init__(config, pooler=False)
+        self.mlm = self.masked_lm_head()
         init_bert_weights(self, config)
 
     def forward(

@@ -27,8 +27,7 @@ import torch
 from torch import nn
 
 from seq2bert.models.bert.config import BertConfig
-from seq2bert.models.bert.model import BertModel, init_bert_weights
-from seq2bert.models.pretrained import SavePretrained
+from seq2bert.models.bert.model import BertHeadModel, init_bert_weights
 from seq2bert.objectives.classification import (
     problem_type_of,
     sequence_classification_loss,
@@ -67,24 +66,11 @@ def problem_type(c: BertConfig) -> str:
     return problem_type_of(c.problem_type, c.num_labels)
 
 
-class TaskModel(SavePretrained, nn.Module):
-    """The encoder and the common forward arguments of every head. The encoder is kept under
-    ``base_model_prefix`` and built by ``make_encoder``: a variant with another encoder (ELECTRA's
-    discriminator) sets both and keeps the heads."""
-
-    base_model_prefix = "bert"
-
-    def __init__(self, config: BertConfig, *, pooler: bool):
-        super().__init__()
-        self.config = config
-        setattr(self, self.base_model_prefix, self.make_encoder(config, pooler))
-
-    @staticmethod
-    def make_encoder(config: BertConfig, pooler: bool) -> nn.Module:
-        return BertModel(config, add_pooling_layer=pooler)
+class TaskModel(BertHeadModel):
+    """The encoder and the common forward arguments of every head."""
 
     def encode(self, input_ids, attention_mask, token_type_ids, output_hidden_states, output_attentions):
-        return getattr(self, self.base_model_prefix)(
+        return self.base_model(
             input_ids,
             attention_mask,
             token_type_ids,

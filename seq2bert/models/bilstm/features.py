@@ -36,6 +36,7 @@ from torch import nn
 from seq2bert.data.batching import pad_sequences
 from seq2bert.errors import CheckpointError, ConfigError
 from seq2bert.models.bilstm.config import FeaturesConfig
+from seq2bert.models.family import max_input_length
 from seq2bert.nn.scalar_mix import ScalarMix
 
 PREFIX = "features_"  # the encoder's inputs in a task model's batch: features_input_ids, features_char_ids, …
@@ -96,7 +97,7 @@ class WordFeatures(nn.Module):
             positions = [list(range(len(w))) for w in words]
         else:  # its own sub-words: each word's first one
             texts = [segments[0] if len(segments) == 1 else tuple(segments) for segments in batch]
-            limit = getattr(self.encoder.config, "max_position_embeddings", None)
+            limit = max_input_length(self.encoder.config)
             encodings = self.tokenizer.encode_words(texts, max_length=limit)
             positions = [first_pieces(e.word_ids, e.sequence_ids, [len(t) for t in s])
                          for e, s in zip(encodings, batch, strict=True)]  # fmt: skip

@@ -63,7 +63,9 @@ class ElectraEmbeddings(BertEmbeddings):
 class ElectraModel(BertModel):
     """The encoder of either network: BERT's stack over ElectraEmbeddings, without a pooler."""
 
-    def __init__(self, config: ElectraConfig):
+    def __init__(
+        self, config: ElectraConfig, add_pooling_layer: bool = False
+    ):  # the heads' protocol: never one
         super().__init__(config, add_pooling_layer=False, embeddings=ElectraEmbeddings(config))
 
 

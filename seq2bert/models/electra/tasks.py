@@ -36,10 +36,7 @@ class ElectraTask:
     """What turns a BERT task model into ELECTRA's: the encoder (no pooler), kept under ``electra``."""
 
     base_model_prefix = "electra"
-
-    @staticmethod
-    def make_encoder(config: ElectraConfig, pooler: bool) -> nn.Module:
-        return ElectraModel(config)
+    encoder_class = ElectraModel
 
 
 class ClassificationHead(nn.Module):

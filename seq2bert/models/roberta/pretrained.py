@@ -1,0 +1,73 @@
+"""RoBERTa in the registry: transformers' class names, the heads the jobs ask for and the conversions of
+convert.py, as one ``Family`` record.
+
+Its checkpoints carry a byte-level BPE (GPT-2's, Sect. 4.4) with the specials <s> <pad> </s> <unk> <mask>
+(tokenizer.py). There is no "pretraining" head: the
+pretraining recipe draws BERT's MLM + NSP instances, and RoBERTa drops NSP (Sect. 4.2).
+"""
+
+from __future__ import annotations
+
+from torch import nn
+
+from seq2bert.errors import CheckpointError
+from seq2bert.models.family import Family
+from seq2bert.models.roberta.config import RobertaConfig
+from seq2bert.models.roberta.convert import (
+    ARCHITECTURES,
+    config_from_hf,
+    config_to_hf,
+    from_hf_state_dict,
+    to_hf_state_dict,
+)
+from seq2bert.models.roberta.model import (
+    RobertaForMaskedLM,
+    RobertaForMultipleChoice,
+    RobertaForQuestionAnswering,
+    RobertaForSequenceClassification,
+    RobertaForTokenClassification,
+    RobertaModel,
+)
+from seq2bert.models.roberta.tokenizer import load_tokenizer, save_tokenizer
+
+HEADS: dict[str, type[nn.Module]] = {
+    "base": RobertaModel,
+    "masked_lm": RobertaForMaskedLM,
+    "sequence": RobertaForSequenceClassification,
+    "tokens": RobertaForTokenClassification,
+    "qa": RobertaForQuestionAnswering,
+    "choice": RobertaForMultipleChoice,
+}
+CLASSES = {cls.__name__: cls for cls in HEADS.values()}
+
+
+def build_roberta(cfg: RobertaConfig, architecture: str, weights: dict | None = None) -> nn.Module:
+    """Our model of ``architecture``; a bare RobertaModel has a pooler only if its weights do."""
+    if architecture not in CLASSES:
+        raise CheckpointError(f"architecture {architecture!r}: expected one of {', '.join(ARCHITECTURES)}")
+    if architecture == "RobertaModel":
+        return RobertaModel(
+            cfg, add_pooling_layer=weights is None or any(k.endswith("pooler.dense.weight") for k in weights)
+        )
+    return CLASSES[architecture](cfg)
+
+
+FAMILY = Family(
+    model_type="roberta",
+    config_class=RobertaConfig,
+    architectures=CLASSES,
+    heads={head: cls.__name__ for head, cls in HEADS.items()},
+    kind="encoder",
+    base_model_prefix="roberta",
+    tokenizer="bytelevel-bpe",
+    config_from_hf=lambda hf, source: config_from_hf(hf, source=source),
+    config_to_hf=config_to_hf,
+    state_from_hf=lambda hf, cfg, arch, source, new_heads: from_hf_state_dict(
+        hf, cfg, arch, source, new_heads=new_heads
+    ),
+    state_to_hf=to_hf_state_dict,
+    build=build_roberta,
+    load_tokenizer=load_tokenizer,
+    save_tokenizer=save_tokenizer,
+    head_modules=("classifier", "mlm", "qa_outputs"),  # our names of the heads
+)
