@@ -67,20 +67,22 @@ class MaskedLMOutput:
 
 
 class BertEmbeddings(nn.Module):
-    """Figure 2: token + segment + (learned) position embeddings, LayerNorm, dropout."""
+    """Figure 2: token + segment + (learned) position embeddings, LayerNorm, dropout; of ``size`` dimensions
+    (default H; ALBERT's factorised embeddings are smaller, E)."""
 
-    def __init__(self, c: BertConfig):
+    def __init__(self, c: BertConfig, size: int | None = None):
         super().__init__()
-        self.word_embeddings = nn.Embedding(c.vocab_size, c.hidden_size, padding_idx=c.pad_token_id)
-        self.position_embeddings = nn.Embedding(c.max_position_embeddings, c.hidden_size)
-        self.token_type_embeddings = nn.Embedding(c.type_vocab_size, c.hidden_size)
-        self.norm = nn.LayerNorm(c.hidden_size, eps=c.layer_norm_eps)
+        size = size or c.hidden_size
+        self.word_embeddings = nn.Embedding(c.vocab_size, size, padding_idx=c.pad_token_id)
+        self.position_embeddings = nn.Embedding(c.max_position_embeddings, size)
+        self.token_type_embeddings = nn.Embedding(c.type_vocab_size, size)
+        self.norm = nn.LayerNorm(size, eps=c.layer_norm_eps)
         self.dropout = nn.Dropout(c.hidden_dropout_prob)
 
     def forward(
         self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None, *, offset: int = 0
     ) -> torch.Tensor:
-        """input_ids, token_type_ids (B, T) at positions offset … offset + T − 1 → (B, T, H)."""
+        """input_ids, token_type_ids (B, T) at positions offset … offset + T − 1 → (B, T, size)."""
         T = input_ids.size(1)
         positions = torch.arange(offset, offset + T, device=input_ids.device)  # (T,)
         if token_type_ids is None:
@@ -110,12 +112,25 @@ def bert_layer(c: BertConfig) -> TransformerLayer:
 
 class BertModel(SavePretrained, TransformerStack):
     """The encoder: a bidirectional stack (seq2bert/nn/stack.py) of L post-norm layers over BertEmbeddings,
-    and (optionally) the [CLS] pooler."""
+    and (optionally) the [CLS] pooler. A variant passes its own ``embeddings``, ``layers`` and their
+    ``order`` (the stack's; ALBERT: factorised embeddings, layers shared across the stack)."""
 
-    def __init__(self, config: BertConfig, add_pooling_layer: bool = True):
+    def __init__(
+        self,
+        config: BertConfig,
+        add_pooling_layer: bool = True,
+        *,
+        embeddings: nn.Module | None = None,
+        layers: list[TransformerLayer] | None = None,
+        order: list[int] | None = None,
+    ):
         config.validate()
         c = config
-        super().__init__(BertEmbeddings(c), [bert_layer(c) for _ in range(c.num_hidden_layers)])
+        if embeddings is None:
+            embeddings = BertEmbeddings(c)
+        if layers is None:
+            layers = [bert_layer(c) for _ in range(c.num_hidden_layers)]
+        super().__init__(embeddings, layers, order=order)
         self.config = c
         self.pooler = nn.Linear(c.hidden_size, c.hidden_size) if add_pooling_layer else None
         init_bert_weights(self, c)
@@ -172,14 +187,16 @@ def last_layer_at(
 
 
 class MaskedLMHead(nn.Module):
-    """Task #1's output layer: a GELU transform with LayerNorm, then the word embeddings (tied) plus a bias."""
+    """Task #1's output layer: a GELU transform with LayerNorm, then the word embeddings (tied) plus a bias.
+    The transform maps H into the word embeddings' space (H for BERT, E for ALBERT)."""
 
     def __init__(self, c: BertConfig, word_embeddings: nn.Embedding):
         super().__init__()
-        self.dense = nn.Linear(c.hidden_size, c.hidden_size)
+        size = word_embeddings.embedding_dim
+        self.dense = nn.Linear(c.hidden_size, size)
         self.act = ACTIVATIONS[c.hidden_act]
-        self.norm = nn.LayerNorm(c.hidden_size, eps=c.layer_norm_eps)
-        self.decoder = nn.Linear(c.hidden_size, c.vocab_size)
+        self.norm = nn.LayerNorm(size, eps=c.layer_norm_eps)
+        self.decoder = nn.Linear(size, c.vocab_size)
         self.decoder.weight = word_embeddings.weight  # tied: the output embedding is the input embedding
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
@@ -227,16 +244,22 @@ def masked_lm(head: MaskedLMHead, hidden: torch.Tensor, labels: torch.Tensor | N
 
 
 def encode_and_predict(
-    model: nn.Module, input_ids, attention_mask, token_type_ids, labels, sparse: bool, *outputs: bool
+    encoder: BertModel,
+    head: MaskedLMHead,
+    input_ids,
+    attention_mask,
+    token_type_ids,
+    labels,
+    sparse: bool,
+    *outputs: bool,
 ) -> tuple[BertModelOutput, torch.Tensor, torch.Tensor | None]:
-    """The encoder ``model.bert`` — its last layer only at the predicted positions with ``sparse`` — and the
-    MLM head ``model.mlm``: (encoder output, logits, MLM loss). ``outputs``: output_hidden_states,
-    output_attentions."""
+    """The ``encoder`` — its last layer only at the predicted positions with ``sparse`` — and the MLM
+    ``head``: (encoder output, logits, MLM loss). ``outputs``: output_hidden_states, output_attentions."""
     rows, labels = sparse_rows(labels, sparse, *outputs)
     hidden_states, attentions = outputs
-    out = model.bert(input_ids, attention_mask, token_type_ids, output_hidden_states=hidden_states,
-                     output_attentions=attentions, positions=rows)  # fmt: skip
-    logits, loss = masked_lm(model.mlm, out.last_hidden_state, labels, sparse)
+    out = encoder(input_ids, attention_mask, token_type_ids, output_hidden_states=hidden_states,
+                  output_attentions=attentions, positions=rows)  # fmt: skip
+    logits, loss = masked_lm(head, out.last_hidden_state, labels, sparse)
     return out, logits, loss
 
 
@@ -268,8 +291,8 @@ class BertForPreTraining(SavePretrained, nn.Module):
         ``sparse_prediction``: the MLM head runs only at the labelled positions, and so does the last layer
         (``prediction_rows``) unless per-layer outputs are asked for; same loss, logits (N, V)."""
         out, logits, mlm_loss = encode_and_predict(
-            self, input_ids, attention_mask, token_type_ids, labels, sparse_prediction, output_hidden_states,
-            output_attentions,
+            self.bert, self.mlm, input_ids, attention_mask, token_type_ids, labels, sparse_prediction,
+            output_hidden_states, output_attentions,
         )  # fmt: skip
         nsp_logits = self.nsp(out.pooler_output)  # (B, 2)
         nsp_loss = (
@@ -310,8 +333,8 @@ class BertForMaskedLM(SavePretrained, nn.Module):
     ) -> MaskedLMOutput:
         """As BertForPreTraining.forward, without NSP."""
         out, logits, loss = encode_and_predict(
-            self, input_ids, attention_mask, token_type_ids, labels, sparse_prediction, output_hidden_states,
-            output_attentions,
+            self.bert, self.mlm, input_ids, attention_mask, token_type_ids, labels, sparse_prediction,
+            output_hidden_states, output_attentions,
         )  # fmt: skip
         return MaskedLMOutput(loss, logits, out.hidden_states, out.attentions)
 

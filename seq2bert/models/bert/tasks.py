@@ -68,15 +68,19 @@ def problem_type(c: BertConfig) -> str:
 
 
 class TaskModel(SavePretrained, nn.Module):
-    """The encoder and the common forward arguments of every head."""
+    """The encoder and the common forward arguments of every head. A variant of BERT reuses the heads with
+    its own ``encoder_class``, kept under its own ``base_model_prefix`` (transformers' attribute name)."""
+
+    encoder_class: type[BertModel] = BertModel
+    base_model_prefix = "bert"
 
     def __init__(self, config: BertConfig, *, pooler: bool):
         super().__init__()
         self.config = config
-        self.bert = BertModel(config, add_pooling_layer=pooler)
+        setattr(self, self.base_model_prefix, self.encoder_class(config, add_pooling_layer=pooler))
 
     def encode(self, input_ids, attention_mask, token_type_ids, output_hidden_states, output_attentions):
-        return self.bert(
+        return getattr(self, self.base_model_prefix)(
             input_ids,
             attention_mask,
             token_type_ids,
