@@ -79,6 +79,11 @@ def _sized(layers: int, hidden: int, **overrides) -> AlbertConfig:
     )
 
 
+def albert_mini(**overrides) -> AlbertConfig:
+    """L = 4, H = 256, E = 128: BERT-mini's shape (Turc et al. 2019) with ALBERT's embeddings and sharing."""
+    return _sized(4, 256, **overrides)
+
+
 def albert_base(**overrides) -> AlbertConfig:
     """L = 12, H = 768, E = 128: 12 M parameters (Table 1)."""
     return _sized(12, 768, **overrides)

@@ -66,4 +66,5 @@ FAMILY = Family(
     head_modules=("classifier", "mlm", "sop", "qa_outputs", "predictions", "sop_classifier"),
     # the MLM head (and the last layer) only at the predicted positions: the same loss for far less work
     pretraining_options={"sparse_prediction": True},
+    sentence_pairs="sentence_order",  # SOP (Sect. 3.1)
 )
