@@ -12,7 +12,8 @@ from seq2bert.models import registry
 from seq2bert.models.albert.config import AlbertConfig, albert_base, albert_large, albert_xxlarge
 from seq2bert.models.albert.convert import config_from_hf, from_hf_state_dict, to_hf_state_dict
 from seq2bert.models.albert.model import AlbertForPreTraining, AlbertModel
-from seq2bert.models.albert.pretrained import build_albert
+from seq2bert.models.albert.pretrained import FAMILY, build_albert
+from seq2bert.models.pretrained import init_task_model
 
 transformers = pytest.importorskip("transformers")
 
@@ -258,3 +259,25 @@ def test_config_is_checked():
     with pytest.raises(ConfigError, match="across all layers"):
         AlbertConfig(share="ffn", num_hidden_groups=2)
     assert registry.get("albert").architecture_for("pretraining") == "AlbertForPreTraining"
+
+
+def test_a_pretraining_checkpoint_starts_every_task_head(tmp_path):
+    pretrained = hf_model("AlbertForPreTraining", "E 40 > H 16, 4 layers, 2 groups of 2, relu")
+    pretrained.save_pretrained(tmp_path / "pre")
+    ids, mask, types, _ = batch(pretrained.config.vocab_size)
+    with torch.no_grad():
+        expected = pretrained.albert(
+            input_ids=ids, attention_mask=mask, token_type_ids=types
+        ).last_hidden_state
+    for architecture, new in [
+        ("AlbertForSequenceClassification", ["classifier.bias", "classifier.weight"]),
+        ("AlbertForTokenClassification", ["classifier.bias", "classifier.weight"]),
+        ("AlbertForQuestionAnswering", ["qa_outputs.bias", "qa_outputs.weight"]),
+        ("AlbertForMultipleChoice", ["classifier.bias", "classifier.weight"]),
+    ]:
+        model, _, initialised = init_task_model(
+            FAMILY, tmp_path / "pre", architecture, id2label={0: "a", 1: "b"}
+        )
+        assert sorted(initialised) == new, architecture
+        got = model.eval().albert(ids, mask, types).last_hidden_state
+        torch.testing.assert_close(got, expected, **CLOSE)
