@@ -113,7 +113,8 @@ class AlbertModel(BertModel):
 
 
 class SentenceOrderHead(nn.Module):
-    """Sect. 3.1, SOP: in order (0) or swapped (1) from the pooled [CLS] state C: W_sop Dropout(C) + b."""
+    """Sect. 3.1, SOP: in order (0) or swapped (1) from the pooled [CLS] state C: W_sop Dropout(C) + b.
+    Two outputs always (transformers sizes it by num_labels, which is 2 in every pretraining config)."""
 
     def __init__(self, c: AlbertConfig):
         super().__init__()
