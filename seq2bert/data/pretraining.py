@@ -17,7 +17,10 @@ at any corpus size.
    et al. Sect. 3.1, Task #2, and the released code's create_instances_from_document): sentences are
    gathered up to a target length (max_seq_length − 3; with probability short_seq_prob a random shorter
    one), cut at a random sentence boundary into A and B; half the time B is replaced by a span of a random
-   other document (IsNext = 0, NotNext = 1) and the unused sentences go back to the pool.
+   other document (IsNext = 0, NotNext = 1) and the unused sentences go back to the pool. With
+   ``sentence_order`` (ALBERT's SOP, Lan et al. 2019, Sect. 3.1) B always follows A in the same document,
+   and half the time the two are swapped (in order = 0, swapped = 1): "the same two consecutive segments
+   but with their order swapped" as the negative.
 
 3. ``PretrainingData.collate``: [CLS] A [SEP] B [SEP], the pair truncated at random ends to fit, then the
    masked-LM positions (Task #1, seq2bert/data/masking.py): 15 % of the tokens (at most
@@ -422,11 +425,18 @@ def _sentence_lengths(path: Path, chunk: int = 1 << 22) -> np.ndarray:
 
 
 def instance_table(
-    corpus: Corpus, documents: np.ndarray, *, max_seq_length: int, short_seq_prob: float, seed: int
+    corpus: Corpus,
+    documents: np.ndarray,
+    *,
+    max_seq_length: int,
+    short_seq_prob: float,
+    seed: int,
+    sentence_order: bool = False,
 ) -> np.ndarray:
     """NSP instances over ``documents`` (ids), one row each: [a_start, a_end, b_start, b_end, not_next] in
     global sentence numbers (ends exclusive; int32 while they fit). Random B segments come from other
-    documents of the same set."""
+    documents of the same set. ``sentence_order``: SOP instances, [first, second, swapped] — the rows of a
+    swapped pair have B's sentences before A's."""
     rng = np.random.default_rng(seed)
     max_tokens = max_seq_length - 3  # [CLS], [SEP], [SEP]
     rows = array("i" if len(corpus.lengths) < 2**31 else "q")  # 4 bytes a number, not a Python object
@@ -443,7 +453,12 @@ def instance_table(
             if i == last - 1 or length >= target:
                 n = i + 1 - chunk_start  # sentences in the chunk
                 a_end = chunk_start + (int(rng.integers(1, n)) if n >= 2 else 1)
-                if (n == 1 or rng.random() < 0.5) and len(documents) > 1:  # B from another document
+                if sentence_order:  # SOP: two consecutive segments, swapped half the time
+                    if n >= 2:
+                        pair = (a_end, i + 1, chunk_start, a_end, 1) if rng.random() < 0.5 else (
+                            chunk_start, a_end, a_end, i + 1, 0)  # fmt: skip
+                        rows.extend(pair)
+                elif (n == 1 or rng.random() < 0.5) and len(documents) > 1:  # B from another document
                     other = d
                     for _ in range(10):
                         other = int(documents[rng.integers(len(documents))])
@@ -502,17 +517,20 @@ class Batches(Sequence):
 
 class PretrainingData:
     """Batches of pretraining instances for the engine: ``batches(epoch)`` (index lists, deterministic per
-    epoch) and ``collate(indices)`` (tensors for BertForPreTraining)."""
+    epoch) and ``collate(indices)`` (tensors for BertForPreTraining; with ``sentence_order``, SOP pairs
+    labelled ``sentence_order_label`` for AlbertForPreTraining)."""
 
     def __init__(self, corpus: Corpus, documents: np.ndarray, cfg: MaskingConfig, *, batch_size: int,
                  short_seq_prob: float = 0.1, masking: str = "static", dupe_factor: int = 10, seed: int = 0,
-                 shuffle: bool = True, rank: int = 0, world: int = 1):  # fmt: skip
+                 shuffle: bool = True, rank: int = 0, world: int = 1, sentence_order: bool = False):  # fmt: skip
         if masking not in ("static", "dynamic"):
             raise DataError(f"masking: expected static or dynamic, got {masking!r}")
         self.corpus, self.documents, self.cfg = corpus, np.asarray(documents), cfg
         self.batch_size, self.short_seq_prob = batch_size, short_seq_prob
         self.masking, self.dupe_factor, self.seed = masking, dupe_factor, seed
         self.shuffle, self.rank, self.world = shuffle, rank, world
+        self.sentence_order = sentence_order
+        self.label_key = "sentence_order_label" if sentence_order else "next_sentence_label"
         self._tables: dict[int, np.ndarray] = {}
         self.pass_of_batch: dict[int, int] = {}
         is_cont = set(cfg.continuation)
@@ -526,7 +544,8 @@ class PretrainingData:
         key = self.pass_index(epoch)
         if key not in self._tables:
             self._tables = {key: instance_table(self.corpus, self.documents, max_seq_length=self.cfg.max_seq_length,
-                                                short_seq_prob=self.short_seq_prob, seed=self.seed * 1000 + key)}  # fmt: skip
+                                                short_seq_prob=self.short_seq_prob, seed=self.seed * 1000 + key,
+                                                sentence_order=self.sentence_order)}  # fmt: skip
         return self._tables[key]
 
     def batches(self, epoch: int) -> Batches:
@@ -565,5 +584,5 @@ class PretrainingData:
             "token_type_ids": padded(1, 0),
             "attention_mask": torch.tensor([[1] * len(r[0]) + [0] * (T - len(r[0])) for r in rows]),
             "labels": padded(2, IGNORE_INDEX),
-            "next_sentence_label": torch.tensor([r[3] for r in rows]),  # (B,)
+            self.label_key: torch.tensor([r[3] for r in rows]),  # (B,)
         }

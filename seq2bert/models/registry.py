@@ -19,6 +19,7 @@ from torch import nn
 from seq2bert.errors import CheckpointError
 from seq2bert.io import read_json, resolve_checkpoint
 from seq2bert.models import pretrained
+from seq2bert.models.albert.pretrained import FAMILY as ALBERT
 from seq2bert.models.attention.bahdanau import RNNSearch
 from seq2bert.models.attention.config import BahdanauConfig, LuongConfig
 from seq2bert.models.attention.luong import LuongNMT
@@ -64,6 +65,7 @@ FAMILIES: dict[str, Family] = {
         BERT,
         ELECTRA,
         ROBERTA,
+        ALBERT,
         BILSTM,
         ELMO,
         OPENAI_GPT,

@@ -2,7 +2,8 @@
 Transformer-shaped model in seq2bert.
 
     x_0 = Embeddings(input_ids)                  token (+ segment) + position embeddings, as the family has them
-    x_ℓ = Layer_{s(ℓ)}(x_{ℓ−1}),  ℓ = 1 … N      s(ℓ) = ℓ (own weights), or one layer applied N times (sharing)
+    x_ℓ = Layer_{s(ℓ)}(x_{ℓ−1}),  ℓ = 1 … N      s(ℓ) = ℓ (own weights), one layer applied N times, or any
+                                                  other ``order`` of fewer modules (ALBERT's groups)
     out = FinalNorm(x_N)                          pre-norm stacks only (Sect. 3.1 departure of GPT-2 and later)
 
 The Transformer's encoder is a bidirectional stack, its decoder a ``causal`` stack whose layers also attend
@@ -47,7 +48,9 @@ class TransformerStack(nn.Module):
 
     ``layers``: N layers with their own weights; or, with ``num_layers`` = N, fewer modules applied in turn
     so that layer ℓ is ``layers[ℓ · len(layers) // N]`` (one module applied N times: ALBERT's all-shared
-    parameters). ``causal``: the self-attention of position t sees positions ≤ t only."""
+    parameters); or, with ``order``, layer ℓ is ``layers[order[ℓ]]`` and N = len(order) (ALBERT's groups of
+    several layers, each group applied in turn). ``causal``: the self-attention of position t sees positions
+    ≤ t only."""
 
     def __init__(
         self,
@@ -55,22 +58,30 @@ class TransformerStack(nn.Module):
         layers: Sequence[TransformerLayer],
         *,
         num_layers: int | None = None,
+        order: Sequence[int] | None = None,
         final_norm: nn.Module | None = None,
         causal: bool = False,
     ):
         super().__init__()
         self.embeddings = embeddings
         self.layers = nn.ModuleList(layers)
-        n = num_layers or len(self.layers)
-        if n % len(self.layers):
-            raise ValueError(f"{n} layers cannot share {len(self.layers)} modules equally")
-        self.num_layers = n
+        if order is None:
+            n = num_layers or len(self.layers)
+            if n % len(self.layers):
+                raise ValueError(f"{n} layers cannot share {len(self.layers)} modules equally")
+            order = [i * len(self.layers) // n for i in range(n)]
+        elif num_layers is not None and num_layers != len(order):
+            raise ValueError(f"num_layers {num_layers} but an order of {len(order)} layers")
+        if not order or not all(0 <= m < len(self.layers) for m in order):
+            raise ValueError(f"order must name modules 0 … {len(self.layers) - 1}, got {list(order)}")
+        self.order = tuple(order)  # the module of each layer
+        self.num_layers = len(self.order)
         self.final_norm = final_norm
         self.causal = causal
 
     def layer(self, i: int) -> TransformerLayer:
         """The module that computes layer i (0-based)."""
-        return self.layers[i * len(self.layers) // self.num_layers]
+        return self.layers[self.order[i]]
 
     def new_caches(self) -> list[LayerCache]:
         return [LayerCache() for _ in range(self.num_layers)]
@@ -106,9 +117,8 @@ class TransformerStack(nn.Module):
         cross_mask = padding_mask(memory_mask)  # (B_s, 1, 1, S)
         hidden, attentions, cross = [x], [], []
         n = self.num_layers if upto is None else upto
-        shared = len(self.layers) != self.num_layers
         for i in range(n):
-            layer = self.layer(i) if shared else self.layers[i]
+            layer = self.layer(i)
             cache = None if caches is None else caches[i]
             out = layer(x, mask, memory, cross_mask, cache=cache, need_weights=output_attentions)
             x = out.hidden

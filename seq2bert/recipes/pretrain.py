@@ -10,7 +10,8 @@ Read top to bottom:
    resume — for the causal LM with the whitespace between sentences kept, so that its tokens decode to the text;
 3. documents split into training and held-out ones; then, by objective:
    masked_lm  NSP instances and masks drawn per epoch; loss = MLM + NSP (the MLM head only at masked
-              positions); held-out MLM loss / accuracy and NSP loss / accuracy;
+              positions); held-out MLM loss / accuracy and NSP loss / accuracy — ALBERT's SOP in place of
+              NSP when the family's ``sentence_pairs`` says so;
    causal_lm  the documents as one stream, each followed by the end-of-text token, cut into contiguous blocks
               of data.max_seq_length tokens read in a random order (data/lm.py: "randomly sampled, contiguous
               sequences", GPT-1 Sect. 4.1); loss = L_1 (Eq. 1); held-out perplexity per token and per word; at
@@ -47,6 +48,7 @@ from seq2bert.data.tokenization import KINDS as TOKENIZER_KINDS
 from seq2bert.data.tokenization import Tokenizer
 from seq2bert.errors import ConfigError, DataError
 from seq2bert.models import registry
+from seq2bert.models.albert.config import albert_mini
 from seq2bert.models.bert.config import bert_mini
 from seq2bert.models.gpt.config import gpt1_mini, gpt2_mini
 from seq2bert.models.pretrained import load_hf_weights, write_hf_files
@@ -141,7 +143,7 @@ class SampleConfig:
 # model.model_type switches to it
 PRETRAINABLE = [f for f in registry.FAMILIES.values() if "pretraining" in f.heads]
 PretrainModelConfig = Union[tuple(f.config_class for f in PRETRAINABLE)]  # noqa: UP007 (built from a list)
-MINI = {"bert": bert_mini, "openai-gpt": gpt1_mini, "gpt2": gpt2_mini}
+MINI = {"bert": bert_mini, "albert": albert_mini, "openai-gpt": gpt1_mini, "gpt2": gpt2_mini}
 
 
 @dataclass
@@ -211,8 +213,11 @@ def masking_config(data: PretrainDataConfig, tok: Tokenizer) -> MaskingConfig:
 def evaluate_pretraining(
     model, data: PretrainingData, indices: list[int], device, options: dict | None = None
 ) -> dict:
-    """MLM loss and accuracy over the held-out masked tokens, NSP loss and accuracy over the held-out pairs;
-    ``loss`` is their sum, the training objective. ``options``: the family's pretraining forward options."""
+    """MLM loss and accuracy over the held-out masked tokens, NSP (or ALBERT's SOP: ``data.sentence_order``)
+    loss and accuracy over the held-out pairs; ``loss`` is their sum, the training objective. ``options``:
+    the family's pretraining forward options."""
+    task, key = ("sop", "sop_logits") if data.sentence_order else ("nsp", "seq_relationship_logits")
+    label = data.label_key
     mlm_loss = nsp_loss = correct = total = nsp_correct = pairs = 0.0
     for start in range(0, len(indices), data.batch_size):
         batch = {k: v.to(device) for k, v in data.collate(indices[start : start + data.batch_size]).items()}
@@ -225,25 +230,25 @@ def evaluate_pretraining(
             logits = logits[batch["labels"].ne(IGNORE_INDEX)]
         correct += float((logits.argmax(-1) == targets).sum())
         total += n
-        nsp_correct += float((out.seq_relationship_logits.argmax(-1) == batch["next_sentence_label"]).sum())
-        nsp_loss += float(out.nsp_loss) * batch["next_sentence_label"].numel()
-        pairs += batch["next_sentence_label"].numel()
+        nsp_correct += float((getattr(out, key).argmax(-1) == batch[label]).sum())
+        nsp_loss += float(getattr(out, f"{task}_loss")) * batch[label].numel()
+        pairs += batch[label].numel()
     return {
         "mlm_loss": mlm_loss / max(total, 1),
         "mlm_accuracy": 100.0 * correct / max(total, 1),
-        "nsp_loss": nsp_loss / max(pairs, 1),
-        "nsp_accuracy": 100.0 * nsp_correct / max(pairs, 1),
+        f"{task}_loss": nsp_loss / max(pairs, 1),
+        f"{task}_accuracy": 100.0 * nsp_correct / max(pairs, 1),
         "loss": mlm_loss / max(total, 1) + nsp_loss / max(pairs, 1),
     }
 
 
 def masked_lm(cfg: PretrainConfig, corpus: Corpus, train_docs, valid_docs, tok: Tokenizer, dist: DistInfo,
-              device, options: dict) -> Objective:  # fmt: skip
-    """BERT's objective: NSP instances with masked tokens, drawn per pass (``options``: the family's forward's)."""
+              device, options: dict, sentence_order: bool = False) -> Objective:  # fmt: skip
+    """BERT's objective: NSP instances with masked tokens, drawn per pass (``options``: the family's forward's);
+    ALBERT's with ``sentence_order``: SOP instances."""
     masking = masking_config(cfg.data, tok)
-    common = dict(
-        short_seq_prob=cfg.data.short_seq_prob, masking=cfg.data.masking, dupe_factor=cfg.data.dupe_factor
-    )
+    common = dict(short_seq_prob=cfg.data.short_seq_prob, masking=cfg.data.masking,
+                  dupe_factor=cfg.data.dupe_factor, sentence_order=sentence_order)  # fmt: skip
     train = PretrainingData(corpus, train_docs, masking, batch_size=cfg.data.batch_size, seed=cfg.train.seed,
                             rank=dist.rank, world=dist.world_size, **common)  # fmt: skip
     valid = PretrainingData(corpus, valid_docs, masking, batch_size=cfg.data.batch_size, seed=cfg.train.seed + 1,
@@ -395,9 +400,8 @@ def pretrain(
         objective = causal_lm(cfg, corpus, train_docs, valid_docs, tok, dist, device)
         special = dict(bos_token_id=tok.eos_token_id, eos_token_id=tok.eos_token_id)
     else:
-        objective = masked_lm(
-            cfg, corpus, train_docs, valid_docs, tok, dist, device, family.pretraining_options
-        )
+        objective = masked_lm(cfg, corpus, train_docs, valid_docs, tok, dist, device, family.pretraining_options,
+                              family.sentence_pairs == "sentence_order")  # fmt: skip
         special = {}
     # 4. the model and the engine
     model_cfg = replace(cfg.model, vocab_size=tok.vocab_size, pad_token_id=tok.pad_token_id, **special)

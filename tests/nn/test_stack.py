@@ -79,6 +79,26 @@ def test_one_shared_layer_applied_n_times():
         TransformerStack(Embed(), [transformer_layer(D, H, FF) for _ in range(2)], num_layers=3)
 
 
+def test_layers_in_any_order():
+    """ALBERT's groups: two groups of two layers, each group applied twice: modules 0 1 0 1 2 3 2 3."""
+    torch.manual_seed(0)
+    layers = [transformer_layer(D, H, FF) for _ in range(4)]
+    order = [0, 1, 0, 1, 2, 3, 2, 3]
+    s = TransformerStack(Embed(), layers, order=order).eval()
+    assert s.num_layers == 8 and [s.layer(i) for i in range(8)] == [layers[m] for m in order]
+    x = torch.randint(0, V, (2, 5))
+    h = s.embeddings(x)
+    for m in order:
+        h = layers[m](h).hidden
+    out = s(x, output_hidden_states=True)
+    torch.testing.assert_close(out.last_hidden_state, h, rtol=0, atol=1e-6)
+    assert len(out.hidden_states) == 9
+    with pytest.raises(ValueError, match="order"):
+        TransformerStack(Embed(), layers, order=[0, 4])
+    with pytest.raises(ValueError, match="num_layers"):
+        TransformerStack(Embed(), layers, order=order, num_layers=4)
+
+
 def test_final_norm_and_upto():
     torch.manual_seed(0)
     s = stack(norm_first=True)

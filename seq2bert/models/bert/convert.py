@@ -93,7 +93,7 @@ def heads_keymap(nsp: bool) -> KeyMap:
     return out + (linear("nsp", "cls.seq_relationship") if nsp else [])
 
 
-def _renamed(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+def tf_renamed(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """TF-era names (LayerNorm.gamma / beta) as transformers renames them."""
     return {k.replace("LayerNorm.gamma", "LayerNorm.weight").replace("LayerNorm.beta", "LayerNorm.bias"): v
             for k, v in state.items()}  # fmt: skip
@@ -114,7 +114,7 @@ def from_hf_state_dict(
 
     ``new_heads`` (starting a fine-tuning run): the task head and pooler may be missing — the result then
     lacks them and the caller initialises them — and every head of the checkpoint is dropped."""
-    hf = _renamed(hf)
+    hf = tf_renamed(hf)
     theirs = "bert." if any(k.startswith("bert.") for k in hf) else ""
     ours = "" if architecture == "BertModel" else "bert."
     taken = Loader(hf, source or "checkpoint")

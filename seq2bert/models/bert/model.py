@@ -67,8 +67,9 @@ class MaskedLMOutput:
 
 
 class BertEmbeddings(nn.Module):
-    """Figure 2: token + segment + (learned) position embeddings, LayerNorm, dropout. Of size ``size`` E
-    (default: the hidden size H; ELECTRA's may be smaller, projected to H after them)."""
+    """Figure 2: token + segment + (learned) position embeddings, LayerNorm, dropout; of ``size`` E dimensions
+    (default: the hidden size H; ALBERT's factorised embeddings and ELECTRA's are smaller, projected to H after
+    them)."""
 
     def __init__(self, c: BertConfig, size: int | None = None):
         super().__init__()
@@ -116,17 +117,26 @@ def bert_layer(c: BertConfig) -> TransformerLayer:
 
 class BertModel(SavePretrained, TransformerStack):
     """The encoder: a bidirectional stack (seq2bert/nn/stack.py) of L post-norm layers over BertEmbeddings,
-    and (optionally) the [CLS] pooler. ``embeddings``: another input module (B, T) → (B, T, H) in place of
-    BertEmbeddings (a variant's: RoBERTa's positions past the padding index, ELECTRA's projected from a
-    smaller embedding size)."""
+    and (optionally) the [CLS] pooler. A variant passes its own ``embeddings`` (B, T) → (B, T, H) (RoBERTa's
+    positions past the padding index; ALBERT's and ELECTRA's projected from a smaller embedding size),
+    ``layers`` and their ``order`` (the stack's; ALBERT: layers shared across the stack)."""
 
     def __init__(
-        self, config: BertConfig, add_pooling_layer: bool = True, *, embeddings: nn.Module | None = None
+        self,
+        config: BertConfig,
+        add_pooling_layer: bool = True,
+        *,
+        embeddings: nn.Module | None = None,
+        layers: list[TransformerLayer] | None = None,
+        order: list[int] | None = None,
     ):
         config.validate()
         c = config
-        embeddings = BertEmbeddings(c) if embeddings is None else embeddings
-        super().__init__(embeddings, [bert_layer(c) for _ in range(c.num_hidden_layers)])
+        if embeddings is None:
+            embeddings = BertEmbeddings(c)
+        if layers is None:
+            layers = [bert_layer(c) for _ in range(c.num_hidden_layers)]
+        super().__init__(embeddings, layers, order=order)
         self.config = c
         self.pooler = nn.Linear(c.hidden_size, c.hidden_size) if add_pooling_layer else None
         init_bert_weights(self, c)
@@ -185,7 +195,7 @@ def last_layer_at(
 class MaskedLMHead(nn.Module):
     """Task #1's output layer: a GELU transform with LayerNorm, then the word embeddings (tied) plus a bias.
 
-    The transform maps H to the word embeddings' size E (H in BERT; ELECTRA's generator, E < H); its
+    The transform maps H to the word embeddings' size E (H in BERT; ALBERT's and ELECTRA's generator's, E); its
     activation is ``activation`` (default: the encoder's hidden_act; ELECTRA's generator and RoBERTa always
     use GELU)."""
 
@@ -243,16 +253,22 @@ def masked_lm(head: MaskedLMHead, hidden: torch.Tensor, labels: torch.Tensor | N
 
 
 def encode_and_predict(
-    model: BertHeadModel, input_ids, attention_mask, token_type_ids, labels, sparse: bool, *outputs: bool
+    encoder: BertModel,
+    head: MaskedLMHead,
+    input_ids,
+    attention_mask,
+    token_type_ids,
+    labels,
+    sparse: bool,
+    *outputs: bool,
 ) -> tuple[BertModelOutput, torch.Tensor, torch.Tensor | None]:
-    """The encoder ``model.base_model`` — its last layer only at the predicted positions with ``sparse`` — and the
-    MLM head ``model.mlm``: (encoder output, logits, MLM loss). ``outputs``: output_hidden_states,
-    output_attentions."""
+    """The ``encoder`` — its last layer only at the predicted positions with ``sparse`` — and the MLM
+    ``head``: (encoder output, logits, MLM loss). ``outputs``: output_hidden_states, output_attentions."""
     rows, labels = sparse_rows(labels, sparse, *outputs)
     hidden_states, attentions = outputs
-    out = model.base_model(input_ids, attention_mask, token_type_ids, output_hidden_states=hidden_states,
-                           output_attentions=attentions, positions=rows)  # fmt: skip
-    logits, loss = masked_lm(model.mlm, out.last_hidden_state, labels, sparse)
+    out = encoder(input_ids, attention_mask, token_type_ids, output_hidden_states=hidden_states,
+                  output_attentions=attentions, positions=rows)  # fmt: skip
+    logits, loss = masked_lm(head, out.last_hidden_state, labels, sparse)
     return out, logits, loss
 
 
@@ -304,8 +320,8 @@ class BertForPreTraining(BertHeadModel):
         ``sparse_prediction``: the MLM head runs only at the labelled positions, and so does the last layer
         (``prediction_rows``) unless per-layer outputs are asked for; same loss, logits (N, V)."""
         out, logits, mlm_loss = encode_and_predict(
-            self, input_ids, attention_mask, token_type_ids, labels, sparse_prediction, output_hidden_states,
-            output_attentions,
+            self.base_model, self.mlm, input_ids, attention_mask, token_type_ids, labels, sparse_prediction,
+            output_hidden_states, output_attentions,
         )  # fmt: skip
         nsp_logits = self.nsp(out.pooler_output)  # (B, 2)
         nsp_loss = (
@@ -344,8 +360,8 @@ class BertForMaskedLM(BertHeadModel):
     ) -> MaskedLMOutput:
         """As BertForPreTraining.forward, without NSP."""
         out, logits, loss = encode_and_predict(
-            self, input_ids, attention_mask, token_type_ids, labels, sparse_prediction, output_hidden_states,
-            output_attentions,
+            self.base_model, self.mlm, input_ids, attention_mask, token_type_ids, labels, sparse_prediction,
+            output_hidden_states, output_attentions,
         )  # fmt: skip
         return MaskedLMOutput(loss, logits, out.hidden_states, out.attentions)
 

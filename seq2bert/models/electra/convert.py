@@ -20,7 +20,7 @@ from typing import Any
 import torch
 
 from seq2bert.errors import CheckpointError, ConfigError
-from seq2bert.models.bert.convert import _renamed, encoder_keymap
+from seq2bert.models.bert.convert import encoder_keymap, tf_renamed
 from seq2bert.models.electra.config import ElectraConfig
 from seq2bert.models.keymap import KeyMap, Loader, linear, save
 
@@ -111,7 +111,7 @@ def from_hf_state_dict(
     ``new_heads`` (a task starting): the head is loaded only when the checkpoint has it, and the result
     otherwise lacks it (the caller initialises it)."""
     head = head_keymap(cfg, architecture)
-    hf = _renamed(hf)
+    hf = tf_renamed(hf)
     theirs = "electra." if any(k.startswith("electra.") for k in hf) else ""
     ours = "" if architecture == "ElectraModel" else "electra."
     taken = Loader(hf, source or "checkpoint")

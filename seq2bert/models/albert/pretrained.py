@@ -1,0 +1,70 @@
+"""ALBERT in the registry: its architectures (transformers' class names), the heads the jobs ask for and the
+Hugging Face conversions of convert.py, as one ``Family`` (seq2bert/models/family.py).
+
+ALBERT's vocabulary is a SentencePiece model (Sect. 4.1: "we tokenize using SentencePiece … a vocabulary
+size of 30,000"); a published directory carries it as tokenizer.json (and spiece.model), which the generic
+reader loads. Pretraining trains our SentencePiece-like BPE (data/tokenization.py, "bpe").
+"""
+
+from __future__ import annotations
+
+from torch import nn
+
+from seq2bert.errors import CheckpointError
+from seq2bert.models.albert.config import AlbertConfig
+from seq2bert.models.albert.convert import (
+    ARCHITECTURES,
+    config_from_hf,
+    config_to_hf,
+    from_hf_state_dict,
+    to_hf_state_dict,
+)
+from seq2bert.models.albert.model import TASK_CLASSES, AlbertForMaskedLM, AlbertForPreTraining, AlbertModel
+from seq2bert.models.family import Family
+
+CLASSES: dict[str, type[nn.Module]] = {
+    "AlbertModel": AlbertModel,
+    "AlbertForPreTraining": AlbertForPreTraining,
+    "AlbertForMaskedLM": AlbertForMaskedLM,
+    **TASK_CLASSES,
+}
+
+
+def build_albert(cfg: AlbertConfig, architecture: str, weights: dict | None = None) -> nn.Module:
+    """Our model of ``architecture``; a bare AlbertModel has a pooler only if its weights (when given) do."""
+    if architecture not in CLASSES:
+        raise CheckpointError(f"architecture {architecture!r}: expected one of {', '.join(ARCHITECTURES)}")
+    if architecture == "AlbertModel":
+        pooler = weights is None or any(k.endswith("pooler.weight") for k in weights)
+        return AlbertModel(cfg, add_pooling_layer=pooler)
+    return CLASSES[architecture](cfg)
+
+
+FAMILY = Family(
+    model_type="albert",
+    config_class=AlbertConfig,
+    architectures=CLASSES,
+    heads={
+        "base": "AlbertModel",
+        "pretraining": "AlbertForPreTraining",
+        "masked_lm": "AlbertForMaskedLM",
+        "sequence": "AlbertForSequenceClassification",
+        "tokens": "AlbertForTokenClassification",
+        "qa": "AlbertForQuestionAnswering",
+        "choice": "AlbertForMultipleChoice",
+    },
+    kind="encoder",
+    base_model_prefix="albert",
+    tokenizer="bpe",
+    config_from_hf=lambda hf, source: config_from_hf(hf, source=source),
+    config_to_hf=config_to_hf,
+    state_from_hf=lambda hf, cfg, arch, source, new_heads: from_hf_state_dict(
+        hf, cfg, arch, source, new_heads=new_heads
+    ),
+    state_to_hf=to_hf_state_dict,
+    build=build_albert,
+    head_modules=("classifier", "mlm", "sop", "qa_outputs", "predictions", "sop_classifier"),
+    # the MLM head (and the last layer) only at the predicted positions: the same loss for far less work
+    pretraining_options={"sparse_prediction": True},
+    sentence_pairs="sentence_order",  # SOP (Sect. 3.1)
+)
