@@ -20,6 +20,7 @@ COLUMNS = [
     ("valid_mlm_loss", "valid MLM loss"),
     ("valid_mlm_accuracy", "valid MLM acc %"),
     ("valid_nsp_accuracy", "valid NSP acc %"),
+    ("valid_sop_accuracy", "valid SOP acc %"),
 ]
 
 

@@ -29,7 +29,7 @@ stays as it is.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -64,6 +64,8 @@ class MaskingConfig:
     knowledge_level: str = "entity"  # knowledge: the units' level, word < phrase < entity (KNOWLEDGE_LEVELS)
     phrases: tuple[tuple[int, ...], ...] = ()  # knowledge: the token ids of each phrase of the lexicon
     entities: tuple[tuple[int, ...], ...] = ()  # knowledge: the token ids of each named entity
+    # knowledge: ERNIE's stages, the level of each pass in turn, the last one kept (``for_pass``)
+    knowledge_schedule: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.whole_word_masking:
@@ -81,12 +83,23 @@ class MaskingConfig:
             raise ConfigError(
                 f"span_max_words and ngram_max: must be at least 1, got {self.span_max_words}, {self.ngram_max}"
             )
-        if self.knowledge_level not in KNOWLEDGE_LEVELS:
-            raise ConfigError(
-                f"knowledge_level: expected one of {', '.join(KNOWLEDGE_LEVELS)}, got {self.knowledge_level!r}"
-            )
+        for level in (self.knowledge_level, *self.knowledge_schedule):
+            if level not in KNOWLEDGE_LEVELS:
+                raise ConfigError(
+                    f"knowledge_level: expected one of {', '.join(KNOWLEDGE_LEVELS)}, got {level!r}"
+                )
+        self.knowledge_schedule = tuple(self.knowledge_schedule)
         self.phrases = tuple(tuple(int(t) for t in p) for p in self.phrases if len(p))
         self.entities = tuple(tuple(int(t) for t in e) for e in self.entities if len(e))
+
+    def for_pass(self, k: int) -> MaskingConfig:
+        """The masking of pass k over the corpus: ERNIE 1.0's staged knowledge masking (Sect. 3.2: "basic-level
+        masking … phrase-level masking … entity-level masking", learnt one after the other) takes the level
+        ``knowledge_schedule[k]`` (the last one after the schedule ends); without a schedule, this config."""
+        if not self.knowledge_schedule:
+            return self
+        level = self.knowledge_schedule[min(k, len(self.knowledge_schedule) - 1)]
+        return replace(self, knowledge_level=level, knowledge_schedule=())
 
 
 def budget(special, cfg: MaskingConfig) -> int:

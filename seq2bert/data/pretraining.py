@@ -465,6 +465,7 @@ class PretrainingData:
         self.masking, self.dupe_factor, self.seed = masking, dupe_factor, seed
         self.shuffle, self.rank, self.world = shuffle, rank, world
         self._tables: dict[int, np.ndarray] = {}
+        self._pass_cfg: dict[int, MaskingConfig] = {}
         self.pass_of_batch: dict[int, int] = {}
         is_cont = set(cfg.continuation)
         self.is_continuation = is_cont.__contains__
@@ -495,7 +496,9 @@ class PretrainingData:
         a_start, a_end, b_start, b_end, label = (int(x) for x in table[row])
         rng = np.random.default_rng((self.seed, key, row))
         a, b = self.corpus.span(a_start, a_end), self.corpus.span(b_start, b_end)
-        c = self.cfg
+        if key not in self._pass_cfg:  # the masking of this pass (ERNIE's stages change it)
+            self._pass_cfg = {key: self.cfg.for_pass(key)}
+        c = self._pass_cfg[key]
         if self.sentence_task == "none":  # one segment: [CLS] A [SEP]
             truncate_pair(a, b, c.max_seq_length - 2, rng)
             tokens = [c.cls_token_id, *a, c.sep_token_id]

@@ -296,3 +296,21 @@ def test_the_same_seed_gives_the_same_masks_for_every_strategy():
 def test_bad_strategy_parameters_are_one_line_config_errors(bad, message):
     with pytest.raises(ConfigError, match=message):
         config(**bad)
+
+
+def test_a_knowledge_schedule_gives_each_pass_its_level_and_keeps_the_last():
+    cfg = config(strategy="knowledge", knowledge_schedule=["word", "phrase", "entity"], phrases=[PHRASE])
+    assert [cfg.for_pass(k).knowledge_level for k in range(5)] == [
+        "word",
+        "phrase",
+        "entity",
+        "entity",
+        "entity",
+    ]
+    assert cfg.for_pass(1).phrases == (PHRASE,) and not cfg.for_pass(1).knowledge_schedule
+    plain = config(strategy="knowledge")
+    assert plain.for_pass(3) is plain
+    with pytest.raises(
+        ConfigError, match="knowledge_level: expected one of word, phrase, entity, got 'chunk'"
+    ):
+        config(strategy="knowledge", knowledge_schedule=["word", "chunk"])
