@@ -45,6 +45,7 @@ from seq2bert.config import ARM_DEFAULTS
 from seq2bert.data import gpt_bpe
 from seq2bert.data.lm import Blocks, TokenStream
 from seq2bert.data.masking import KNOWLEDGE_LEVELS, STRATEGIES, MaskingConfig
+from seq2bert.data.phrases import collocations
 from seq2bert.data.pretraining import Corpus, PretrainingData, prepare_corpus, shuffled, text_files
 from seq2bert.data.tokenization import KINDS as TOKENIZER_KINDS
 from seq2bert.data.tokenization import Tokenizer
@@ -90,6 +91,7 @@ class PretrainDataConfig:
     # knowledge (ERNIE 1.0): text files of phrases / named entities, one a line, masked as whole units
     phrases: str = ""
     entities: str = ""
+    phrase_ngrams: int = 0  # knowledge: also this many phrases found by n-gram statistics (data/phrases.py)
     knowledge_level: str = "entity"  # word (basic), phrase, or entity (entities, phrases and words)
     # ERNIE's stages: the level of each epoch in turn, the last one kept (e.g. [word, phrase, entity]);
     # needs masking=dynamic (static masking repeats its dupe_factor passes); empty: knowledge_level throughout
@@ -129,9 +131,11 @@ class PretrainDataConfig:
                 raise ConfigError(
                     f"knowledge_level: expected one of {', '.join(KNOWLEDGE_LEVELS)}, got {level!r}"
                 )
-        knowledge = self.phrases or self.entities or self.knowledge_schedule
+        if self.phrase_ngrams < 0:
+            raise ConfigError(f"phrase_ngrams: must be at least 0, got {self.phrase_ngrams}")
+        knowledge = self.phrases or self.entities or self.knowledge_schedule or self.phrase_ngrams
         if knowledge and self.masking_strategy != "knowledge":
-            raise ConfigError(f"phrases, entities, knowledge_schedule: set, but masking_strategy is "
+            raise ConfigError(f"phrases, entities, phrase_ngrams, knowledge_schedule: set, but masking_strategy is "
                               f"{self.masking_strategy!r} (knowledge reads them)")  # fmt: skip
         if self.knowledge_schedule and self.masking != "dynamic":
             raise ConfigError("knowledge_schedule: needs masking=dynamic (static masking repeats its passes)")
@@ -234,8 +238,38 @@ def lexicon(path: str, tok: Tokenizer, key: str) -> tuple[tuple[int, ...], ...]:
     return tuple(tuple(ids) for ids in tok.ids_batch(lines) if ids)
 
 
-def masking_config(data: PretrainDataConfig, tok: Tokenizer) -> MaskingConfig:
+PHRASE_SENTENCES = 200_000  # the sentences whose n-gram statistics give data.phrase_ngrams phrases
+
+
+def corpus_sentences(corpus: Corpus, documents, limit: int = PHRASE_SENTENCES) -> list[list[int]]:
+    """The sentences of the first ``documents``, up to ``limit``, as lists of token ids."""
+    out: list[list[int]] = []
+    for d in documents:
+        first, last = int(corpus.doc_sentences[d]), int(corpus.doc_sentences[d + 1])
+        last = min(last, first + limit - len(out))
+        tokens = corpus.tokens(first, last).tolist()
+        for n in corpus.lengths[first:last].tolist():
+            out.append(tokens[:n])
+            tokens = tokens[n:]
+        if len(out) >= limit:
+            break
+    return out
+
+
+def masking_config(
+    data: PretrainDataConfig, tok: Tokenizer, sentences: list[list[int]] = ()
+) -> MaskingConfig:
+    """The masking the data section asks for; ``sentences`` (token ids): the text whose n-gram statistics give
+    ``data.phrase_ngrams`` phrases."""
     vocab = tok.backend.get_vocab()
+    continuation = tuple(sorted(i for t, i in vocab.items() if t.startswith("##")))
+    phrases = lexicon(data.phrases, tok, "data.phrases")
+    if data.phrase_ngrams and sentences:
+        found = collocations(sentences, set(continuation).__contains__, top=data.phrase_ngrams)
+        log.info(
+            "%d phrases from n-gram statistics, e.g. %s", len(found), [tok.decode(list(p)) for p in found[:5]]
+        )
+        phrases += tuple(found)
     return MaskingConfig(
         max_seq_length=data.max_seq_length,
         masked_lm_prob=data.masked_lm_prob,
@@ -247,13 +281,13 @@ def masking_config(data: PretrainDataConfig, tok: Tokenizer) -> MaskingConfig:
         mask_token_id=tok.mask_token_id,
         pad_token_id=tok.pad_token_id,
         vocab_size=tok.vocab_size,
-        continuation=tuple(sorted(i for t, i in vocab.items() if t.startswith("##"))),
+        continuation=continuation,
         span_p=data.span_p,
         span_max_words=data.span_max_words,
         ngram_max=data.ngram_max,
         knowledge_level=data.knowledge_level,
         knowledge_schedule=tuple(data.knowledge_schedule),
-        phrases=lexicon(data.phrases, tok, "data.phrases"),
+        phrases=phrases,
         entities=lexicon(data.entities, tok, "data.entities"),
     )
 
@@ -296,7 +330,8 @@ def masked_lm(cfg: PretrainConfig, corpus: Corpus, train_docs, valid_docs, tok: 
               device, options: dict) -> Objective:  # fmt: skip
     """BERT's objective and its variants': instances of the sentence task with masked tokens, drawn per pass
     (``options``: the family's forward's)."""
-    masking = masking_config(cfg.data, tok)
+    sentences = corpus_sentences(corpus, train_docs) if cfg.data.phrase_ngrams else []
+    masking = masking_config(cfg.data, tok, sentences)
     common = dict(short_seq_prob=cfg.data.short_seq_prob, masking=cfg.data.masking, dupe_factor=cfg.data.dupe_factor,
                   sentence_task=cfg.data.sentence_task)  # fmt: skip
     train = PretrainingData(corpus, train_docs, masking, batch_size=cfg.data.batch_size, seed=cfg.train.seed,

@@ -138,7 +138,7 @@ def test_span_ngram_and_knowledge_masking_and_their_parameters_come_from_the_dat
         ),
         (
             dict(entities="e.txt"),
-            "phrases, entities, knowledge_schedule: set, but masking_strategy is 'token'",
+            "phrases, entities, phrase_ngrams, knowledge_schedule: set, but masking_strategy is 'token'",
         ),
         (
             dict(masking_strategy="knowledge", knowledge_schedule=["word"]),
@@ -162,16 +162,20 @@ def test_the_sentence_task_is_a_choice_of_the_data_section():
         apply_overrides(PretrainConfig(), ["data.sentence_task=order"])
 
 
-@pytest.mark.parametrize("strategy, task", [("span", "sop"), ("ngram", "none")])
+@pytest.mark.parametrize("strategy, task", [("span", "sop"), ("ngram", "none"), ("knowledge", "nsp")])
 def test_pretraining_with_span_or_ngram_masking_and_sop_or_no_sentence_task(
     books, tmp_path, capsys, strategy, task
 ):
     short = [*TINY, "--set", "train.max_steps=2", "--set", "train.eval_every=2", "--set", f"data.masking_strategy={strategy}",
              "--set", f"data.sentence_task={task}"]  # fmt: skip
+    if strategy == "knowledge":
+        short += ["--set", "data.phrase_ngrams=5"]
     assert main(["pretrain", str(books), "--out", str(tmp_path / "r"), *short]) == 0
     results = json.loads((tmp_path / "r" / "results.json").read_text())
     assert results["steps"] == 2 and 0 <= results["valid_mlm_accuracy"] <= 100
-    if task == "sop":
+    if task == "nsp":
+        assert 0 <= results["valid_nsp_accuracy"] <= 100
+    elif task == "sop":
         assert 0 <= results["valid_sop_accuracy"] <= 100 and "valid_nsp_accuracy" not in results
         assert results["valid_loss"] == pytest.approx(results["valid_mlm_loss"] + results["valid_sop_loss"])
     else:
