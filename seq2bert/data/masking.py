@@ -23,7 +23,8 @@ while they fit the budget (a group that would overshoot it is skipped, as the or
 words) and applies 80/10/10: to each chosen position on its own for ``token`` and ``whole_word`` (BERT), to
 each group as one unit for the others (``WHOLE_UNIT``: "we perform this replacement at the span level and
 not for each token individually", SpanBERT Sect. 3.1) — a unit becomes all [MASK], all random tokens, or
-stays as it is.
+stays as it is. (ALBERT and ERNIE do not say how they replace an n-gram or an entity; we treat them as
+SpanBERT treats its spans, so that no unit is half visible.)
 """
 
 from __future__ import annotations
@@ -158,14 +159,15 @@ def harmonic_lengths(max_n: int) -> np.ndarray:
     return inverse / inverse.sum()
 
 
-def word_units(tokens, special, cfg: MaskingConfig, rng: np.random.Generator, is_continuation,
+def word_spans(tokens, special, cfg: MaskingConfig, rng: np.random.Generator, is_continuation,
                length_probs: np.ndarray) -> list[list[int]]:  # fmt: skip
-    """Units of whole words until the budget is spent: sample a length ℓ (in words) from ``length_probs``,
+    """Spans of whole words until the budget is spent: sample a length ℓ (in words) from ``length_probs``,
     then a start uniformly among the words where ℓ consecutive words of one segment are still free (a span
-    never crosses [SEP], nor another span); if no start fits, the longest length that fits. A unit that
+    never crosses [SEP], nor another span); if no start fits, the longest length that fits. A span that
     would overshoot the budget keeps its first words that fit (whole words); when not even its first word
-    fits, another is drawn (ten misses end the units).
-    The lengths actually drawn follow ``length_probs`` exactly except for that last unit."""
+    fits, another is drawn (ten misses end the spans). Choosing among the free starts, rather than
+    rejecting a start that collides, keeps the lengths those of ``length_probs``: only the spans cut to the
+    budget at the end, and those of a sequence too crowded to hold ℓ, are shorter."""
     special = np.asarray(special, bool)
     segments: list[list[list[int]]] = [[]]  # words of each segment
     for word in words(tokens, special, is_continuation):
@@ -209,7 +211,7 @@ def span_groups(tokens, special, cfg: MaskingConfig, rng: np.random.Generator, i
     """SpanBERT (Joshi et al. 2019, Sect. 3.1): "we iteratively sample spans of text until the masking budget
     (e.g. 15 % of X) has been spent" — ℓ ~ Geo(span_p) whole words, clipped at span_max_words, starting at
     the beginning of a word chosen uniformly."""
-    return word_units(
+    return word_spans(
         tokens, special, cfg, rng, is_continuation, geometric_lengths(cfg.span_p, cfg.span_max_words)
     )
 
@@ -217,7 +219,7 @@ def span_groups(tokens, special, cfg: MaskingConfig, rng: np.random.Generator, i
 def ngram_groups(tokens, special, cfg: MaskingConfig, rng: np.random.Generator, is_continuation=None):
     """ALBERT (Lan et al. 2019, Sect. 4.1): n-gram masking, "the MLM target can consist of up to a 3-gram of
     complete words", n drawn with p(n) ∝ 1/n up to ngram_max."""
-    return word_units(tokens, special, cfg, rng, is_continuation, harmonic_lengths(cfg.ngram_max))
+    return word_spans(tokens, special, cfg, rng, is_continuation, harmonic_lengths(cfg.ngram_max))
 
 
 # ---- knowledge masking: ERNIE 1.0 --------------------------------------------------------------------------
