@@ -13,19 +13,16 @@ at any corpus size.
    the corpus size. Binary files, undecodable lines and empty documents are errors that name the file and
    line, or, with ``skip_bad``, counted skips.
 
-2. ``instance_table``: the NSP instances of one pass over the corpus, as rows of sentence indices (Devlin
-   et al. Sect. 3.1, Task #2, and the released code's create_instances_from_document): sentences are
-   gathered up to a target length (max_seq_length − 3; with probability short_seq_prob a random shorter
-   one), cut at a random sentence boundary into A and B; half the time B is replaced by a span of a random
-   other document (IsNext = 0, NotNext = 1) and the unused sentences go back to the pool. With
-   ``sentence_order`` (ALBERT's SOP, Lan et al. 2019, Sect. 3.1) B always follows A in the same document,
-   and half the time the two are swapped (in order = 0, swapped = 1): "the same two consecutive segments
-   but with their order swapped" as the negative.
+2. ``instance_table`` (seq2bert/data/instances.py): the instances of one pass over the corpus, as rows of
+   sentence indices, for the sentence task: BERT's next-sentence pairs (``nsp``, Devlin et al. Sect. 3.1,
+   Task #2, as the released create_instances_from_document), ALBERT's sentence-order pairs (``sop``), or
+   single segments of full sentences without a sentence task (``none``: RoBERTa, SpanBERT).
 
-3. ``PretrainingData.collate``: [CLS] A [SEP] B [SEP], the pair truncated at random ends to fit, then the
+3. ``PretrainingData.collate``: [CLS] A [SEP] B [SEP] (``none``: [CLS] A [SEP]), the pair truncated at
+   random ends to fit, then the
    masked-LM positions (Task #1, seq2bert/data/masking.py): 15 % of the tokens (at most
    max_predictions_per_seq), of which 80 % become [MASK], 10 % a random token and 10 % stay; single
-   tokens or whole words as the config's masking strategy says. Masks are
+   tokens, whole words, spans, n-grams or knowledge units as the config's masking strategy says. Masks are
    drawn from a generator seeded by (seed, pass, instance), so a run resumes exactly. ``masking="static"``
    repeats dupe_factor different maskings of the corpus (the original's dupe_factor, without storing the
    copies); ``"dynamic"`` draws a new one every epoch (Liu et al. 2019, RoBERTa).
@@ -38,7 +35,6 @@ import logging
 import math
 import os
 import re
-from array import array
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -50,6 +46,7 @@ import torch
 from tqdm.auto import tqdm
 
 from seq2bert.config import atomic_write_text
+from seq2bert.data.instances import SENTENCE_TASKS, instance_table, truncate_pair
 from seq2bert.data.masking import MaskingConfig, mask_tokens
 from seq2bert.errors import DataError
 from seq2bert.io import write_dir_atomically
@@ -424,72 +421,6 @@ def _sentence_lengths(path: Path, chunk: int = 1 << 22) -> np.ndarray:
     return out
 
 
-def instance_table(
-    corpus: Corpus,
-    documents: np.ndarray,
-    *,
-    max_seq_length: int,
-    short_seq_prob: float,
-    seed: int,
-    sentence_order: bool = False,
-) -> np.ndarray:
-    """NSP instances over ``documents`` (ids), one row each: [a_start, a_end, b_start, b_end, not_next] in
-    global sentence numbers (ends exclusive; int32 while they fit). Random B segments come from other
-    documents of the same set. ``sentence_order``: SOP instances, [first, second, swapped] — the rows of a
-    swapped pair have B's sentences before A's."""
-    rng = np.random.default_rng(seed)
-    max_tokens = max_seq_length - 3  # [CLS], [SEP], [SEP]
-    rows = array("i" if len(corpus.lengths) < 2**31 else "q")  # 4 bytes a number, not a Python object
-    starts, lengths = corpus.doc_sentences, corpus.lengths
-    for d in documents:
-        first, last = int(starts[d]), int(starts[d + 1])
-        lens = lengths[first:last].tolist()  # of this document's sentences, indexed from `first`
-        target = max_tokens
-        if rng.random() < short_seq_prob:  # "to minimize the mismatch between pre-training and fine-tuning"
-            target = int(rng.integers(2, max_tokens + 1))
-        chunk_start, length, i = first, 0, first
-        while i < last:
-            length += lens[i - first]
-            if i == last - 1 or length >= target:
-                n = i + 1 - chunk_start  # sentences in the chunk
-                a_end = chunk_start + (int(rng.integers(1, n)) if n >= 2 else 1)
-                if sentence_order:  # SOP: two consecutive segments, swapped half the time
-                    if n >= 2:
-                        pair = (a_end, i + 1, chunk_start, a_end, 1) if rng.random() < 0.5 else (
-                            chunk_start, a_end, a_end, i + 1, 0)  # fmt: skip
-                        rows.extend(pair)
-                elif (n == 1 or rng.random() < 0.5) and len(documents) > 1:  # B from another document
-                    other = d
-                    for _ in range(10):
-                        other = int(documents[rng.integers(len(documents))])
-                        if other != d:
-                            break
-                    o_first, o_last = int(starts[other]), int(starts[other + 1])
-                    b_start = int(rng.integers(o_first, o_last))
-                    need = target - sum(lens[chunk_start - first : a_end - first])
-                    b_end, got = b_start + 1, int(lengths[b_start])  # at least one sentence, as the original
-                    while b_end < o_last and got < need:
-                        got += int(lengths[b_end])
-                        b_end += 1
-                    rows.extend((chunk_start, a_end, b_start, b_end, 1))
-                    i = a_end - 1  # the unused sentences of the chunk go back to the pool
-                elif n >= 2:
-                    rows.extend((chunk_start, a_end, a_end, i + 1, 0))
-                chunk_start, length = i + 1, 0
-            i += 1
-    return np.frombuffer(rows, dtype=np.dtype(rows.typecode)).reshape(-1, 5)
-
-
-def truncate_pair(a: list[int], b: list[int], max_tokens: int, rng: np.random.Generator) -> None:
-    """The released code's truncate_seq_pair: drop tokens from the longer side, at a random end, in place."""
-    while len(a) + len(b) > max_tokens:
-        longer = a if len(a) > len(b) else b
-        if rng.random() < 0.5:
-            del longer[0]
-        else:
-            longer.pop()
-
-
 def shuffled(n: int, rng: np.random.Generator) -> np.ndarray:
     """``rng.permutation(n)`` — the same order — in int32 when it fits: half the memory for millions."""
     order = np.arange(n, dtype=np.int32 if n < 2**31 else np.int64)
@@ -517,21 +448,27 @@ class Batches(Sequence):
 
 class PretrainingData:
     """Batches of pretraining instances for the engine: ``batches(epoch)`` (index lists, deterministic per
-    epoch) and ``collate(indices)`` (tensors for BertForPreTraining; with ``sentence_order``, SOP pairs
-    labelled ``sentence_order_label`` for AlbertForPreTraining)."""
+    epoch) and ``collate(indices)`` (tensors for BertForPreTraining: the pairs of ``sentence_task`` labelled
+    ``label_key`` — ``sentence_order_label`` for AlbertForPreTraining)."""
 
     def __init__(self, corpus: Corpus, documents: np.ndarray, cfg: MaskingConfig, *, batch_size: int,
                  short_seq_prob: float = 0.1, masking: str = "static", dupe_factor: int = 10, seed: int = 0,
-                 shuffle: bool = True, rank: int = 0, world: int = 1, sentence_order: bool = False):  # fmt: skip
+                 shuffle: bool = True, rank: int = 0, world: int = 1, sentence_task: str = "nsp",
+                 label_key: str = "next_sentence_label"):  # fmt: skip
         if masking not in ("static", "dynamic"):
             raise DataError(f"masking: expected static or dynamic, got {masking!r}")
+        if sentence_task not in SENTENCE_TASKS:
+            raise DataError(
+                f"sentence_task: expected one of {', '.join(SENTENCE_TASKS)}, got {sentence_task!r}"
+            )
+        self.sentence_task = sentence_task
         self.corpus, self.documents, self.cfg = corpus, np.asarray(documents), cfg
         self.batch_size, self.short_seq_prob = batch_size, short_seq_prob
         self.masking, self.dupe_factor, self.seed = masking, dupe_factor, seed
         self.shuffle, self.rank, self.world = shuffle, rank, world
-        self.sentence_order = sentence_order
-        self.label_key = "sentence_order_label" if sentence_order else "next_sentence_label"
+        self.label_key = label_key  # the model's name for the pair labels
         self._tables: dict[int, np.ndarray] = {}
+        self._pass_cfg: dict[int, MaskingConfig] = {}
         self.pass_of_batch: dict[int, int] = {}
         is_cont = set(cfg.continuation)
         self.is_continuation = is_cont.__contains__
@@ -545,7 +482,7 @@ class PretrainingData:
         if key not in self._tables:
             self._tables = {key: instance_table(self.corpus, self.documents, max_seq_length=self.cfg.max_seq_length,
                                                 short_seq_prob=self.short_seq_prob, seed=self.seed * 1000 + key,
-                                                sentence_order=self.sentence_order)}  # fmt: skip
+                                                sentence_task=self.sentence_task)}  # fmt: skip
         return self._tables[key]
 
     def batches(self, epoch: int) -> Batches:
@@ -555,20 +492,30 @@ class PretrainingData:
         return Batches(order, self.pass_index(epoch) << 40, self.batch_size, self.rank, self.world)
 
     def instance(self, index: int) -> tuple[list[int], list[int], list[int], int]:
-        """(input ids, token type ids, labels, next_sentence_label) of one instance."""
+        """(input ids, token type ids, labels, sentence label) of one instance: IsNext 0 / NotNext 1 (nsp),
+        in order 0 / swapped 1 (sop), 0 (none)."""
         key, row = index >> 40, index & ((1 << 40) - 1)
         table = self.table(key)  # pass_index(key) == key: it came from batches()
-        a_start, a_end, b_start, b_end, not_next = (int(x) for x in table[row])
+        a_start, a_end, b_start, b_end, label = (int(x) for x in table[row])
         rng = np.random.default_rng((self.seed, key, row))
         a, b = self.corpus.span(a_start, a_end), self.corpus.span(b_start, b_end)
-        truncate_pair(a, b, self.cfg.max_seq_length - 3, rng)
-        c = self.cfg
-        tokens = [c.cls_token_id, *a, c.sep_token_id, *b, c.sep_token_id]
-        types = [0] * (len(a) + 2) + [1] * (len(b) + 1)
-        special = np.zeros(len(tokens), bool)
-        special[[0, len(a) + 1, len(tokens) - 1]] = True
+        if key not in self._pass_cfg:  # the masking of this pass (ERNIE's stages change it)
+            self._pass_cfg = {key: self.cfg.for_pass(key)}
+        c = self._pass_cfg[key]
+        if self.sentence_task == "none":  # one segment: [CLS] A [SEP]
+            truncate_pair(a, b, c.max_seq_length - 2, rng)
+            tokens = [c.cls_token_id, *a, c.sep_token_id]
+            types = [0] * len(tokens)
+            special = np.zeros(len(tokens), bool)
+            special[[0, len(tokens) - 1]] = True
+        else:
+            truncate_pair(a, b, c.max_seq_length - 3, rng)
+            tokens = [c.cls_token_id, *a, c.sep_token_id, *b, c.sep_token_id]
+            types = [0] * (len(a) + 2) + [1] * (len(b) + 1)
+            special = np.zeros(len(tokens), bool)
+            special[[0, len(a) + 1, len(tokens) - 1]] = True
         inputs, labels = mask_tokens(tokens, special, c, rng, self.is_continuation)
-        return inputs, types, labels, not_next
+        return inputs, types, labels, label
 
     def collate(self, indices: list[int]) -> dict[str, torch.Tensor]:
         rows = [self.instance(i) for i in indices]
@@ -584,5 +531,7 @@ class PretrainingData:
             "token_type_ids": padded(1, 0),
             "attention_mask": torch.tensor([[1] * len(r[0]) + [0] * (T - len(r[0])) for r in rows]),
             "labels": padded(2, IGNORE_INDEX),
-            self.label_key: torch.tensor([r[3] for r in rows]),  # (B,)
+            # (B,): NSP's IsNext 0 / NotNext 1, or SOP's in order 0 / swapped 1 (BERT's binary head reads both;
+            # ALBERT's reads them as sentence_order_label)
+            **({} if self.sentence_task == "none" else {self.label_key: torch.tensor([r[3] for r in rows])}),
         }

@@ -9,9 +9,11 @@ Read top to bottom:
 2. the corpus: tokenized once into shards of token arrays on disk (seq2bert/data/pretraining.py), reused on
    resume — for the causal LM with the whitespace between sentences kept, so that its tokens decode to the text;
 3. documents split into training and held-out ones; then, by objective:
-   masked_lm  NSP instances and masks drawn per epoch; loss = MLM + NSP (the MLM head only at masked
-              positions); held-out MLM loss / accuracy and NSP loss / accuracy — ALBERT's SOP in place of
-              NSP when the family's ``sentence_pairs`` says so;
+   masked_lm  instances of the sentence task (data.sentence_task: BERT's NSP pairs, ALBERT's sentence-order
+              pairs, or single segments without one, as RoBERTa and SpanBERT; by default the family's) and
+              masks of the strategy (data.masking_strategy: token, whole_word, span, ngram, knowledge) drawn per
+              epoch; loss = MLM + NSP / SOP (the MLM head only at masked positions); held-out MLM loss /
+              accuracy and NSP / SOP loss / accuracy;
    causal_lm  the documents as one stream, each followed by the end-of-text token, cut into contiguous blocks
               of data.max_seq_length tokens read in a random order (data/lm.py: "randomly sampled, contiguous
               sequences", GPT-1 Sect. 4.1); loss = L_1 (Eq. 1); held-out perplexity per token and per word; at
@@ -42,7 +44,8 @@ from torch import nn
 from seq2bert.config import ARM_DEFAULTS
 from seq2bert.data import gpt_bpe
 from seq2bert.data.lm import Blocks, TokenStream
-from seq2bert.data.masking import STRATEGIES, MaskingConfig
+from seq2bert.data.masking import KNOWLEDGE_LEVELS, STRATEGIES, MaskingConfig
+from seq2bert.data.phrases import collocations
 from seq2bert.data.pretraining import Corpus, PretrainingData, prepare_corpus, shuffled, text_files
 from seq2bert.data.tokenization import KINDS as TOKENIZER_KINDS
 from seq2bert.data.tokenization import Tokenizer
@@ -81,7 +84,21 @@ class PretrainDataConfig:
     masked_lm_prob: float = 0.15
     max_predictions_per_seq: int = 20
     whole_word_masking: bool = False  # the same as masking_strategy=whole_word
-    masking_strategy: str = "token"  # positions masked together: token, whole_word (data/masking.py)
+    # positions masked together (data/masking.py): token, whole_word, span, ngram, knowledge
+    masking_strategy: str = "token"
+    span_p: float = 0.2  # span (SpanBERT): lengths ~ Geo(span_p) in whole words …
+    span_max_words: int = 10  # … clipped at span_max_words
+    ngram_max: int = 3  # ngram (ALBERT): n ≤ ngram_max whole words, p(n) ∝ 1/n
+    # knowledge (ERNIE 1.0): text files of phrases / named entities, one a line, masked as whole units
+    phrases: str = ""
+    entities: str = ""
+    phrase_ngrams: int = 0  # knowledge: also this many phrases found by n-gram statistics (data/phrases.py)
+    knowledge_level: str = "entity"  # word (basic), phrase, or entity (entities, phrases and words)
+    # ERNIE's stages: the level of each epoch in turn, the last one kept (e.g. [word, phrase, entity]);
+    # needs masking=dynamic (static masking repeats its dupe_factor passes); empty: knowledge_level throughout
+    knowledge_schedule: list[str] = field(default_factory=list)
+    # NSP (BERT), sentence order (ALBERT), none (RoBERTa, SpanBERT); auto: the family's (ALBERT SOP, else NSP)
+    sentence_task: Literal["auto", "nsp", "sop", "none"] = "auto"
     masking: Literal["static", "dynamic"] = "static"
     dupe_factor: int = 10
     batch_size: int = 32
@@ -103,6 +120,25 @@ class PretrainDataConfig:
             )
         if self.whole_word_masking and self.masking_strategy not in ("token", "whole_word"):
             raise ConfigError(f"whole_word_masking: set, but masking_strategy is {self.masking_strategy!r}")
+        if not 0.0 < self.span_p <= 1.0:
+            raise ConfigError(f"span_p: must be in (0, 1], got {self.span_p}")
+        if self.span_max_words < 1 or self.ngram_max < 1:
+            raise ConfigError(
+                f"span_max_words and ngram_max: must be at least 1, got {self.span_max_words}, {self.ngram_max}"
+            )
+        for level in (self.knowledge_level, *self.knowledge_schedule):
+            if level not in KNOWLEDGE_LEVELS:
+                raise ConfigError(
+                    f"knowledge_level: expected one of {', '.join(KNOWLEDGE_LEVELS)}, got {level!r}"
+                )
+        if self.phrase_ngrams < 0:
+            raise ConfigError(f"phrase_ngrams: must be at least 0, got {self.phrase_ngrams}")
+        knowledge = self.phrases or self.entities or self.knowledge_schedule or self.phrase_ngrams
+        if knowledge and self.masking_strategy != "knowledge":
+            raise ConfigError(f"phrases, entities, phrase_ngrams, knowledge_schedule: set, but masking_strategy is "
+                              f"{self.masking_strategy!r} (knowledge reads them)")  # fmt: skip
+        if self.knowledge_schedule and self.masking != "dynamic":
+            raise ConfigError("knowledge_schedule: needs masking=dynamic (static masking repeats its passes)")
         if self.max_seq_length < 8:
             raise ConfigError(f"max_seq_length: must be at least 8, got {self.max_seq_length}")
 
@@ -192,8 +228,48 @@ class Objective:
     metric: str
 
 
-def masking_config(data: PretrainDataConfig, tok: Tokenizer) -> MaskingConfig:
+def lexicon(path: str, tok: Tokenizer, key: str) -> tuple[tuple[int, ...], ...]:
+    """The token ids of each line (a phrase or entity) of a text file; none for an empty path."""
+    if not path:
+        return ()
+    if not Path(path).is_file():
+        raise DataError(f"{path}: no such file ({key})")
+    lines = [line.strip() for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
+    return tuple(tuple(ids) for ids in tok.ids_batch(lines) if ids)
+
+
+PHRASE_SENTENCES = 200_000  # the sentences whose n-gram statistics give data.phrase_ngrams phrases
+
+
+def corpus_sentences(corpus: Corpus, documents, limit: int = PHRASE_SENTENCES) -> list[list[int]]:
+    """The sentences of the first ``documents``, up to ``limit``, as lists of token ids."""
+    out: list[list[int]] = []
+    for d in documents:
+        first, last = int(corpus.doc_sentences[d]), int(corpus.doc_sentences[d + 1])
+        last = min(last, first + limit - len(out))
+        tokens = corpus.tokens(first, last).tolist()
+        for n in corpus.lengths[first:last].tolist():
+            out.append(tokens[:n])
+            tokens = tokens[n:]
+        if len(out) >= limit:
+            break
+    return out
+
+
+def masking_config(
+    data: PretrainDataConfig, tok: Tokenizer, sentences: list[list[int]] = ()
+) -> MaskingConfig:
+    """The masking the data section asks for; ``sentences`` (token ids): the text whose n-gram statistics give
+    ``data.phrase_ngrams`` phrases."""
     vocab = tok.backend.get_vocab()
+    continuation = tuple(sorted(i for t, i in vocab.items() if t.startswith("##")))
+    phrases = lexicon(data.phrases, tok, "data.phrases")
+    if data.phrase_ngrams and sentences:
+        found = collocations(sentences, set(continuation).__contains__, top=data.phrase_ngrams)
+        log.info(
+            "%d phrases from n-gram statistics, e.g. %s", len(found), [tok.decode(list(p)) for p in found[:5]]
+        )
+        phrases += tuple(found)
     return MaskingConfig(
         max_seq_length=data.max_seq_length,
         masked_lm_prob=data.masked_lm_prob,
@@ -205,7 +281,14 @@ def masking_config(data: PretrainDataConfig, tok: Tokenizer) -> MaskingConfig:
         mask_token_id=tok.mask_token_id,
         pad_token_id=tok.pad_token_id,
         vocab_size=tok.vocab_size,
-        continuation=tuple(sorted(i for t, i in vocab.items() if t.startswith("##"))),
+        continuation=continuation,
+        span_p=data.span_p,
+        span_max_words=data.span_max_words,
+        ngram_max=data.ngram_max,
+        knowledge_level=data.knowledge_level,
+        knowledge_schedule=tuple(data.knowledge_schedule),
+        phrases=phrases,
+        entities=lexicon(data.entities, tok, "data.entities"),
     )
 
 
@@ -213,11 +296,9 @@ def masking_config(data: PretrainDataConfig, tok: Tokenizer) -> MaskingConfig:
 def evaluate_pretraining(
     model, data: PretrainingData, indices: list[int], device, options: dict | None = None
 ) -> dict:
-    """MLM loss and accuracy over the held-out masked tokens, NSP (or ALBERT's SOP: ``data.sentence_order``)
-    loss and accuracy over the held-out pairs; ``loss`` is their sum, the training objective. ``options``:
-    the family's pretraining forward options."""
-    task, key = ("sop", "sop_logits") if data.sentence_order else ("nsp", "seq_relationship_logits")
-    label = data.label_key
+    """MLM loss and accuracy over the held-out masked tokens, NSP (or SOP: ``data.sentence_task``) loss and
+    accuracy over the held-out pairs; ``loss`` is their sum, the training objective (MLM alone without a
+    sentence task). ``options``: the family's pretraining forward options."""
     mlm_loss = nsp_loss = correct = total = nsp_correct = pairs = 0.0
     for start in range(0, len(indices), data.batch_size):
         batch = {k: v.to(device) for k, v in data.collate(indices[start : start + data.batch_size]).items()}
@@ -230,25 +311,31 @@ def evaluate_pretraining(
             logits = logits[batch["labels"].ne(IGNORE_INDEX)]
         correct += float((logits.argmax(-1) == targets).sum())
         total += n
-        nsp_correct += float((getattr(out, key).argmax(-1) == batch[label]).sum())
-        nsp_loss += float(getattr(out, f"{task}_loss")) * batch[label].numel()
-        pairs += batch[label].numel()
-    return {
-        "mlm_loss": mlm_loss / max(total, 1),
-        "mlm_accuracy": 100.0 * correct / max(total, 1),
-        f"{task}_loss": nsp_loss / max(pairs, 1),
-        f"{task}_accuracy": 100.0 * nsp_correct / max(pairs, 1),
-        "loss": mlm_loss / max(total, 1) + nsp_loss / max(pairs, 1),
-    }
+        if data.label_key in batch:
+            label = batch[data.label_key]
+            sop = data.label_key == "sentence_order_label"  # ALBERT's head: sop_logits, sop_loss
+            logits = out.sop_logits if sop else out.seq_relationship_logits
+            nsp_correct += float((logits.argmax(-1) == label).sum())
+            nsp_loss += float(out.sop_loss if sop else out.nsp_loss) * label.numel()
+            pairs += label.numel()
+    result = {"mlm_loss": mlm_loss / max(total, 1), "mlm_accuracy": 100.0 * correct / max(total, 1)}
+    if data.sentence_task != "none":
+        task = data.sentence_task
+        result |= {
+            f"{task}_loss": nsp_loss / max(pairs, 1),
+            f"{task}_accuracy": 100.0 * nsp_correct / max(pairs, 1),
+        }
+    return {**result, "loss": result["mlm_loss"] + result.get(f"{data.sentence_task}_loss", 0.0)}
 
 
 def masked_lm(cfg: PretrainConfig, corpus: Corpus, train_docs, valid_docs, tok: Tokenizer, dist: DistInfo,
-              device, options: dict, sentence_order: bool = False) -> Objective:  # fmt: skip
-    """BERT's objective: NSP instances with masked tokens, drawn per pass (``options``: the family's forward's);
-    ALBERT's with ``sentence_order``: SOP instances."""
-    masking = masking_config(cfg.data, tok)
-    common = dict(short_seq_prob=cfg.data.short_seq_prob, masking=cfg.data.masking,
-                  dupe_factor=cfg.data.dupe_factor, sentence_order=sentence_order)  # fmt: skip
+              device, options: dict, sentence_task: str = "nsp", label_key: str = "next_sentence_label") -> Objective:  # fmt: skip
+    """BERT's objective and its variants': instances of ``sentence_task`` with masked tokens, drawn per pass
+    (``options``: the family's forward's; ``label_key``: its name for the pair labels)."""
+    sentences = corpus_sentences(corpus, train_docs) if cfg.data.phrase_ngrams else []
+    masking = masking_config(cfg.data, tok, sentences)
+    common = dict(short_seq_prob=cfg.data.short_seq_prob, masking=cfg.data.masking, dupe_factor=cfg.data.dupe_factor,
+                  sentence_task=sentence_task, label_key=label_key)  # fmt: skip
     train = PretrainingData(corpus, train_docs, masking, batch_size=cfg.data.batch_size, seed=cfg.train.seed,
                             rank=dist.rank, world=dist.world_size, **common)  # fmt: skip
     valid = PretrainingData(corpus, valid_docs, masking, batch_size=cfg.data.batch_size, seed=cfg.train.seed + 1,
@@ -400,8 +487,10 @@ def pretrain(
         objective = causal_lm(cfg, corpus, train_docs, valid_docs, tok, dist, device)
         special = dict(bos_token_id=tok.eos_token_id, eos_token_id=tok.eos_token_id)
     else:
+        sop_head = family.sentence_pairs == "sentence_order"
+        task = cfg.data.sentence_task if cfg.data.sentence_task != "auto" else "sop" if sop_head else "nsp"
         objective = masked_lm(cfg, corpus, train_docs, valid_docs, tok, dist, device, family.pretraining_options,
-                              family.sentence_pairs == "sentence_order")  # fmt: skip
+                              task, "sentence_order_label" if sop_head else "next_sentence_label")  # fmt: skip
         special = {}
     # 4. the model and the engine
     model_cfg = replace(cfg.model, vocab_size=tok.vocab_size, pad_token_id=tok.pad_token_id, **special)

@@ -149,3 +149,168 @@ def test_a_strategy_added_to_the_registry_chooses_the_groups(monkeypatch):
     monkeypatch.setitem(masking.STRATEGIES, "pairs", pairs_then_single)
     _, labels = mask_tokens(tokens, special, config(strategy="pairs"), np.random.default_rng(0))
     assert chosen(labels) == [1, 2, 5]  # the second pair would overshoot the 3 predictions: skipped
+
+
+# ---- span (SpanBERT), n-gram (ALBERT) and knowledge (ERNIE 1.0) masking ----------------------------------
+
+
+def units_of(strategy: str, n_sequences: int, length: int = 400, **kw):
+    """(tokens, special, units, inputs, labels) of ``n_sequences`` random [CLS] A [SEP] B [SEP] sequences of
+    ``length`` tokens (30 % "##" pieces): the units ``choose`` gives and the masks ``mask_tokens`` makes from
+    the same generator state (it draws its units first). Random replacements come from a vocabulary of a
+    million, so that one equals the original or [MASK] about never."""
+    rng = np.random.default_rng(0)
+    cfg = config(strategy=strategy, max_predictions_per_seq=10_000, vocab_size=1_000_000, **kw)
+    out = []
+    for k in range(n_sequences):
+        half = length // 2
+        body = np.where(rng.random(length) < 0.3, rng.choice(CONTINUATION, size=length),
+                        rng.integers(MASK + 1, 1000, size=length)).tolist()  # fmt: skip
+        tokens = [CLS, *body[:half], SEP, *body[half:], SEP]
+        special = np.isin(tokens, [CLS, SEP])
+        groups = masking.choose(tokens, special, cfg, np.random.default_rng(k), is_continuation)
+        inputs, labels = mask_tokens(tokens, special, cfg, np.random.default_rng(k), is_continuation)
+        out.append((tokens, special, groups, inputs, labels))
+    return out
+
+
+def word_lengths(tokens, special, group) -> int:
+    """How many whole words a group covers (its word starts)."""
+    return sum(1 for i in group if not is_continuation(tokens[i]) or special[i - 1])
+
+
+def test_span_lengths_follow_the_clipped_geometric_in_whole_words():
+    probs = masking.geometric_lengths(0.2, 10)
+    assert probs.sum() == pytest.approx(1.0) and (probs * np.arange(1, 11)).sum() == pytest.approx(
+        3.8, abs=0.01
+    )  # the paper's ℓ̄
+    lengths = Counter()
+    for tokens, special, groups, _, _ in units_of("span", 1000, length=800):
+        for group in groups[: len(groups) // 2]:  # the last ones may be cut to the budget
+            lengths[word_lengths(tokens, special, group)] += 1
+            assert group == list(range(group[0], group[-1] + 1))  # contiguous
+            assert not is_continuation(tokens[group[0]]) or special[group[0] - 1]  # starts at a word
+            assert group[-1] + 1 == len(tokens) or not is_continuation(tokens[group[-1] + 1])  # ends at one
+    total = sum(lengths.values())
+    assert total > 10_000
+    observed = np.array([lengths[n] / total for n in range(1, 11)])
+    assert set(lengths) <= set(range(1, 11))
+    assert np.abs(observed - probs).max() < 0.01, observed.round(3)
+
+
+def test_ngram_lengths_follow_one_over_n_normalised():
+    assert masking.harmonic_lengths(3) == pytest.approx([6 / 11, 3 / 11, 2 / 11])
+    lengths = Counter()
+    for tokens, special, groups, _, _ in units_of("ngram", 450, length=800):
+        for group in groups[: len(groups) // 2]:
+            lengths[word_lengths(tokens, special, group)] += 1
+    total = sum(lengths.values())
+    assert total > 10_000 and set(lengths) == {1, 2, 3}
+    for n, p in zip((1, 2, 3), (6 / 11, 3 / 11, 2 / 11), strict=True):
+        assert abs(lengths[n] / total - p) < 0.015
+
+
+@pytest.mark.parametrize("strategy", ["span", "ngram", "knowledge"])
+def test_units_spend_the_budget_never_cross_sep_and_are_replaced_whole(strategy):
+    counts, chosen_n, candidates = Counter(), 0, 0
+    for tokens, special, groups, inputs, labels in units_of(strategy, 300):
+        budget = round(0.15 * int((~special).sum()))
+        positions = [i for g in groups for i in g]
+        assert len(positions) == len(set(positions)) and not special[positions].any()
+        assert budget - 3 <= len(positions) <= budget  # whole words: the last one may not fit
+        assert sorted(positions) == chosen(labels)
+        for group in groups:  # never across [SEP]
+            assert not special[group[0] : group[-1] + 1].any()
+            kinds = {
+                "mask" if inputs[i] == MASK else "same" if inputs[i] == tokens[i] else "random" for i in group
+            }
+            assert len(kinds) == 1, (group, [inputs[i] for i in group], [tokens[i] for i in group])
+            counts[kinds.pop()] += 1
+        chosen_n += len(positions)
+        candidates += int((~special).sum())
+    assert abs(chosen_n / candidates - 0.15) < 0.005
+    total = sum(counts.values())
+    assert total > 2500
+    assert abs(counts["mask"] / total - 0.8) < 0.03
+    assert abs(counts["random"] / total - 0.1) < 0.025 and abs(counts["same"] / total - 0.1) < 0.025
+
+
+def test_lexicon_entries_are_found_as_runs_of_whole_words():
+    # 10 11 ##40 ##41 12 13 ##42 14 15 16 [SEP] 17 ##43 18 …
+    all_words = masking.words(TOKENS, SPECIAL, is_continuation)
+    first = all_words[:7]  # the words of segment A
+    assert masking.lexicon_matches(TOKENS, first, [(11, 40, 41, 12), (15, 16), (13,)]) == [
+        [2, 3, 4, 5],
+        [9, 10],
+    ]
+    assert masking.lexicon_matches(TOKENS, first, [(11, 40)]) == []  # ends inside a word: no match
+    assert masking.lexicon_matches(TOKENS, first, [(12, 13), (12, 13, 42, 14)]) == [
+        [5, 6, 7, 8]
+    ]  # the longest
+
+
+ENTITY, PHRASE = (12, 13, 42), (13, 42, 14, 15)  # overlapping: the entity wins
+
+
+@pytest.mark.parametrize("level", ["word", "phrase", "entity"])
+def test_knowledge_units_are_the_lexicon_matches_at_the_level_and_are_masked_whole(level):
+    cfg = config(strategy="knowledge", knowledge_level=level, entities=[ENTITY], phrases=[PHRASE, (18, 19)])
+    units = STRATEGIES["knowledge"](TOKENS, SPECIAL, cfg, np.random.default_rng(0), is_continuation)
+    expected = {"word": [], "phrase": [[6, 7, 8, 9], [14, 15]], "entity": [[5, 6, 7], [14, 15]]}[level]
+    assert all(u in units for u in expected)
+    covered = sorted(i for u in units for i in u)
+    assert covered == np.flatnonzero(~SPECIAL).tolist()  # the rest are whole words
+    assert sorted(u for u in units if u not in expected) == sorted(
+        w for w in words(TOKENS, SPECIAL, is_continuation) if not set(w) & {i for u in expected for i in u}
+    )
+    cfg = config(strategy="knowledge", knowledge_level=level, entities=[ENTITY], phrases=[PHRASE, (18, 19)],
+                 masked_lm_prob=0.4)  # fmt: skip
+    seen = Counter()
+    for seed in range(300):
+        _, labels = mask_tokens(TOKENS, SPECIAL, cfg, np.random.default_rng(seed), is_continuation)
+        picked = set(chosen(labels))
+        for unit in expected:
+            assert len({i in picked for i in unit}) == 1  # all of it or none
+            seen[tuple(unit)] += set(unit) <= picked
+    assert all(seen[tuple(u)] > 20 for u in expected)
+
+
+def test_the_same_seed_gives_the_same_masks_for_every_strategy():
+    for strategy in STRATEGIES:
+        cfg = config(strategy=strategy, entities=[ENTITY], phrases=[PHRASE])
+        a = mask_tokens(TOKENS, SPECIAL, cfg, np.random.default_rng(5), is_continuation)
+        b = mask_tokens(TOKENS, SPECIAL, cfg, np.random.default_rng(5), is_continuation)
+        assert a == b, strategy
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (dict(span_p=0.0), "span_p: must be in"),
+        (dict(span_max_words=0), "span_max_words and ngram_max: must be at least 1"),
+        (dict(ngram_max=0), "span_max_words and ngram_max"),
+        (dict(knowledge_level="sentence"), "knowledge_level: expected one of word, phrase, entity"),
+        (dict(strategy="span", whole_word_masking=True), "whole_word_masking: set, but the masking strategy"),
+    ],
+)
+def test_bad_strategy_parameters_are_one_line_config_errors(bad, message):
+    with pytest.raises(ConfigError, match=message):
+        config(**bad)
+
+
+def test_a_knowledge_schedule_gives_each_pass_its_level_and_keeps_the_last():
+    cfg = config(strategy="knowledge", knowledge_schedule=["word", "phrase", "entity"], phrases=[PHRASE])
+    assert [cfg.for_pass(k).knowledge_level for k in range(5)] == [
+        "word",
+        "phrase",
+        "entity",
+        "entity",
+        "entity",
+    ]
+    assert cfg.for_pass(1).phrases == (PHRASE,) and not cfg.for_pass(1).knowledge_schedule
+    plain = config(strategy="knowledge")
+    assert plain.for_pass(3) is plain
+    with pytest.raises(
+        ConfigError, match="knowledge_level: expected one of word, phrase, entity, got 'chunk'"
+    ):
+        config(strategy="knowledge", knowledge_schedule=["word", "chunk"])

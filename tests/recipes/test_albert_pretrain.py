@@ -3,29 +3,12 @@ model.model_type=albert — MLM + SOP, a checkpoint transformers reads with equa
 
 import json
 
-import numpy as np
 import pytest
 import torch
 
 import seq2bert
 from seq2bert.cli import main
-from seq2bert.data.pretraining import Corpus, instance_table, prepare_corpus
-from seq2bert.data.tokenization import Tokenizer
 from tests.recipes.test_pretrain import TINY, books  # noqa: F401 (a fixture)
-
-
-def test_sentence_order_instances_are_consecutive_segments_swapped_half_the_time(books, tmp_path):  # noqa: F811
-    files = sorted(books.glob("*.txt"))
-    tok = Tokenizer.train(files, "bpe", vocab_size=80)
-    prepare_corpus(files, tok, tmp_path / "c", progress=False)
-    corpus = Corpus(tmp_path / "c")
-    docs = np.arange(corpus.num_documents)
-    table = instance_table(corpus, docs, max_seq_length=32, short_seq_prob=0.1, seed=0, sentence_order=True)
-    doc_of = np.searchsorted(corpus.doc_sentences, np.arange(len(corpus.lengths)), side="right") - 1
-    assert 0.35 < table[:, 4].mean() < 0.65  # about half swapped
-    for a_start, a_end, b_start, b_end, swapped in table:
-        assert doc_of[a_start] == doc_of[b_end - 1] == doc_of[b_start] == doc_of[a_end - 1]  # one document
-        assert (b_end == a_start) if swapped else (b_start == a_end)  # the two segments touch
 
 
 def test_pretrain_albert_trains_mlm_and_sop_and_writes_what_transformers_reads(books, tmp_path):  # noqa: F811

@@ -9,12 +9,13 @@ import torch
 from safetensors.torch import load_file
 
 from seq2bert.cli import main
+from seq2bert.config import apply_overrides
 from seq2bert.data import masking
 from seq2bert.data.tokenization import Tokenizer
 from seq2bert.errors import ConfigError
 from seq2bert.models.bert.pretrained import load_bert
 from seq2bert.precision import native_bf16
-from seq2bert.recipes.pretrain import PretrainDataConfig, masking_config
+from seq2bert.recipes.pretrain import PretrainConfig, PretrainDataConfig, masking_config
 
 WORDS = "the a cat dog sat ran on under mat tree big small red green saw ate".split()
 
@@ -98,12 +99,88 @@ def test_data_whole_word_masking_and_data_masking_strategy_choose_the_strategy(m
     old_key = masking_config(PretrainDataConfig(whole_word_masking=True), tok)
     assert old_key.strategy == "whole_word" and old_key.continuation  # the "##" pieces of the vocabulary
     assert masking_config(PretrainDataConfig(masking_strategy="whole_word"), tok).whole_word_masking
-    with pytest.raises(ConfigError, match="masking_strategy: expected one of token, whole_word"):
+    with pytest.raises(ConfigError, match="masking_strategy: expected one of token, whole_word, span, ngram"):
         PretrainDataConfig(masking_strategy="spans")
     monkeypatch.setitem(masking.STRATEGIES, "spans", masking.token_groups)
     assert masking_config(PretrainDataConfig(masking_strategy="spans"), tok).strategy == "spans"
     with pytest.raises(ConfigError, match="whole_word_masking: set, but masking_strategy is 'spans'"):
         PretrainDataConfig(whole_word_masking=True, masking_strategy="spans")
+
+
+def test_span_ngram_and_knowledge_masking_and_their_parameters_come_from_the_data_section(tmp_path):
+    tok = Tokenizer.train(
+        ["unbelievable extraordinary " + " ".join(WORDS)] * 10, kind="wordpiece", vocab_size=60
+    )
+    span = masking_config(PretrainDataConfig(masking_strategy="span", span_p=0.3, span_max_words=5), tok)
+    assert (span.strategy, span.span_p, span.span_max_words) == ("span", 0.3, 5)
+    assert masking_config(PretrainDataConfig(masking_strategy="ngram", ngram_max=2), tok).ngram_max == 2
+    (tmp_path / "entities.txt").write_text("big dog\nred tree\n\n")
+    (tmp_path / "phrases.txt").write_text("sat on the mat\n")
+    data = PretrainDataConfig(masking_strategy="knowledge", entities=str(tmp_path / "entities.txt"),
+                              phrases=str(tmp_path / "phrases.txt"), knowledge_schedule=["word", "entity"],
+                              masking="dynamic")  # fmt: skip
+    knowledge = masking_config(data, tok)
+    assert knowledge.entities == tuple(tuple(tok.ids_batch([e])[0]) for e in ("big dog", "red tree"))
+    assert knowledge.phrases == (tuple(tok.ids_batch(["sat on the mat"])[0]),)
+    assert (
+        knowledge.for_pass(0).knowledge_level == "word" and knowledge.for_pass(4).knowledge_level == "entity"
+    )
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (dict(span_p=1.5), r"span_p: must be in \(0, 1\], got 1.5"),
+        (dict(ngram_max=0), "span_max_words and ngram_max: must be at least 1"),
+        (
+            dict(masking_strategy="knowledge", knowledge_level="topic"),
+            "knowledge_level: expected one of word",
+        ),
+        (
+            dict(entities="e.txt"),
+            "phrases, entities, phrase_ngrams, knowledge_schedule: set, but masking_strategy is 'token'",
+        ),
+        (
+            dict(masking_strategy="knowledge", knowledge_schedule=["word"]),
+            "knowledge_schedule: needs masking=dynamic",
+        ),
+        (
+            dict(masking_strategy="span", whole_word_masking=True),
+            "whole_word_masking: set, but masking_strategy",
+        ),
+    ],
+)
+def test_bad_masking_settings_are_one_line_config_errors(bad, message):
+    with pytest.raises(ConfigError, match=message) as e:
+        PretrainDataConfig(**bad)
+    assert "\n" not in str(e.value)
+
+
+def test_the_sentence_task_is_a_choice_of_the_data_section():
+    assert apply_overrides(PretrainConfig(), ["data.sentence_task=sop"]).data.sentence_task == "sop"
+    with pytest.raises(ConfigError, match="sentence_task"):
+        apply_overrides(PretrainConfig(), ["data.sentence_task=order"])
+
+
+@pytest.mark.parametrize("strategy, task", [("span", "sop"), ("ngram", "none"), ("knowledge", "nsp")])
+def test_pretraining_with_span_or_ngram_masking_and_sop_or_no_sentence_task(
+    books, tmp_path, capsys, strategy, task
+):
+    short = [*TINY, "--set", "train.max_steps=2", "--set", "train.eval_every=2", "--set", f"data.masking_strategy={strategy}",
+             "--set", f"data.sentence_task={task}"]  # fmt: skip
+    if strategy == "knowledge":
+        short += ["--set", "data.phrase_ngrams=5"]
+    assert main(["pretrain", str(books), "--out", str(tmp_path / "r"), *short]) == 0
+    results = json.loads((tmp_path / "r" / "results.json").read_text())
+    assert results["steps"] == 2 and 0 <= results["valid_mlm_accuracy"] <= 100
+    if task == "nsp":
+        assert 0 <= results["valid_nsp_accuracy"] <= 100
+    elif task == "sop":
+        assert 0 <= results["valid_sop_accuracy"] <= 100 and "valid_nsp_accuracy" not in results
+        assert results["valid_loss"] == pytest.approx(results["valid_mlm_loss"] + results["valid_sop_loss"])
+    else:
+        assert not any(k.startswith(("valid_nsp", "valid_sop")) for k in results)
+        assert results["valid_loss"] == pytest.approx(results["valid_mlm_loss"])
 
 
 @pytest.mark.slow

@@ -1,0 +1,110 @@
+"""Pretraining instances of one pass over a prepared corpus (seq2bert/data/pretraining.py): which sentences
+make the segments of each instance, and the label of the sentence task.
+
+    nsp    BERT (Devlin et al. 2018, Sect. 3.1, Task #2; the released create_instances_from_document):
+           sentences are gathered up to a target length (max_seq_length − 3; with probability
+           short_seq_prob a random shorter one) and cut at a random sentence boundary into A and B; half the
+           time B is replaced by a span of a random other document (IsNext = 0, NotNext = 1) and the unused
+           sentences go back to the pool.
+    sop    ALBERT (Lan et al. 2019, Sect. 3.1, sentence-order prediction): the same two consecutive segments
+           of one document, "as negative examples the same two consecutive segments but with their order
+           swapped" — half the time, label 1 = swapped, 0 = in order. Both segments always come from the
+           same document, so the task is coherence, not topic. A chunk of one sentence has no order to
+           predict and makes no instance.
+    none   RoBERTa (Liu et al. 2019, Sect. 4.2, without NSP) and SpanBERT (Joshi et al. 2019, Sect. 3.3,
+           single-sequence training): one segment of full sentences of one document, packed up to
+           max_seq_length − 2 tokens ([CLS] A [SEP]); a document's last chunk may be shorter. (RoBERTa's
+           FULL-SENTENCES also runs on across documents; here an instance stays in its document, RoBERTa's
+           DOC-SENTENCES.)
+
+A pass is a table with one row per instance, [a_start, a_end, b_start, b_end, label] in global sentence
+numbers (ends exclusive; int32 while they fit): the first segment is sentences a_start … a_end − 1, the
+second b_start … b_end − 1 (empty for ``none``), in the order the model reads them.
+"""
+
+from __future__ import annotations
+
+from array import array
+
+import numpy as np
+
+from seq2bert.errors import DataError
+
+SENTENCE_TASKS = ("nsp", "sop", "none")
+
+
+def instance_table(corpus, documents: np.ndarray, *, max_seq_length: int, short_seq_prob: float, seed: int,
+                   sentence_task: str = "nsp") -> np.ndarray:  # fmt: skip
+    """The instances over ``documents`` (ids) of ``corpus`` (a data.pretraining.Corpus: ``doc_sentences``,
+    ``lengths``) for ``sentence_task``, one row each (module docstring). Random B segments (NSP) come from
+    other documents of the same set."""
+    if sentence_task not in SENTENCE_TASKS:
+        raise DataError(f"sentence_task: expected one of {', '.join(SENTENCE_TASKS)}, got {sentence_task!r}")
+    rng = np.random.default_rng(seed)
+    max_tokens = max_seq_length - (2 if sentence_task == "none" else 3)  # [CLS], [SEP] (, [SEP])
+    rows = array("i" if len(corpus.lengths) < 2**31 else "q")  # 4 bytes a number, not a Python object
+    starts, lengths = corpus.doc_sentences, corpus.lengths
+    for d in documents:
+        first, last = int(starts[d]), int(starts[d + 1])
+        lens = lengths[first:last].tolist()  # of this document's sentences, indexed from `first`
+        target = max_tokens
+        if rng.random() < short_seq_prob:  # "to minimize the mismatch between pre-training and fine-tuning"
+            target = int(rng.integers(2, max_tokens + 1))
+        chunk_start, length, i = first, 0, first
+        while i < last:
+            length += lens[i - first]
+            if i == last - 1 or length >= target:
+                n = i + 1 - chunk_start  # sentences in the chunk
+                if sentence_task == "none":
+                    rows.extend((chunk_start, i + 1, i + 1, i + 1, 0))
+                elif sentence_task == "sop":
+                    if n >= 2:
+                        a_end = chunk_start + int(rng.integers(1, n))
+                        if rng.random() < 0.5:  # the negative: B before A
+                            rows.extend((a_end, i + 1, chunk_start, a_end, 1))
+                        else:
+                            rows.extend((chunk_start, a_end, a_end, i + 1, 0))
+                else:
+                    i = next_sentence_rows(
+                        rows, corpus, documents, d, chunk_start, i, target, lens, first, rng
+                    )
+                chunk_start, length = i + 1, 0
+            i += 1
+    return np.frombuffer(rows, dtype=np.dtype(rows.typecode)).reshape(-1, 5)
+
+
+def next_sentence_rows(rows: array, corpus, documents, d: int, chunk_start: int, i: int, target: int,
+                       lens: list[int], first: int, rng: np.random.Generator) -> int:  # fmt: skip
+    """BERT's NSP instance of the chunk chunk_start … i of document d (appended to ``rows``); returns the last
+    sentence used, i or earlier when a random B sent the rest of the chunk back to the pool."""
+    starts, lengths = corpus.doc_sentences, corpus.lengths
+    n = i + 1 - chunk_start
+    a_end = chunk_start + (int(rng.integers(1, n)) if n >= 2 else 1)
+    if (n == 1 or rng.random() < 0.5) and len(documents) > 1:  # B from another document
+        other = d
+        for _ in range(10):
+            other = int(documents[rng.integers(len(documents))])
+            if other != d:
+                break
+        o_first, o_last = int(starts[other]), int(starts[other + 1])
+        b_start = int(rng.integers(o_first, o_last))
+        need = target - sum(lens[chunk_start - first : a_end - first])
+        b_end, got = b_start + 1, int(lengths[b_start])  # at least one sentence, as the original
+        while b_end < o_last and got < need:
+            got += int(lengths[b_end])
+            b_end += 1
+        rows.extend((chunk_start, a_end, b_start, b_end, 1))
+        return a_end - 1  # the unused sentences of the chunk go back to the pool
+    if n >= 2:
+        rows.extend((chunk_start, a_end, a_end, i + 1, 0))
+    return i
+
+
+def truncate_pair(a: list[int], b: list[int], max_tokens: int, rng: np.random.Generator) -> None:
+    """The released code's truncate_seq_pair: drop tokens from the longer side, at a random end, in place."""
+    while len(a) + len(b) > max_tokens:
+        longer = a if len(a) > len(b) else b
+        if rng.random() < 0.5:
+            del longer[0]
+        else:
+            longer.pop()
