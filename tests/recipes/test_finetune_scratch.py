@@ -109,7 +109,10 @@ def test_neither_init_nor_model_and_an_unknown_model_are_one_line(tmp_path, caps
     base = ["finetune", "--task", "sst2", "--data", str(tmp_path / "sst2"), "--out", str(tmp_path / "r")]
     for extra, message in (
         ([], "init: give the checkpoint to start from (--init DIR), or a model to train from random weights"),
-        (["--model", "lstm"], "model: expected an encoder family (bert, bilstm), got 'lstm'"),
+        (
+            ["--model", "lstm"],
+            "model: expected an encoder family (bert, electra, roberta, albert, bilstm), got 'lstm'",
+        ),
         (["--model", "seq2seq"], "model: expected an encoder family"),
         (["--set", "model_config.hidden_size=8"], "model_config: the fields of a model trained from scratch"),
     ):

@@ -27,7 +27,7 @@ import torch
 from torch import nn
 
 from seq2bert.models.bert.config import BertConfig
-from seq2bert.models.bert.model import BertHeadModel, init_bert_weights
+from seq2bert.models.bert.model import BertHeadModel, BertModelOutput, init_bert_weights
 from seq2bert.objectives.classification import (
     problem_type_of,
     sequence_classification_loss,
@@ -100,11 +100,15 @@ class BertForSequenceClassification(TaskModel):
     ) -> ClassifierOutput:
         """input_ids … (B, T); labels (B,) class ids, (B,) floats for regression, (B, K) 0/1 for multi-label."""
         out = self.encode(input_ids, attention_mask, token_type_ids, output_hidden_states, output_attentions)
-        logits = self.classifier(self.dropout(out.pooler_output))  # C Wᵀ: (B, K)
+        logits = self.scores(out)  # (B, K)
         loss = None
         if labels is not None:
             loss = sequence_classification_loss(logits, labels, problem_type(self.config))
         return ClassifierOutput(loss, logits, out.hidden_states, out.attentions)
+
+    def scores(self, out: BertModelOutput) -> torch.Tensor:
+        """The encoder's output → the logits (B, K): C Wᵀ (a variant reads another state, another head)."""
+        return self.classifier(self.dropout(out.pooler_output))
 
 
 class BertForTokenClassification(TaskModel):
@@ -201,11 +205,15 @@ class BertForMultipleChoice(TaskModel):
             output_hidden_states,
             output_attentions,
         )
-        logits = self.classifier(self.dropout(out.pooler_output)).view(B, C)  # C · w per choice: (B, C)
+        logits = self.scores(out).view(B, C)  # one score per choice: (B, C)
         loss = None
         if labels is not None:  # a softmax over the C choices' scores
             loss = sequence_classification_loss(logits, labels, "single_label_classification")
         return ClassifierOutput(loss, logits, out.hidden_states, out.attentions)
+
+    def scores(self, out: BertModelOutput) -> torch.Tensor:
+        """The encoder's output over the B·C choices → a score each (B·C, 1): C · w."""
+        return self.classifier(self.dropout(out.pooler_output))
 
 
 TASK_CLASSES: dict[str, type[TaskModel]] = {

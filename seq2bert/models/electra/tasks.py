@@ -17,19 +17,18 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from seq2bert.models.bert.model import init_bert_weights
+from seq2bert.models.bert.model import BertModelOutput, init_bert_weights
 from seq2bert.models.bert.tasks import (
+    BertForMultipleChoice,
     BertForQuestionAnswering,
+    BertForSequenceClassification,
     BertForTokenClassification,
-    ClassifierOutput,
     TaskModel,
     classifier_dropout,
-    problem_type,
 )
 from seq2bert.models.electra.config import ElectraConfig
 from seq2bert.models.electra.model import ElectraModel
 from seq2bert.nn.feed_forward import ACTIVATIONS
-from seq2bert.objectives.classification import sequence_classification_loss
 
 
 class ElectraTask:
@@ -54,31 +53,17 @@ class ClassificationHead(nn.Module):
         return self.out_proj(self.dropout(self.act(self.dense(x))))
 
 
-class ElectraForSequenceClassification(ElectraTask, TaskModel):
-    """A K-way classifier (or a regressor, K = 1) on the discriminator's final [CLS] state."""
+class ElectraForSequenceClassification(ElectraTask, BertForSequenceClassification):
+    """A K-way classifier (or a regressor, K = 1) on the discriminator's final [CLS] state: BERT's forward,
+    another head."""
 
     def __init__(self, config: ElectraConfig):
-        super().__init__(config, pooler=False)
+        super(BertForSequenceClassification, self).__init__(config, pooler=False)  # TaskModel's: no pooler
         self.classifier = ClassificationHead(config)
         init_bert_weights(self, config)
 
-    def forward(
-        self,
-        input_ids: torch.Tensor,
-        attention_mask: torch.Tensor | None = None,
-        token_type_ids: torch.Tensor | None = None,
-        labels: torch.Tensor | None = None,
-        *,
-        output_hidden_states: bool = False,
-        output_attentions: bool = False,
-    ) -> ClassifierOutput:
-        """As BertForSequenceClassification.forward."""
-        out = self.encode(input_ids, attention_mask, token_type_ids, output_hidden_states, output_attentions)
-        logits = self.classifier(out.last_hidden_state)  # (B, K)
-        loss = None
-        if labels is not None:
-            loss = sequence_classification_loss(logits, labels, problem_type(self.config))
-        return ClassifierOutput(loss, logits, out.hidden_states, out.attentions)
+    def scores(self, out: BertModelOutput) -> torch.Tensor:
+        return self.classifier(out.last_hidden_state)  # (B, K)
 
 
 class ElectraForTokenClassification(ElectraTask, BertForTokenClassification):
@@ -103,38 +88,17 @@ class ChoiceSummary(nn.Module):
         return self.dropout(self.act(self.summary(hidden[:, 0])))
 
 
-class ElectraForMultipleChoice(ElectraTask, TaskModel):
-    """Each choice is [CLS] context [SEP] choice [SEP]; its score is w · summary(h_[CLS])."""
+class ElectraForMultipleChoice(ElectraTask, BertForMultipleChoice):
+    """Each choice is [CLS] context [SEP] choice [SEP]; its score is w · summary(h_[CLS]): BERT's forward."""
 
     def __init__(self, config: ElectraConfig):
-        super().__init__(config, pooler=False)
+        super(BertForMultipleChoice, self).__init__(config, pooler=False)  # TaskModel's: no pooler
         self.sequence_summary = ChoiceSummary(config)
         self.classifier = nn.Linear(config.hidden_size, 1)  # w
         init_bert_weights(self, config)
 
-    def forward(
-        self,
-        input_ids: torch.Tensor,
-        attention_mask: torch.Tensor | None = None,
-        token_type_ids: torch.Tensor | None = None,
-        labels: torch.Tensor | None = None,
-        *,
-        output_hidden_states: bool = False,
-        output_attentions: bool = False,
-    ) -> ClassifierOutput:
-        """input_ids, attention_mask, token_type_ids (B, C, T): C choices per example; labels (B,)."""
-        B, C, T = input_ids.shape
-
-        def flat(x: torch.Tensor | None) -> torch.Tensor | None:
-            return None if x is None else x.reshape(B * C, T)  # (B·C, T)
-
-        out = self.encode(flat(input_ids), flat(attention_mask), flat(token_type_ids), output_hidden_states,
-                          output_attentions)  # fmt: skip
-        logits = self.classifier(self.sequence_summary(out.last_hidden_state)).view(B, C)  # (B, C)
-        loss = None
-        if labels is not None:  # a softmax over the C choices' scores
-            loss = sequence_classification_loss(logits, labels, "single_label_classification")
-        return ClassifierOutput(loss, logits, out.hidden_states, out.attentions)
+    def scores(self, out: BertModelOutput) -> torch.Tensor:
+        return self.classifier(self.sequence_summary(out.last_hidden_state))  # (B·C, 1)
 
 
 TASK_CLASSES: dict[str, type[TaskModel]] = {

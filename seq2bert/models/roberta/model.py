@@ -24,18 +24,21 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from seq2bert.models.bert.model import BertEmbeddings, BertForMaskedLM, BertModel, init_bert_weights
+from seq2bert.models.bert.model import (
+    BertEmbeddings,
+    BertForMaskedLM,
+    BertModel,
+    BertModelOutput,
+    init_bert_weights,
+)
 from seq2bert.models.bert.tasks import (
     BertForMultipleChoice,
     BertForQuestionAnswering,
+    BertForSequenceClassification,
     BertForTokenClassification,
-    ClassifierOutput,
-    TaskModel,
     classifier_dropout,
-    problem_type,
 )
 from seq2bert.models.roberta.config import RobertaConfig
-from seq2bert.objectives.classification import sequence_classification_loss
 
 
 class RobertaEmbeddings(BertEmbeddings):
@@ -91,31 +94,17 @@ class RobertaClassificationHead(nn.Module):
         return self.out_proj(x)
 
 
-class RobertaForSequenceClassification(RobertaHeads, TaskModel):
-    """A K-way classifier — or a regressor, K = 1 — on <s> (no pooler): GLUE (Sect. 5.1)."""
+class RobertaForSequenceClassification(RobertaHeads, BertForSequenceClassification):
+    """A K-way classifier — or a regressor, K = 1 — on <s> (no pooler): GLUE (Sect. 5.1); BERT's forward,
+    another head."""
 
     def __init__(self, config: RobertaConfig):
-        super().__init__(config, pooler=False)
+        super(BertForSequenceClassification, self).__init__(config, pooler=False)  # TaskModel's: no pooler
         self.classifier = RobertaClassificationHead(config)
         init_bert_weights(self, config)
 
-    def forward(
-        self,
-        input_ids: torch.Tensor,
-        attention_mask: torch.Tensor | None = None,
-        token_type_ids: torch.Tensor | None = None,
-        labels: torch.Tensor | None = None,
-        *,
-        output_hidden_states: bool = False,
-        output_attentions: bool = False,
-    ) -> ClassifierOutput:
-        """As BertForSequenceClassification.forward: labels (B,) ids or floats (regression), (B, K) 0/1."""
-        out = self.encode(input_ids, attention_mask, token_type_ids, output_hidden_states, output_attentions)
-        logits = self.classifier(out.last_hidden_state)  # (B, K)
-        loss = None
-        if labels is not None:
-            loss = sequence_classification_loss(logits, labels, problem_type(self.config))
-        return ClassifierOutput(loss, logits, out.hidden_states, out.attentions)
+    def scores(self, out: BertModelOutput) -> torch.Tensor:
+        return self.classifier(out.last_hidden_state)  # (B, K)
 
 
 class RobertaForTokenClassification(RobertaHeads, BertForTokenClassification):
