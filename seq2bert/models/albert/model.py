@@ -34,9 +34,9 @@ from torch import nn
 from seq2bert.models.albert.config import AlbertConfig
 from seq2bert.models.bert.model import (
     BertEmbeddings,
+    BertForMaskedLM,
     BertModel,
     MaskedLMHead,
-    MaskedLMOutput,
     bert_layer,
     encode_and_predict,
     init_bert_weights,
@@ -171,33 +171,11 @@ class AlbertForPreTraining(SavePretrained, nn.Module):
         )
 
 
-class AlbertForMaskedLM(SavePretrained, nn.Module):
-    """ALBERT with the masked-LM head only (no pooler), for fill-mask."""
+class AlbertForMaskedLM(BertForMaskedLM):
+    """ALBERT with the masked-LM head only (no pooler), for fill-mask: BERT's, on the ALBERT encoder (the
+    head maps H into the embedding size E, whose tied output embedding it reads)."""
 
-    def __init__(self, config: AlbertConfig):
-        super().__init__()
-        self.config = config
-        self.albert = AlbertModel(config, add_pooling_layer=False)
-        self.mlm = MaskedLMHead(config, self.albert.embeddings.word_embeddings)
-        init_bert_weights(self, config)
-
-    def forward(
-        self,
-        input_ids: torch.Tensor,
-        attention_mask: torch.Tensor | None = None,
-        token_type_ids: torch.Tensor | None = None,
-        labels: torch.Tensor | None = None,
-        *,
-        sparse_prediction: bool = False,
-        output_hidden_states: bool = False,
-        output_attentions: bool = False,
-    ) -> MaskedLMOutput:
-        """As AlbertForPreTraining.forward, without SOP."""
-        out, logits, loss = encode_and_predict(
-            self.albert, self.mlm, input_ids, attention_mask, token_type_ids, labels, sparse_prediction,
-            output_hidden_states, output_attentions,
-        )  # fmt: skip
-        return MaskedLMOutput(loss, logits, out.hidden_states, out.attentions)
+    encoder_class, base_model_prefix = AlbertModel, "albert"
 
 
 # BERT's fine-tuning heads (Figure 4; models/bert/tasks.py) on the ALBERT encoder
