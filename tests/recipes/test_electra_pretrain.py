@@ -87,3 +87,19 @@ def test_bad_electra_settings_are_one_line_errors(books, tmp_path, capsys, setti
     assert main(["pretrain", str(books), "--out", str(tmp_path / "x"), *ELECTRA, "--set", setting]) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and "\n" not in err
+
+
+def test_electra_reads_bert_pairs_when_asked_and_ignores_their_labels(books, tmp_path):  # noqa: F811
+    short = [
+        *ELECTRA,
+        "--set",
+        "train.max_steps=2",
+        "--set",
+        "train.eval_every=2",
+        "--set",
+        "data.sentence_task=nsp",
+    ]
+    assert main(["pretrain", str(books), "--out", str(tmp_path / "p"), *short]) == 0
+    results = json.loads((tmp_path / "p" / "results.json").read_text())
+    assert results["steps"] == 2 and "valid_nsp_accuracy" not in results
+    assert results["valid_loss"] == pytest.approx(results["valid_mlm_loss"] + 50 * results["valid_disc_loss"])
