@@ -21,6 +21,8 @@ COLUMNS = [
     ("valid_mlm_accuracy", "valid MLM acc %"),
     ("valid_nsp_accuracy", "valid NSP acc %"),
     ("valid_sop_accuracy", "valid SOP acc %"),
+    ("valid_disc_loss", "valid disc loss"),
+    ("valid_disc_accuracy", "valid disc acc %"),
 ]
 
 

@@ -1,6 +1,7 @@
-"""Recipe: pretrain a model from raw text — BERT with masked LM + next-sentence prediction (Devlin et al. 2018), or
-GPT / GPT-2 with the causal LM (Radford et al. 2018, 2019). One path: ``model.model_type`` picks the family,
-and the family its objective (``Family.pretraining_objective``, models/registry.py).
+"""Recipe: pretrain a model from raw text — BERT with masked LM + next-sentence prediction (Devlin et al. 2018),
+GPT / GPT-2 with the causal LM (Radford et al. 2018, 2019), or ELECTRA with replaced token detection (Clark et
+al. 2020). One path: ``model.model_type`` picks the family, and the family its objective
+(``Family.pretraining_objective``, models/registry.py).
 
 Read top to bottom:
 1. the tokenizer: a given vocab.txt / tokenizer.json / vocab.json + merges.txt, or one trained on the text, of
@@ -18,6 +19,9 @@ Read top to bottom:
               of data.max_seq_length tokens read in a random order (data/lm.py: "randomly sampled, contiguous
               sequences", GPT-1 Sect. 4.1); loss = L_1 (Eq. 1); held-out perplexity per token and per word; at
               the end, greedy and sampled continuations of fixed prompts (``samples``) in the log and results.json;
+   replaced_token_detection  the masked LM's instances (single segments: ELECTRA's sentence task is none), a
+              generator's samples in the masked positions and a discriminator over every position
+              (recipes/pretrain_electra.py, the ``electra`` section); loss = L_MLM + λ L_Disc;
 4. every checkpoint is a Hugging Face directory (BertForPreTraining, GPT2LMHeadModel, …: config.json,
    model.safetensors, the tokenizer's files) plus the trainer state, so transformers' ``from_pretrained``
    reads it and ``seq2bert pretrain … --resume`` continues a killed run exactly.
@@ -53,9 +57,12 @@ from seq2bert.errors import ConfigError, DataError
 from seq2bert.models import registry
 from seq2bert.models.albert.config import albert_mini
 from seq2bert.models.bert.config import bert_mini
+from seq2bert.models.electra.config import electra_small
 from seq2bert.models.gpt.config import gpt1_mini, gpt2_mini
 from seq2bert.models.pretrained import load_hf_weights, write_hf_files
 from seq2bert.objectives.cross_entropy import IGNORE_INDEX
+from seq2bert.recipes import pretrain_electra
+from seq2bert.recipes.pretrain_electra import ElectraSettings
 from seq2bert.training import checkpoint as ckpt
 from seq2bert.training.config import TrainConfig
 from seq2bert.training.distributed import DistInfo, cleanup, setup
@@ -97,7 +104,8 @@ class PretrainDataConfig:
     # ERNIE's stages: the level of each epoch in turn, the last one kept (e.g. [word, phrase, entity]);
     # needs masking=dynamic (static masking repeats its dupe_factor passes); empty: knowledge_level throughout
     knowledge_schedule: list[str] = field(default_factory=list)
-    # NSP (BERT), sentence order (ALBERT), none (RoBERTa, SpanBERT); auto: the family's (ALBERT SOP, else NSP)
+    # NSP (BERT), sentence order (ALBERT), none (RoBERTa, SpanBERT); auto: the family's (ALBERT SOP, ELECTRA
+    # none, else NSP)
     sentence_task: Literal["auto", "nsp", "sop", "none"] = "auto"
     masking: Literal["static", "dynamic"] = "static"
     dupe_factor: int = 10
@@ -179,7 +187,8 @@ class SampleConfig:
 # model.model_type switches to it
 PRETRAINABLE = [f for f in registry.FAMILIES.values() if "pretraining" in f.heads]
 PretrainModelConfig = Union[tuple(f.config_class for f in PRETRAINABLE)]  # noqa: UP007 (built from a list)
-MINI = {"bert": bert_mini, "albert": albert_mini, "openai-gpt": gpt1_mini, "gpt2": gpt2_mini}
+MINI = {"bert": bert_mini, "albert": albert_mini, "openai-gpt": gpt1_mini, "gpt2": gpt2_mini,
+        "electra": partial(electra_small, num_hidden_layers=4)}  # fmt: skip
 
 
 @dataclass
@@ -193,10 +202,11 @@ class PretrainConfig:
             schedule="linear",
             warmup_steps=1000,
             max_epochs=1,
-            metric="main",  # the objective's: MLM accuracy (BERT), held-out perplexity (GPT)
+            metric="main",  # the objective's: MLM accuracy (BERT), perplexity (GPT), disc_loss (ELECTRA)
         )
     )
     samples: SampleConfig = field(default_factory=SampleConfig)
+    electra: ElectraSettings = field(default_factory=ElectraSettings)  # replaced token detection's pair
 
 
 def build_tokenizer(data: PretrainDataConfig, files: list[Path], kind: str) -> Tokenizer:
@@ -220,12 +230,18 @@ def with_end_of_text(tok: Tokenizer) -> Tokenizer:
 @dataclass
 class Objective:
     """What a pretraining objective gives the run: its batches (``plan.batches(epoch)``, ``plan.collate``), the
-    loss of a batch, the held-out evaluation, and the metric that picks the best checkpoint ("main")."""
+    loss of a batch, the held-out evaluation, and the metric that picks the best checkpoint ("main"); when the
+    objective trains the family's ``pretrainer`` rather than its "pretraining" head, that module's options and
+    how its checkpoints are written and read (None: the head's Hugging Face directory)."""
 
     plan: Any
     loss: Callable[[nn.Module, dict], torch.Tensor]
     evaluate: Callable[[nn.Module], dict]
     metric: str
+    higher_is_better: bool = True
+    pretrainer_options: dict | None = None  # None: the "pretraining" head is the model
+    save_model: Callable[[nn.Module, Path], None] | None = None
+    load_model: Callable[[nn.Module, Path], None] | None = None
 
 
 def lexicon(path: str, tok: Tokenizer, key: str) -> tuple[tuple[int, ...], ...]:
@@ -328,10 +344,10 @@ def evaluate_pretraining(
     return {**result, "loss": result["mlm_loss"] + result.get(f"{data.sentence_task}_loss", 0.0)}
 
 
-def masked_lm(cfg: PretrainConfig, corpus: Corpus, train_docs, valid_docs, tok: Tokenizer, dist: DistInfo,
-              device, options: dict, sentence_task: str = "nsp", label_key: str = "next_sentence_label") -> Objective:  # fmt: skip
-    """BERT's objective and its variants': instances of ``sentence_task`` with masked tokens, drawn per pass
-    (``options``: the family's forward's; ``label_key``: its name for the pair labels)."""
+def masked_instances(cfg: PretrainConfig, corpus: Corpus, train_docs, valid_docs, tok: Tokenizer, dist: DistInfo,
+                     sentence_task: str, label_key: str) -> tuple[PretrainingData, PretrainingData, list[int]]:  # fmt: skip
+    """Instances of ``sentence_task`` with masked tokens, drawn per pass (``label_key``: the model's name for
+    the pair labels): the training ones, the held-out ones and the held-out instances scored."""
     sentences = corpus_sentences(corpus, train_docs) if cfg.data.phrase_ngrams else []
     masking = masking_config(cfg.data, tok, sentences)
     common = dict(short_seq_prob=cfg.data.short_seq_prob, masking=cfg.data.masking, dupe_factor=cfg.data.dupe_factor,
@@ -341,6 +357,14 @@ def masked_lm(cfg: PretrainConfig, corpus: Corpus, train_docs, valid_docs, tok: 
     valid = PretrainingData(corpus, valid_docs, masking, batch_size=cfg.data.batch_size, seed=cfg.train.seed + 1,
                             shuffle=False, **common)  # fmt: skip
     indices = [i for b in valid.batches(0) for i in b][: cfg.data.max_valid_instances]
+    return train, valid, indices
+
+
+def masked_lm(
+    train: PretrainingData, valid: PretrainingData, indices: list[int], device, options: dict
+) -> Objective:
+    """BERT's objective and its variants': MLM + the instances' sentence task (``options``: the family's
+    forward's)."""
     return Objective(
         plan=train,
         loss=lambda m, batch: m(**batch, **options).loss,
@@ -363,6 +387,25 @@ def causal_lm(cfg: PretrainConfig, corpus: Corpus, train_docs, valid_docs, tok: 
         loss=lambda m, batch: m(**batch, loss_only=True).loss,  # the LM head fused with its loss
         evaluate=lambda m: evaluate_causal_lm(m, valid, indices, device, words),
         metric="perplexity",
+        higher_is_better=False,
+    )
+
+
+def replaced_token_detection(cfg: PretrainConfig, train: PretrainingData, valid: PretrainingData,
+                             indices: list[int], device, family, tok: Tokenizer) -> Objective:  # fmt: skip
+    """ELECTRA's objective (recipes/pretrain_electra.py) on the masked instances."""
+    s = cfg.electra
+    return Objective(
+        plan=train,
+        loss=pretrain_electra.loss,
+        evaluate=lambda m: pretrain_electra.evaluate(
+            m, valid, indices, device, s.disc_weight, cfg.train.seed + 2
+        ),
+        metric=pretrain_electra.METRIC,
+        higher_is_better=False,
+        pretrainer_options=dict(generator_size=s.generator_size, disc_weight=s.disc_weight),
+        save_model=partial(pretrain_electra.save_pair, family, tok),
+        load_model=partial(pretrain_electra.load_pair, family),
     )
 
 
@@ -443,6 +486,10 @@ def pretrain(
     files = cfg.data.text_files()
     family = registry.family_of(cfg.model)  # the builder, checkpoint layout and objective of the model
     causal = family.pretraining_objective == "causal_lm"
+    if family.pretraining_objective == "replaced_token_detection" and cfg.train.average_last > 1:
+        raise ConfigError(
+            "train.average_last: ELECTRA's pair is not averaged (model.safetensors is one network)"
+        )
     positions = getattr(cfg.model, "max_position_embeddings", None)
     if positions is not None and cfg.data.max_seq_length > positions:
         raise ConfigError(f"data.max_seq_length: {cfg.data.max_seq_length} is longer than the model's {positions} "
@@ -487,21 +534,27 @@ def pretrain(
         objective = causal_lm(cfg, corpus, train_docs, valid_docs, tok, dist, device)
         special = dict(bos_token_id=tok.eos_token_id, eos_token_id=tok.eos_token_id)
     else:
-        sop_head = family.sentence_pairs == "sentence_order"
-        task = cfg.data.sentence_task if cfg.data.sentence_task != "auto" else "sop" if sop_head else "nsp"
-        objective = masked_lm(cfg, corpus, train_docs, valid_docs, tok, dist, device, family.pretraining_options,
-                              task, "sentence_order_label" if sop_head else "next_sentence_label")  # fmt: skip
+        pairs = family.sentence_pairs  # sentence_task=auto: NSP (BERT), SOP (ALBERT), none (ELECTRA)
+        auto = {"next_sentence": "nsp", "sentence_order": "sop", "none": "none"}[pairs]
+        task = cfg.data.sentence_task if cfg.data.sentence_task != "auto" else auto
+        label_key = "sentence_order_label" if pairs == "sentence_order" else "next_sentence_label"
+        data = masked_instances(cfg, corpus, train_docs, valid_docs, tok, dist, task, label_key)
+        if family.pretraining_objective == "replaced_token_detection":
+            objective = replaced_token_detection(cfg, *data, device, family, tok)
+        else:
+            objective = masked_lm(*data, device, family.pretraining_options)
         special = {}
     # 4. the model and the engine
     model_cfg = replace(cfg.model, vocab_size=tok.vocab_size, pad_token_id=tok.pad_token_id, **special)
     seed_everything(cfg.train.seed)
-    model = family.make(model_cfg, family.architecture_for("pretraining"))
+    if objective.pretrainer_options is not None:  # more than the "pretraining" head: ELECTRA's pair
+        model = family.pretrainer(model_cfg, **objective.pretrainer_options)
+    else:
+        model = family.make(model_cfg, family.architecture_for("pretraining"))
     torch.manual_seed(cfg.train.seed + dist.rank)
     train_cfg = cfg.train
     if train_cfg.metric == "main":
-        train_cfg = replace(
-            train_cfg, metric=objective.metric, higher_is_better=objective.metric != "perplexity"
-        )
+        train_cfg = replace(train_cfg, metric=objective.metric, higher_is_better=objective.higher_is_better)
 
     def write_extra(directory: Path) -> None:
         tok.save(directory)
@@ -520,8 +573,8 @@ def pretrain(
         device=device,
         dist=dist,
         progress_bar=progress_bar,
-        save_model=partial(write_hf_files, family),
-        load_model=partial(load_hf_weights, family),
+        save_model=objective.save_model or partial(write_hf_files, family),
+        load_model=objective.load_model or partial(load_hf_weights, family),
         plot_curves=plot_training_curves,
     )
     log.info("%s: %s parameters; %s tokens in %d documents", type(model).__name__, f"{count_parameters(model):,}",

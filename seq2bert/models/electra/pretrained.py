@@ -1,8 +1,9 @@
 """ELECTRA in the registry: its architectures (transformers' class names), the heads the jobs ask for and
 the Hugging Face conversions, as one ``Family`` (seq2bert/models/family.py). Its checkpoints carry BERT's
-WordPiece vocabulary (vocab.txt). The generator and discriminator trained together are pretrainer.py's
-ElectraPretrainer; `seq2bert pretrain` does not train it yet (its "pretraining" head is MLM + NSP's), so the
-family lists no "pretraining" head."""
+WordPiece vocabulary (vocab.txt). Its "pretraining" head is the discriminator (ElectraForPreTraining); what
+`seq2bert pretrain` trains is pretrainer.py's ElectraPretrainer — the generator and the discriminator, their
+embeddings shared — on replaced token detection (recipes/pretrain_electra.py), over single segments: ELECTRA
+has no sentence task."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from seq2bert.models.electra.convert import (
     to_hf_state_dict,
 )
 from seq2bert.models.electra.model import ElectraForMaskedLM, ElectraForPreTraining, ElectraModel
+from seq2bert.models.electra.pretrainer import ElectraPretrainer
 from seq2bert.models.electra.tasks import TASK_CLASSES
 from seq2bert.models.family import Family
 
@@ -32,6 +34,7 @@ FAMILY = Family(
     architectures=CLASSES,
     heads={
         "base": "ElectraModel",
+        "pretraining": "ElectraForPreTraining",
         "masked_lm": "ElectraForMaskedLM",
         "sequence": "ElectraForSequenceClassification",
         "tokens": "ElectraForTokenClassification",
@@ -48,4 +51,7 @@ FAMILY = Family(
     ),
     state_to_hf=to_hf_state_dict,
     head_modules=("rtd", "mlm", "classifier", "qa_outputs", "sequence_summary"),
+    pretraining_objective="replaced_token_detection",
+    pretrainer=ElectraPretrainer,
+    sentence_pairs="none",  # no NSP: the losses are the generator's MLM and replaced token detection
 )
