@@ -53,8 +53,10 @@ from seq2bert.errors import ConfigError, DataError
 from seq2bert.models import registry
 from seq2bert.models.albert.config import albert_mini
 from seq2bert.models.bert.config import bert_mini
+from seq2bert.models.family import max_input_length
 from seq2bert.models.gpt.config import gpt1_mini, gpt2_mini
 from seq2bert.models.pretrained import load_hf_weights, write_hf_files
+from seq2bert.models.roberta.config import roberta_mini
 from seq2bert.objectives.cross_entropy import IGNORE_INDEX
 from seq2bert.training import checkpoint as ckpt
 from seq2bert.training.config import TrainConfig
@@ -97,9 +99,13 @@ class PretrainDataConfig:
     # ERNIE's stages: the level of each epoch in turn, the last one kept (e.g. [word, phrase, entity]);
     # needs masking=dynamic (static masking repeats its dupe_factor passes); empty: knowledge_level throughout
     knowledge_schedule: list[str] = field(default_factory=list)
-    # NSP (BERT), sentence order (ALBERT), none (RoBERTa, SpanBERT); auto: the family's (ALBERT SOP, else NSP)
-    sentence_task: Literal["auto", "nsp", "sop", "none"] = "auto"
-    masking: Literal["static", "dynamic"] = "static"
+    # NSP (BERT), sentence order (ALBERT), none (one document's sentences: SpanBERT, RoBERTa's DOC-SENTENCES),
+    # full_sentences (across documents: RoBERTa's FULL-SENTENCES); auto: the family's (ALBERT SOP, RoBERTa
+    # full_sentences, else NSP)
+    sentence_task: Literal["auto", "nsp", "sop", "none", "full_sentences"] = "auto"
+    masking: Literal["auto", "static", "dynamic"] = (
+        "auto"  # auto: the family's (RoBERTa dynamic, else static)
+    )
     dupe_factor: int = 10
     batch_size: int = 32
     valid_fraction: float = 0.02  # documents held out for evaluation
@@ -137,7 +143,7 @@ class PretrainDataConfig:
         if knowledge and self.masking_strategy != "knowledge":
             raise ConfigError(f"phrases, entities, phrase_ngrams, knowledge_schedule: set, but masking_strategy is "
                               f"{self.masking_strategy!r} (knowledge reads them)")  # fmt: skip
-        if self.knowledge_schedule and self.masking != "dynamic":
+        if self.knowledge_schedule and self.masking == "static":
             raise ConfigError("knowledge_schedule: needs masking=dynamic (static masking repeats its passes)")
         if self.max_seq_length < 8:
             raise ConfigError(f"max_seq_length: must be at least 8, got {self.max_seq_length}")
@@ -179,7 +185,13 @@ class SampleConfig:
 # model.model_type switches to it
 PRETRAINABLE = [f for f in registry.FAMILIES.values() if "pretraining" in f.heads]
 PretrainModelConfig = Union[tuple(f.config_class for f in PRETRAINABLE)]  # noqa: UP007 (built from a list)
-MINI = {"bert": bert_mini, "albert": albert_mini, "openai-gpt": gpt1_mini, "gpt2": gpt2_mini}
+MINI = {
+    "bert": bert_mini,
+    "albert": albert_mini,
+    "roberta": roberta_mini,
+    "openai-gpt": gpt1_mini,
+    "gpt2": gpt2_mini,
+}
 
 
 @dataclass
@@ -197,6 +209,12 @@ class PretrainConfig:
         )
     )
     samples: SampleConfig = field(default_factory=SampleConfig)
+
+
+def family_data(data: PretrainDataConfig, defaults: dict) -> PretrainDataConfig:
+    """The data section with the family's ``defaults`` (Family.pretraining_data) for the settings left at
+    "auto" (data.sentence_task, data.masking)."""
+    return replace(data, **{k: v for k, v in defaults.items() if getattr(data, k) == "auto"})
 
 
 def build_tokenizer(data: PretrainDataConfig, files: list[Path], kind: str) -> Tokenizer:
@@ -305,8 +323,11 @@ def evaluate_pretraining(
         out = model(**batch, **(options or {}))
         targets = batch["labels"][batch["labels"].ne(IGNORE_INDEX)]
         n = targets.numel()
-        mlm_loss += float(out.mlm_loss) * n
-        logits = out.prediction_logits  # (N, V) at the labelled positions (sparse), or (B, T, V)
+        heads = hasattr(out, "mlm_loss")  # MLM + a sentence task; else a masked-LM head alone (RoBERTa)
+        mlm_loss += float(out.mlm_loss if heads else out.loss) * n
+        logits = (
+            out.prediction_logits if heads else out.logits
+        )  # (N, V) at the labelled positions, or (B, T, V)
         if logits.dim() == 3:
             logits = logits[batch["labels"].ne(IGNORE_INDEX)]
         correct += float((logits.argmax(-1) == targets).sum())
@@ -319,7 +340,7 @@ def evaluate_pretraining(
             nsp_loss += float(out.sop_loss if sop else out.nsp_loss) * label.numel()
             pairs += label.numel()
     result = {"mlm_loss": mlm_loss / max(total, 1), "mlm_accuracy": 100.0 * correct / max(total, 1)}
-    if data.sentence_task != "none":
+    if data.sentence_task in ("nsp", "sop"):
         task = data.sentence_task
         result |= {
             f"{task}_loss": nsp_loss / max(pairs, 1),
@@ -334,7 +355,8 @@ def masked_lm(cfg: PretrainConfig, corpus: Corpus, train_docs, valid_docs, tok: 
     (``options``: the family's forward's; ``label_key``: its name for the pair labels)."""
     sentences = corpus_sentences(corpus, train_docs) if cfg.data.phrase_ngrams else []
     masking = masking_config(cfg.data, tok, sentences)
-    common = dict(short_seq_prob=cfg.data.short_seq_prob, masking=cfg.data.masking, dupe_factor=cfg.data.dupe_factor,
+    masking_kind = cfg.data.masking if cfg.data.masking != "auto" else "static"
+    common = dict(short_seq_prob=cfg.data.short_seq_prob, masking=masking_kind, dupe_factor=cfg.data.dupe_factor,
                   sentence_task=sentence_task, label_key=label_key)  # fmt: skip
     train = PretrainingData(corpus, train_docs, masking, batch_size=cfg.data.batch_size, seed=cfg.train.seed,
                             rank=dist.rank, world=dist.world_size, **common)  # fmt: skip
@@ -442,8 +464,9 @@ def pretrain(
         ckpt.check_fresh_run_dir(out_dir)
     files = cfg.data.text_files()
     family = registry.family_of(cfg.model)  # the builder, checkpoint layout and objective of the model
+    cfg = replace(cfg, data=family_data(cfg.data, family.pretraining_data))  # its defaults for "auto"
     causal = family.pretraining_objective == "causal_lm"
-    positions = getattr(cfg.model, "max_position_embeddings", None)
+    positions = max_input_length(cfg.model)
     if positions is not None and cfg.data.max_seq_length > positions:
         raise ConfigError(f"data.max_seq_length: {cfg.data.max_seq_length} is longer than the model's {positions} "
                           "positions")  # fmt: skip
@@ -453,6 +476,13 @@ def pretrain(
     tok_dir = out_dir / "tokenizer"
     if (tok_dir / "tokenizer.json").is_file():
         tok = Tokenizer.load(tok_dir)
+    elif (
+        family.train_tokenizer is not None and not cfg.data.tokenizer
+    ):  # the family's own (RoBERTa's specials)
+        log.info(
+            "training a %s vocabulary of %d on %d files", family.model_type, cfg.data.vocab_size, len(files)
+        )
+        tok = family.train_tokenizer(files, cfg.data.vocab_size)
     else:
         tok = build_tokenizer(
             cfg.data, files, family.tokenizer if family.tokenizer in TOKENIZER_KINDS else "wordpiece"
@@ -491,7 +521,9 @@ def pretrain(
         task = cfg.data.sentence_task if cfg.data.sentence_task != "auto" else "sop" if sop_head else "nsp"
         objective = masked_lm(cfg, corpus, train_docs, valid_docs, tok, dist, device, family.pretraining_options,
                               task, "sentence_order_label" if sop_head else "next_sentence_label")  # fmt: skip
-        special = {}
+        # a model that names its first and last tokens (RoBERTa: <s>, </s>) takes the tokenizer's
+        special = {k: v for k, v in (("bos_token_id", tok.cls_token_id), ("eos_token_id", tok.sep_token_id))
+                   if hasattr(cfg.model, k) and v is not None}  # fmt: skip
     # 4. the model and the engine
     model_cfg = replace(cfg.model, vocab_size=tok.vocab_size, pad_token_id=tok.pad_token_id, **special)
     seed_everything(cfg.train.seed)
