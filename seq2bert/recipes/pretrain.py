@@ -5,14 +5,16 @@ and the family its objective (``Family.pretraining_objective``, models/registry.
 Read top to bottom:
 1. the tokenizer: a given vocab.txt / tokenizer.json / vocab.json + merges.txt, or one trained on the text, of
    the family's kind (an uncased WordPiece vocabulary for BERT, GPT-2's byte-level BPE, GPT-1's lower-cased
-   BPE); a causal LM's vocabulary gets an end-of-text token if it has none;
+   BPE, RoBERTa's byte-level BPE with its specials: Family.train_tokenizer); a causal LM's vocabulary gets an
+   end-of-text token if it has none;
 2. the corpus: tokenized once into shards of token arrays on disk (seq2bert/data/pretraining.py), reused on
    resume — for the causal LM with the whitespace between sentences kept, so that its tokens decode to the text;
 3. documents split into training and held-out ones; then, by objective:
    masked_lm  instances of the sentence task (data.sentence_task: BERT's NSP pairs, ALBERT's sentence-order
-              pairs, or single segments without one, as RoBERTa and SpanBERT; by default the family's) and
+              pairs, or single segments without one: SpanBERT's and RoBERTa's DOC-SENTENCES within a document,
+              RoBERTa's FULL-SENTENCES across documents; by default the family's, Family.pretraining_data) and
               masks of the strategy (data.masking_strategy: token, whole_word, span, ngram, knowledge) drawn per
-              epoch; loss = MLM + NSP / SOP (the MLM head only at masked positions); held-out MLM loss /
+              epoch, or once for dupe_factor passes (data.masking: static, dynamic; auto the family's); loss = MLM + NSP / SOP (the MLM head only at masked positions); held-out MLM loss /
               accuracy and NSP / SOP loss / accuracy;
    causal_lm  the documents as one stream, each followed by the end-of-text token, cut into contiguous blocks
               of data.max_seq_length tokens read in a random order (data/lm.py: "randomly sampled, contiguous
@@ -143,7 +145,7 @@ class PretrainDataConfig:
         if knowledge and self.masking_strategy != "knowledge":
             raise ConfigError(f"phrases, entities, phrase_ngrams, knowledge_schedule: set, but masking_strategy is "
                               f"{self.masking_strategy!r} (knowledge reads them)")  # fmt: skip
-        if self.knowledge_schedule and self.masking == "static":
+        if self.knowledge_schedule and self.masking != "dynamic":  # said, not the family's default
             raise ConfigError("knowledge_schedule: needs masking=dynamic (static masking repeats its passes)")
         if self.max_seq_length < 8:
             raise ConfigError(f"max_seq_length: must be at least 8, got {self.max_seq_length}")
