@@ -41,6 +41,9 @@ def test_pretrain_roberta_writes_what_transformers_reads_and_resumes_exactly(boo
     assert results["steps"] == 6 and 0 <= results["valid_mlm_accuracy"] <= 100
     assert not any(k.startswith(("valid_nsp", "valid_sop")) for k in results)
     assert results["valid_loss"] == pytest.approx(results["valid_mlm_loss"])
+    run = json.loads((a / "best" / "run.json").read_text())  # what the run did: the family's data defaults
+    assert (run["data"]["sentence_task"], run["data"]["masking"]) == ("full_sentences", "dynamic")
+    assert run["train"]["accumulate"] == 2
 
     # the tokenizer: a byte-level BPE in fairseq's layout, <s> A </s>
     tok = Tokenizer.load(a / "best")
@@ -74,3 +77,13 @@ def test_pretrain_roberta_writes_what_transformers_reads_and_resumes_exactly(boo
     assert a6.keys() == b6.keys()
     for k in a6:
         assert torch.equal(a6[k], b6[k]), k
+
+
+def test_pretrain_roberta_on_doc_sentences_with_static_masking(books, tmp_path):  # noqa: F811
+    short = [*ROBERTA, "--set", "train.max_steps=2", "--set", "train.eval_every=2",
+             "--set", "data.sentence_task=none", "--set", "data.masking=static"]  # fmt: skip
+    assert main(["pretrain", str(books), "--out", str(tmp_path / "d"), *short]) == 0
+    run = json.loads((tmp_path / "d" / "best" / "run.json").read_text())
+    assert (run["data"]["sentence_task"], run["data"]["masking"]) == ("none", "static")
+    results = json.loads((tmp_path / "d" / "results.json").read_text())
+    assert results["steps"] == 2 and results["valid_loss"] == pytest.approx(results["valid_mlm_loss"])
