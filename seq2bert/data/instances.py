@@ -16,10 +16,21 @@ make the segments of each instance, and the label of the sentence task.
            max_seq_length − 2 tokens ([CLS] A [SEP]); a document's last chunk may be shorter. (RoBERTa's
            FULL-SENTENCES also runs on across documents; here an instance stays in its document, RoBERTa's
            DOC-SENTENCES.)
+    full_sentences
+           RoBERTa's FULL-SENTENCES (Liu et al. 2019, Sect. 4.2): "contiguous full sentences sampled from one
+           or more documents, such that the total length is at most 512 tokens. Inputs may cross document
+           boundaries. When we reach the end of one document, we begin sampling sentences from the next
+           document and add an extra separator token between documents." Packed greedily in the order of the
+           documents, every token of the pass once: <s> A </s>, A up to max_seq_length − 2 tokens with its
+           separators; a sentence is split only when it alone is longer, into consecutive pieces of
+           max_seq_length − 2 tokens (rows of their own). No short instances (short_seq_prob is BERT's).
 
 A pass is a table with one row per instance, [a_start, a_end, b_start, b_end, label] in global sentence
 numbers (ends exclusive; int32 while they fit): the first segment is sentences a_start … a_end − 1, the
-second b_start … b_end − 1 (empty for ``none``), in the order the model reads them.
+second b_start … b_end − 1 (empty for ``none``), in the order the model reads them. A ``full_sentences``
+row is [start, end, k_first, k_last, piece]: the sentences start … end − 1 of the documents at positions
+k_first … k_last − 1 of the pass's document list (each document's own part of the range, so held-out
+documents between them are skipped), and for a sentence split into pieces, which piece (``packed_tokens``).
 """
 
 from __future__ import annotations
@@ -30,7 +41,7 @@ import numpy as np
 
 from seq2bert.errors import DataError
 
-SENTENCE_TASKS = ("nsp", "sop", "none")
+SENTENCE_TASKS = ("nsp", "sop", "none", "full_sentences")
 
 
 def instance_table(corpus, documents: np.ndarray, *, max_seq_length: int, short_seq_prob: float, seed: int,
@@ -40,6 +51,8 @@ def instance_table(corpus, documents: np.ndarray, *, max_seq_length: int, short_
     other documents of the same set."""
     if sentence_task not in SENTENCE_TASKS:
         raise DataError(f"sentence_task: expected one of {', '.join(SENTENCE_TASKS)}, got {sentence_task!r}")
+    if sentence_task == "full_sentences":
+        return full_sentence_table(corpus, documents, max_seq_length - 2)  # <s> A </s>
     rng = np.random.default_rng(seed)
     max_tokens = max_seq_length - (2 if sentence_task == "none" else 3)  # [CLS], [SEP] (, [SEP])
     rows = array("i" if len(corpus.lengths) < 2**31 else "q")  # 4 bytes a number, not a Python object
@@ -98,6 +111,53 @@ def next_sentence_rows(rows: array, corpus, documents, d: int, chunk_start: int,
     if n >= 2:
         rows.extend((chunk_start, a_end, a_end, i + 1, 0))
     return i
+
+
+def full_sentence_table(corpus, documents: np.ndarray, max_tokens: int) -> np.ndarray:
+    """FULL-SENTENCES rows (module docstring) over ``documents`` in their order: sentences are added to the
+    current row while it (with one separator between documents) holds at most ``max_tokens`` tokens."""
+    rows = array("i" if len(corpus.lengths) < 2**31 else "q")
+    starts, lengths = corpus.doc_sentences, corpus.lengths
+    start, k_first, used = -1, 0, 0  # the open row: first sentence (−1: none), first document, its tokens
+
+    def close(end: int, k_last: int) -> None:
+        nonlocal start, used
+        if start >= 0:
+            rows.extend((start, end, k_first, k_last, 0))
+        start, used = -1, 0
+
+    for k, d in enumerate(documents):
+        first, last = int(starts[d]), int(starts[d + 1])
+        for s, n in enumerate(lengths[first:last].tolist(), start=first):
+            extra = 1 if start >= 0 and s == first else 0  # </s> between the documents
+            if start >= 0 and used + extra + n > max_tokens:
+                close(s if s > first else int(starts[documents[k - 1] + 1]), k + (s > first))
+                extra = 0
+            if n > max_tokens:  # alone too long: consecutive pieces, each a row
+                rows.extend(x for p in range(-(-n // max_tokens)) for x in (s, s + 1, k, k + 1, p))
+                continue
+            if start < 0:
+                start, k_first = s, k
+            used += extra + n
+        if start >= 0 and k == len(documents) - 1:
+            close(last, k + 1)
+    return np.frombuffer(rows, dtype=np.dtype(rows.typecode)).reshape(-1, 5)
+
+
+def packed_tokens(corpus, documents: np.ndarray, row, max_tokens: int, separator: int) -> list[int]:
+    """The tokens of a FULL-SENTENCES row: each document's sentences of the range, ``separator`` between
+    documents; a piece of a sentence longer than ``max_tokens``."""
+    start, end, k_first, k_last, piece = (int(x) for x in row)
+    starts, out = corpus.doc_sentences, []
+    for k in range(k_first, k_last):
+        d = int(documents[k])
+        lo, hi = max(start, int(starts[d])), min(end, int(starts[d + 1]))
+        if out:
+            out.append(separator)
+        out.extend(corpus.span(lo, hi))
+    if len(out) > max_tokens:  # one sentence, split
+        out = out[piece * max_tokens : (piece + 1) * max_tokens]
+    return out
 
 
 def truncate_pair(a: list[int], b: list[int], max_tokens: int, rng: np.random.Generator) -> None:

@@ -16,7 +16,8 @@ at any corpus size.
 2. ``instance_table`` (seq2bert/data/instances.py): the instances of one pass over the corpus, as rows of
    sentence indices, for the sentence task: BERT's next-sentence pairs (``nsp``, Devlin et al. Sect. 3.1,
    Task #2, as the released create_instances_from_document), ALBERT's sentence-order pairs (``sop``), or
-   single segments of full sentences without a sentence task (``none``: RoBERTa, SpanBERT).
+   single segments of full sentences without a sentence task (``none``: within a document, RoBERTa's
+   DOC-SENTENCES, SpanBERT; ``full_sentences``: across documents, RoBERTa's FULL-SENTENCES).
 
 3. ``PretrainingData.collate``: [CLS] A [SEP] B [SEP] (``none``: [CLS] A [SEP]), the pair truncated at
    random ends to fit, then the
@@ -46,7 +47,7 @@ import torch
 from tqdm.auto import tqdm
 
 from seq2bert.config import atomic_write_text
-from seq2bert.data.instances import SENTENCE_TASKS, instance_table, truncate_pair
+from seq2bert.data.instances import SENTENCE_TASKS, instance_table, packed_tokens, truncate_pair
 from seq2bert.data.masking import MaskingConfig, mask_tokens
 from seq2bert.errors import DataError
 from seq2bert.io import write_dir_atomically
@@ -498,10 +499,17 @@ class PretrainingData:
         table = self.table(key)  # pass_index(key) == key: it came from batches()
         a_start, a_end, b_start, b_end, label = (int(x) for x in table[row])
         rng = np.random.default_rng((self.seed, key, row))
-        a, b = self.corpus.span(a_start, a_end), self.corpus.span(b_start, b_end)
         if key not in self._pass_cfg:  # the masking of this pass (ERNIE's stages change it)
             self._pass_cfg = {key: self.cfg.for_pass(key)}
         c = self._pass_cfg[key]
+        if self.sentence_task == "full_sentences":  # <s> A </s>, A crossing documents with </s> between them
+            a = packed_tokens(self.corpus, self.documents, table[row], c.max_seq_length - 2, c.sep_token_id)
+            tokens = [c.cls_token_id, *a, c.sep_token_id]
+            special = np.asarray(tokens) == c.sep_token_id
+            special[0] = True
+            inputs, labels = mask_tokens(tokens, special, c, rng, self.is_continuation)
+            return inputs, [0] * len(tokens), labels, 0
+        a, b = self.corpus.span(a_start, a_end), self.corpus.span(b_start, b_end)
         if self.sentence_task == "none":  # one segment: [CLS] A [SEP]
             truncate_pair(a, b, c.max_seq_length - 2, rng)
             tokens = [c.cls_token_id, *a, c.sep_token_id]
@@ -528,10 +536,16 @@ class PretrainingData:
         ids = padded(0, pad)
         return {
             "input_ids": ids,  # (B, T)
-            "token_type_ids": padded(1, 0),
+            **(
+                {} if self.sentence_task == "full_sentences" else {"token_type_ids": padded(1, 0)}
+            ),  # RoBERTa: none
             "attention_mask": torch.tensor([[1] * len(r[0]) + [0] * (T - len(r[0])) for r in rows]),
             "labels": padded(2, IGNORE_INDEX),
             # (B,): NSP's IsNext 0 / NotNext 1, or SOP's in order 0 / swapped 1 (BERT's binary head reads both;
             # ALBERT's reads them as sentence_order_label)
-            **({} if self.sentence_task == "none" else {self.label_key: torch.tensor([r[3] for r in rows])}),
+            **(
+                {}
+                if self.sentence_task in ("none", "full_sentences")
+                else {self.label_key: torch.tensor([r[3] for r in rows])}
+            ),
         }

@@ -84,6 +84,12 @@ class Family:
     pretraining_objective: Literal["masked_lm", "causal_lm", "replaced_token_detection"] = "masked_lm"
     pretrainer: Callable[..., nn.Module] | None = None
     sentence_pairs: Literal["next_sentence", "sentence_order", "none"] = "next_sentence"
+    # the data section's values its pretraining takes by default (for the settings left at "auto":
+    # data.sentence_task, data.masking), e.g. RoBERTa's FULL-SENTENCES with dynamic masking
+    pretraining_data: dict = field(default_factory=dict)
+    # (files, vocab_size) → the tokenizer a pretraining run trains when none is given; None: data/tokenization's
+    # kind ``tokenizer`` (RoBERTa's: a byte-level BPE with its own specials)
+    train_tokenizer: Callable[[list[Path], int], Any] | None = None
     # how the pipelines give texts to its base model: (model, tokenizer, texts) → (inputs, each text's tokens);
     # None: the tokenizer's ids, [CLS] and [SEP] included (a model that reads characters spells words itself)
     text_inputs: Callable[[nn.Module, Any, list[str]], tuple[dict, list[list[str]]]] | None = None

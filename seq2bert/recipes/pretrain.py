@@ -6,14 +6,16 @@ al. 2020). One path: ``model.model_type`` picks the family, and the family its o
 Read top to bottom:
 1. the tokenizer: a given vocab.txt / tokenizer.json / vocab.json + merges.txt, or one trained on the text, of
    the family's kind (an uncased WordPiece vocabulary for BERT, GPT-2's byte-level BPE, GPT-1's lower-cased
-   BPE); a causal LM's vocabulary gets an end-of-text token if it has none;
+   BPE, RoBERTa's byte-level BPE with its specials: Family.train_tokenizer); a causal LM's vocabulary gets an
+   end-of-text token if it has none;
 2. the corpus: tokenized once into shards of token arrays on disk (seq2bert/data/pretraining.py), reused on
    resume — for the causal LM with the whitespace between sentences kept, so that its tokens decode to the text;
 3. documents split into training and held-out ones; then, by objective:
    masked_lm  instances of the sentence task (data.sentence_task: BERT's NSP pairs, ALBERT's sentence-order
-              pairs, or single segments without one, as RoBERTa and SpanBERT; by default the family's) and
+              pairs, or single segments without one: SpanBERT's and RoBERTa's DOC-SENTENCES within a document,
+              RoBERTa's FULL-SENTENCES across documents; by default the family's, Family.pretraining_data) and
               masks of the strategy (data.masking_strategy: token, whole_word, span, ngram, knowledge) drawn per
-              epoch; loss = MLM + NSP / SOP (the MLM head only at masked positions); held-out MLM loss /
+              epoch, or once for dupe_factor passes (data.masking: static, dynamic; auto the family's); loss = MLM + NSP / SOP (the MLM head only at masked positions); held-out MLM loss /
               accuracy and NSP / SOP loss / accuracy;
    causal_lm  the documents as one stream, each followed by the end-of-text token, cut into contiguous blocks
               of data.max_seq_length tokens read in a random order (data/lm.py: "randomly sampled, contiguous
@@ -33,7 +35,6 @@ Read top to bottom:
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -42,7 +43,6 @@ from typing import Any, Literal, Union
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from seq2bert.config import ARM_DEFAULTS
@@ -58,10 +58,13 @@ from seq2bert.models import registry
 from seq2bert.models.albert.config import albert_mini
 from seq2bert.models.bert.config import bert_mini
 from seq2bert.models.electra.config import electra_small
+from seq2bert.models.family import max_input_length
 from seq2bert.models.gpt.config import gpt1_mini, gpt2_mini
 from seq2bert.models.pretrained import load_hf_weights, write_hf_files
+from seq2bert.models.roberta.config import roberta_mini
 from seq2bert.objectives.cross_entropy import IGNORE_INDEX
 from seq2bert.recipes import pretrain_electra
+from seq2bert.recipes.pretrain_causal import continuations, evaluate_causal_lm, words_per_token
 from seq2bert.recipes.pretrain_electra import ElectraSettings
 from seq2bert.training import checkpoint as ckpt
 from seq2bert.training.config import TrainConfig
@@ -104,10 +107,13 @@ class PretrainDataConfig:
     # ERNIE's stages: the level of each epoch in turn, the last one kept (e.g. [word, phrase, entity]);
     # needs masking=dynamic (static masking repeats its dupe_factor passes); empty: knowledge_level throughout
     knowledge_schedule: list[str] = field(default_factory=list)
-    # NSP (BERT), sentence order (ALBERT), none (RoBERTa, SpanBERT); auto: the family's (ALBERT SOP, ELECTRA
-    # none, else NSP)
-    sentence_task: Literal["auto", "nsp", "sop", "none"] = "auto"
-    masking: Literal["static", "dynamic"] = "static"
+    # NSP (BERT), sentence order (ALBERT), none (one document's sentences: SpanBERT, RoBERTa's DOC-SENTENCES;
+    # ELECTRA), full_sentences (across documents: RoBERTa's FULL-SENTENCES); auto: the family's (ALBERT SOP,
+    # RoBERTa full_sentences, ELECTRA none, else NSP)
+    sentence_task: Literal["auto", "nsp", "sop", "none", "full_sentences"] = "auto"
+    masking: Literal["auto", "static", "dynamic"] = (
+        "auto"  # auto: the family's (RoBERTa dynamic, else static)
+    )
     dupe_factor: int = 10
     batch_size: int = 32
     valid_fraction: float = 0.02  # documents held out for evaluation
@@ -145,7 +151,7 @@ class PretrainDataConfig:
         if knowledge and self.masking_strategy != "knowledge":
             raise ConfigError(f"phrases, entities, phrase_ngrams, knowledge_schedule: set, but masking_strategy is "
                               f"{self.masking_strategy!r} (knowledge reads them)")  # fmt: skip
-        if self.knowledge_schedule and self.masking != "dynamic":
+        if self.knowledge_schedule and self.masking != "dynamic":  # said, not the family's default
             raise ConfigError("knowledge_schedule: needs masking=dynamic (static masking repeats its passes)")
         if self.max_seq_length < 8:
             raise ConfigError(f"max_seq_length: must be at least 8, got {self.max_seq_length}")
@@ -187,8 +193,8 @@ class SampleConfig:
 # model.model_type switches to it
 PRETRAINABLE = [f for f in registry.FAMILIES.values() if "pretraining" in f.heads]
 PretrainModelConfig = Union[tuple(f.config_class for f in PRETRAINABLE)]  # noqa: UP007 (built from a list)
-MINI = {"bert": bert_mini, "albert": albert_mini, "openai-gpt": gpt1_mini, "gpt2": gpt2_mini,
-        "electra": partial(electra_small, num_hidden_layers=4)}  # fmt: skip
+MINI = {"bert": bert_mini, "albert": albert_mini, "roberta": roberta_mini, "openai-gpt": gpt1_mini,
+        "gpt2": gpt2_mini, "electra": partial(electra_small, num_hidden_layers=4)}  # fmt: skip
 
 
 @dataclass
@@ -207,6 +213,12 @@ class PretrainConfig:
     )
     samples: SampleConfig = field(default_factory=SampleConfig)
     electra: ElectraSettings = field(default_factory=ElectraSettings)  # replaced token detection's pair
+
+
+def family_data(data: PretrainDataConfig, defaults: dict) -> PretrainDataConfig:
+    """The data section with the family's ``defaults`` (Family.pretraining_data) for the settings left at
+    "auto" (data.sentence_task, data.masking)."""
+    return replace(data, **{k: v for k, v in defaults.items() if getattr(data, k) == "auto"})
 
 
 def build_tokenizer(data: PretrainDataConfig, files: list[Path], kind: str) -> Tokenizer:
@@ -321,8 +333,11 @@ def evaluate_pretraining(
         out = model(**batch, **(options or {}))
         targets = batch["labels"][batch["labels"].ne(IGNORE_INDEX)]
         n = targets.numel()
-        mlm_loss += float(out.mlm_loss) * n
-        logits = out.prediction_logits  # (N, V) at the labelled positions (sparse), or (B, T, V)
+        heads = hasattr(out, "mlm_loss")  # MLM + a sentence task; else a masked-LM head alone (RoBERTa)
+        mlm_loss += float(out.mlm_loss if heads else out.loss) * n
+        logits = (
+            out.prediction_logits if heads else out.logits
+        )  # (N, V) at the labelled positions, or (B, T, V)
         if logits.dim() == 3:
             logits = logits[batch["labels"].ne(IGNORE_INDEX)]
         correct += float((logits.argmax(-1) == targets).sum())
@@ -335,7 +350,7 @@ def evaluate_pretraining(
             nsp_loss += float(out.sop_loss if sop else out.nsp_loss) * label.numel()
             pairs += label.numel()
     result = {"mlm_loss": mlm_loss / max(total, 1), "mlm_accuracy": 100.0 * correct / max(total, 1)}
-    if data.sentence_task != "none":
+    if data.sentence_task in ("nsp", "sop"):
         task = data.sentence_task
         result |= {
             f"{task}_loss": nsp_loss / max(pairs, 1),
@@ -350,7 +365,8 @@ def masked_instances(cfg: PretrainConfig, corpus: Corpus, train_docs, valid_docs
     the pair labels): the training ones, the held-out ones and the held-out instances scored."""
     sentences = corpus_sentences(corpus, train_docs) if cfg.data.phrase_ngrams else []
     masking = masking_config(cfg.data, tok, sentences)
-    common = dict(short_seq_prob=cfg.data.short_seq_prob, masking=cfg.data.masking, dupe_factor=cfg.data.dupe_factor,
+    masking_kind = cfg.data.masking if cfg.data.masking != "auto" else "static"
+    common = dict(short_seq_prob=cfg.data.short_seq_prob, masking=masking_kind, dupe_factor=cfg.data.dupe_factor,
                   sentence_task=sentence_task, label_key=label_key)  # fmt: skip
     train = PretrainingData(corpus, train_docs, masking, batch_size=cfg.data.batch_size, seed=cfg.train.seed,
                             rank=dist.rank, world=dist.world_size, **common)  # fmt: skip
@@ -409,72 +425,6 @@ def replaced_token_detection(cfg: PretrainConfig, train: PretrainingData, valid:
     )
 
 
-@torch.no_grad()
-def evaluate_causal_lm(
-    model, blocks: Blocks, indices: list[int], device, words_per_token: float | None = None
-) -> dict:
-    """Held-out perplexity exp(−(1/N) Σ_t log p(w_t | w_<t)) over the N tokens the blocks ``indices`` predict
-    (each block is its own context: its first token is not predicted), the next-token accuracy, and — given the
-    text's whitespace ``words_per_token`` — the perplexity per word, exp(NLL / words), comparable across
-    vocabularies. ``loss`` is the mean NLL, the training objective."""
-    nll = correct = 0.0
-    n = 0
-    for start in range(0, len(indices), blocks.batch_size):
-        batch = {
-            k: v.to(device) for k, v in blocks.collate(indices[start : start + blocks.batch_size]).items()
-        }
-        logits = model(batch["input_ids"], batch["attention_mask"]).logits[:, :-1].float()  # (B, T − 1, V)
-        labels = batch["labels"][:, 1:]  # (B, T − 1): the next tokens
-        real = labels.ne(IGNORE_INDEX)
-        nll += float(F.cross_entropy(logits[real], labels[real], reduction="sum"))
-        correct += float((logits[real].argmax(-1) == labels[real]).sum())
-        n += int(real.sum())
-    loss = nll / max(n, 1)
-    out = {
-        "loss": loss,
-        "perplexity": math.exp(min(loss, 50.0)),
-        "accuracy": 100.0 * correct / max(n, 1),
-        "tokens": n,
-    }
-    if words_per_token:
-        out["word_perplexity"] = math.exp(min(nll / max(n * words_per_token, 1e-9), 50.0))
-    return out
-
-
-def words_per_token(tok: Tokenizer, stream: TokenStream, limit: int) -> float | None:
-    """Whitespace words per token of the first documents of ``stream`` (about ``limit`` tokens), decoded: the
-    factor that turns a per-token perplexity into a per-word one (None: no words)."""
-    words = tokens = 0
-    for d in range(len(stream.documents)):
-        ids = stream.document(d)[:-1]  # without the end-of-text token
-        words += len(tok.decode(ids.tolist()).split())
-        tokens += len(ids)
-        if tokens >= limit:
-            break
-    return words / tokens if words and tokens else None
-
-
-@torch.no_grad()
-def continuations(model, tok: Tokenizer, s: SampleConfig, device) -> list[dict]:
-    """For each prompt, read as a document's start (after the end-of-text token): a greedy continuation and a
-    sampled one (temperature, top-k, seeded), each cut at the first end of text."""
-    model.eval()
-    eot, out = tok.eos_token_id, []
-    for i, prompt in enumerate(s.prompts):
-        ids = torch.tensor([[eot, *tok.ids_batch([prompt])[0]]], device=device)  # (1, P)
-        row = {"prompt": prompt}
-        for name, options in (("greedy", {}), ("sampled", dict(do_sample=True, temperature=s.temperature,
-                                                                top_k=s.top_k, seed=s.seed + i))):  # fmt: skip
-            new = model.generate(ids, torch.ones_like(ids), max_new_tokens=s.max_new_tokens, **options)[
-                0, ids.size(1) :
-            ]
-            new = new.tolist()
-            row[name] = tok.decode(new[: new.index(eot)] if eot in new else new)
-        out.append(row)
-        log.info("sample %r → greedy: %r | sampled: %r", prompt, row["greedy"], row["sampled"])
-    return out
-
-
 def pretrain(
     cfg: PretrainConfig, out_dir: str | Path, *, resume: bool = False, progress_bar: bool = True
 ) -> dict:
@@ -485,12 +435,13 @@ def pretrain(
         ckpt.check_fresh_run_dir(out_dir)
     files = cfg.data.text_files()
     family = registry.family_of(cfg.model)  # the builder, checkpoint layout and objective of the model
+    cfg = replace(cfg, data=family_data(cfg.data, family.pretraining_data))  # its defaults for "auto"
     causal = family.pretraining_objective == "causal_lm"
     if family.pretraining_objective == "replaced_token_detection" and cfg.train.average_last > 1:
         raise ConfigError(
             "train.average_last: ELECTRA's pair is not averaged (model.safetensors is one network)"
         )
-    positions = getattr(cfg.model, "max_position_embeddings", None)
+    positions = max_input_length(cfg.model)
     if positions is not None and cfg.data.max_seq_length > positions:
         raise ConfigError(f"data.max_seq_length: {cfg.data.max_seq_length} is longer than the model's {positions} "
                           "positions")  # fmt: skip
@@ -500,6 +451,13 @@ def pretrain(
     tok_dir = out_dir / "tokenizer"
     if (tok_dir / "tokenizer.json").is_file():
         tok = Tokenizer.load(tok_dir)
+    elif (
+        family.train_tokenizer is not None and not cfg.data.tokenizer
+    ):  # the family's own (RoBERTa's specials)
+        log.info(
+            "training a %s vocabulary of %d on %d files", family.model_type, cfg.data.vocab_size, len(files)
+        )
+        tok = family.train_tokenizer(files, cfg.data.vocab_size)
     else:
         tok = build_tokenizer(
             cfg.data, files, family.tokenizer if family.tokenizer in TOKENIZER_KINDS else "wordpiece"
@@ -543,7 +501,9 @@ def pretrain(
             objective = replaced_token_detection(cfg, *data, device, family, tok)
         else:
             objective = masked_lm(*data, device, family.pretraining_options)
-        special = {}
+        # a model that names its first and last tokens (RoBERTa: <s>, </s>) takes the tokenizer's
+        special = {k: v for k, v in (("bos_token_id", tok.cls_token_id), ("eos_token_id", tok.sep_token_id))
+                   if hasattr(cfg.model, k) and v is not None}  # fmt: skip
     # 4. the model and the engine
     model_cfg = replace(cfg.model, vocab_size=tok.vocab_size, pad_token_id=tok.pad_token_id, **special)
     seed_everything(cfg.train.seed)

@@ -50,3 +50,10 @@ def roberta_large(**overrides) -> RobertaConfig:
     """L = 24, H = 1024, A = 16: 355 M parameters."""
     fields = dict(num_hidden_layers=24, hidden_size=1024, num_attention_heads=16, intermediate_size=4096)
     return RobertaConfig(**{**fields, **overrides})
+
+
+def roberta_mini(**overrides) -> RobertaConfig:
+    """BERT-mini's shape (L = 4, H = 256, A = 4) with RoBERTa's input layer: what ``seq2bert pretrain`` trains
+    with model.model_type=roberta."""
+    fields = dict(num_hidden_layers=4, hidden_size=256, num_attention_heads=4, intermediate_size=1024)
+    return RobertaConfig(**{**fields, **overrides})

@@ -2,8 +2,10 @@
 convert.py, as one ``Family`` record.
 
 Its checkpoints carry a byte-level BPE (GPT-2's, Sect. 4.4) with the specials <s> <pad> </s> <unk> <mask>
-(tokenizer.py). There is no "pretraining" head: the
-pretraining recipe draws BERT's MLM + NSP instances, and RoBERTa drops NSP (Sect. 4.2).
+(tokenizer.py; ``train_tokenizer`` learns one when a pretraining run is given none). Its "pretraining" head
+is RobertaForMaskedLM — RoBERTa drops NSP (Sect. 4.2) — trained on FULL-SENTENCES instances (data/instances.py)
+with dynamic masking (Sect. 4.1) unless the data section says otherwise; large batches (Sect. 4.3) are
+train.accumulate micro-batches a step.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from seq2bert.models.roberta.model import (
     RobertaForTokenClassification,
     RobertaModel,
 )
-from seq2bert.models.roberta.tokenizer import load_tokenizer, save_tokenizer
+from seq2bert.models.roberta.tokenizer import load_tokenizer, save_tokenizer, train_tokenizer
 
 HEADS: dict[str, type[nn.Module]] = {
     "base": RobertaModel,
@@ -56,7 +58,7 @@ FAMILY = Family(
     model_type="roberta",
     config_class=RobertaConfig,
     architectures=CLASSES,
-    heads={head: cls.__name__ for head, cls in HEADS.items()},
+    heads={**{head: cls.__name__ for head, cls in HEADS.items()}, "pretraining": RobertaForMaskedLM.__name__},
     kind="encoder",
     base_model_prefix="roberta",
     tokenizer="bytelevel-bpe",
@@ -70,4 +72,7 @@ FAMILY = Family(
     load_tokenizer=load_tokenizer,
     save_tokenizer=save_tokenizer,
     head_modules=("classifier", "mlm", "qa_outputs"),  # our names of the heads
+    pretraining_options={"sparse_prediction": True},  # the MLM head at the masked positions only
+    pretraining_data={"sentence_task": "full_sentences", "masking": "dynamic"},
+    train_tokenizer=train_tokenizer,
 )

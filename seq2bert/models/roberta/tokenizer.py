@@ -6,7 +6,8 @@ fairseq's specials and BERT's framing in them:
 <s> (the classifier reads its final state), <pad>, </s>, <unk> and <mask> — which takes the space before
 it, so that "a <mask>." masks the word " b" would be, as transformers' RobertaTokenizer does. A checkpoint
 directory carries vocab.json + merges.txt, as RoBERTa was published, and/or a tokenizer.json (read first);
-saving writes the three and the tokenizer_config.json of transformers' RobertaTokenizer.
+saving writes the three and the tokenizer_config.json of transformers' RobertaTokenizer. ``train_tokenizer``
+learns one on text in fairseq's layout: <s> <pad> </s> <unk> = 0 1 2 3, the BPE's tokens, <mask> last.
 """
 
 from __future__ import annotations
@@ -72,3 +73,15 @@ def save_tokenizer(tokenizer: Any, directory: Path, config: RobertaConfig) -> No
     )
     settings["model_max_length"] = config.max_input_length
     atomic_write_text(Path(directory) / "tokenizer_config.json", json.dumps(settings, indent=2) + "\n")
+
+
+def train_tokenizer(files: list[Path], vocab_size: int) -> Tokenizer:
+    """A byte-level BPE of ``vocab_size`` entries trained on ``files`` (GPT-2's, data/gpt_bpe.py) with RoBERTa's
+    specials in place of <|endoftext|>: <s> <pad> </s> <unk> first, <mask> last."""
+    head = [SPECIAL[role] for role in ("cls", "pad", "sep", "unk")]
+    # GPT-2's training keeps one id for <|endoftext|>: vocab_size − 4 leaves vocab_size − 5 for the BPE
+    trained = Tokenizer.train(files, kind=gpt_bpe.BYTE_LEVEL, vocab_size=vocab_size - 4)
+    vocab, merges = gpt_bpe.vocab_and_merges(trained.backend)
+    learned = sorted((i, t) for t, i in vocab.items() if t != gpt_bpe.ENDOFTEXT)
+    ids = {t: i for i, t in enumerate([*head, *(t for _, t in learned)])}
+    return Tokenizer(roberta_pipeline(ids, merges))  # <mask>: the next id
