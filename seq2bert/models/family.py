@@ -13,8 +13,9 @@ the family, never a family's name:
                      model that generates)
     pretraining_objective  what `seq2bert pretrain` trains the "pretraining" head on: "masked_lm" (MLM + NSP
                      instances, BERT) or "causal_lm" (contiguous blocks of the text, GPT)
-    sentence_pairs   the masked LM's pairs: "next_sentence" (NSP, BERT: next_sentence_label) or
-                     "sentence_order" (SOP, ALBERT: sentence_order_label)
+    sentence_pairs   the masked LM's pairs: "next_sentence" (NSP, BERT: next_sentence_label),
+                     "sentence_order" (SOP, ALBERT: sentence_order_label) or "none" (single segments, SpanBERT)
+    masking_strategy the masked LM's default masking (data/masking.py STRATEGIES: "token", SpanBERT "span")
     text_inputs, default_layer   how the pipelines feed its base model texts and which layer they read
     kind             "encoder", "encoder-decoder" or "decoder": how its attention is shown and used
     base_model_prefix  the attribute under which a head model keeps the bare model ("bert"; "" for none)
@@ -78,7 +79,8 @@ class Family:
     head_modules: tuple[str, ...] = ()  # top-level modules of every head (dropped when a task starts)
     pretraining_options: dict = field(default_factory=dict)  # keyword arguments of the pretraining forward
     pretraining_objective: Literal["masked_lm", "causal_lm"] = "masked_lm"
-    sentence_pairs: Literal["next_sentence", "sentence_order"] = "next_sentence"
+    sentence_pairs: Literal["next_sentence", "sentence_order", "none"] = "next_sentence"
+    masking_strategy: str = "token"  # data.masking_strategy=auto takes this
     # how the pipelines give texts to its base model: (model, tokenizer, texts) → (inputs, each text's tokens);
     # None: the tokenizer's ids, [CLS] and [SEP] included (a model that reads characters spells words itself)
     text_inputs: Callable[[nn.Module, Any, list[str]], tuple[dict, list[list[str]]]] | None = None

@@ -28,6 +28,7 @@ Read top to bottom:
 
 from __future__ import annotations
 
+import inspect
 import logging
 import math
 from collections.abc import Callable
@@ -55,6 +56,7 @@ from seq2bert.models.albert.config import albert_mini
 from seq2bert.models.bert.config import bert_mini
 from seq2bert.models.gpt.config import gpt1_mini, gpt2_mini
 from seq2bert.models.pretrained import load_hf_weights, write_hf_files
+from seq2bert.models.spanbert.config import spanbert_mini
 from seq2bert.objectives.cross_entropy import IGNORE_INDEX
 from seq2bert.training import checkpoint as ckpt
 from seq2bert.training.config import TrainConfig
@@ -84,8 +86,9 @@ class PretrainDataConfig:
     masked_lm_prob: float = 0.15
     max_predictions_per_seq: int = 20
     whole_word_masking: bool = False  # the same as masking_strategy=whole_word
-    # positions masked together (data/masking.py): token, whole_word, span, ngram, knowledge
-    masking_strategy: str = "token"
+    # positions masked together (data/masking.py): token, whole_word, span, ngram, knowledge; auto: the
+    # family's (SpanBERT span, else token)
+    masking_strategy: str = "auto"
     span_p: float = 0.2  # span (SpanBERT): lengths ~ Geo(span_p) in whole words …
     span_max_words: int = 10  # … clipped at span_max_words
     ngram_max: int = 3  # ngram (ALBERT): n ≤ ngram_max whole words, p(n) ∝ 1/n
@@ -97,7 +100,8 @@ class PretrainDataConfig:
     # ERNIE's stages: the level of each epoch in turn, the last one kept (e.g. [word, phrase, entity]);
     # needs masking=dynamic (static masking repeats its dupe_factor passes); empty: knowledge_level throughout
     knowledge_schedule: list[str] = field(default_factory=list)
-    # NSP (BERT), sentence order (ALBERT), none (RoBERTa, SpanBERT); auto: the family's (ALBERT SOP, else NSP)
+    # NSP (BERT), sentence order (ALBERT), none (RoBERTa, SpanBERT); auto: the family's (ALBERT SOP, SpanBERT
+    # none, else NSP)
     sentence_task: Literal["auto", "nsp", "sop", "none"] = "auto"
     masking: Literal["static", "dynamic"] = "static"
     dupe_factor: int = 10
@@ -114,11 +118,11 @@ class PretrainDataConfig:
                      "shard_tokens", "max_valid_instances"):  # fmt: skip
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name}: must be at least 1, got {getattr(self, name)}")
-        if self.masking_strategy not in STRATEGIES:
+        if self.masking_strategy != "auto" and self.masking_strategy not in STRATEGIES:
             raise ConfigError(
                 f"masking_strategy: expected one of {', '.join(STRATEGIES)}, got {self.masking_strategy!r}"
             )
-        if self.whole_word_masking and self.masking_strategy not in ("token", "whole_word"):
+        if self.whole_word_masking and self.masking_strategy not in ("auto", "token", "whole_word"):
             raise ConfigError(f"whole_word_masking: set, but masking_strategy is {self.masking_strategy!r}")
         if not 0.0 < self.span_p <= 1.0:
             raise ConfigError(f"span_p: must be in (0, 1], got {self.span_p}")
@@ -179,7 +183,13 @@ class SampleConfig:
 # model.model_type switches to it
 PRETRAINABLE = [f for f in registry.FAMILIES.values() if "pretraining" in f.heads]
 PretrainModelConfig = Union[tuple(f.config_class for f in PRETRAINABLE)]  # noqa: UP007 (built from a list)
-MINI = {"bert": bert_mini, "albert": albert_mini, "openai-gpt": gpt1_mini, "gpt2": gpt2_mini}
+MINI = {
+    "bert": bert_mini,
+    "albert": albert_mini,
+    "spanbert": spanbert_mini,
+    "openai-gpt": gpt1_mini,
+    "gpt2": gpt2_mini,
+}
 
 
 @dataclass
@@ -257,10 +267,10 @@ def corpus_sentences(corpus: Corpus, documents, limit: int = PHRASE_SENTENCES) -
 
 
 def masking_config(
-    data: PretrainDataConfig, tok: Tokenizer, sentences: list[list[int]] = ()
+    data: PretrainDataConfig, tok: Tokenizer, sentences: list[list[int]] = (), default_strategy: str = "token"
 ) -> MaskingConfig:
     """The masking the data section asks for; ``sentences`` (token ids): the text whose n-gram statistics give
-    ``data.phrase_ngrams`` phrases."""
+    ``data.phrase_ngrams`` phrases; ``default_strategy``: the family's, for masking_strategy=auto."""
     vocab = tok.backend.get_vocab()
     continuation = tuple(sorted(i for t, i in vocab.items() if t.startswith("##")))
     phrases = lexicon(data.phrases, tok, "data.phrases")
@@ -275,7 +285,7 @@ def masking_config(
         masked_lm_prob=data.masked_lm_prob,
         max_predictions_per_seq=data.max_predictions_per_seq,
         whole_word_masking=data.whole_word_masking,
-        strategy=data.masking_strategy,
+        strategy=default_strategy if data.masking_strategy == "auto" else data.masking_strategy,
         cls_token_id=tok.cls_token_id,
         sep_token_id=tok.sep_token_id,
         mask_token_id=tok.mask_token_id,
@@ -297,15 +307,18 @@ def evaluate_pretraining(
     model, data: PretrainingData, indices: list[int], device, options: dict | None = None
 ) -> dict:
     """MLM loss and accuracy over the held-out masked tokens, NSP (or SOP: ``data.sentence_task``) loss and
-    accuracy over the held-out pairs; ``loss`` is their sum, the training objective (MLM alone without a
-    sentence task). ``options``: the family's pretraining forward options."""
-    mlm_loss = nsp_loss = correct = total = nsp_correct = pairs = 0.0
+    accuracy over the held-out pairs, SpanBERT's SBO loss over the span tokens; ``loss`` is their sum, the
+    training objective (MLM alone without a sentence task). ``options``: the family's pretraining forward
+    options."""
+    mlm_loss = nsp_loss = correct = total = nsp_correct = pairs = sbo_loss = 0.0
     for start in range(0, len(indices), data.batch_size):
         batch = {k: v.to(device) for k, v in data.collate(indices[start : start + data.batch_size]).items()}
         out = model(**batch, **(options or {}))
         targets = batch["labels"][batch["labels"].ne(IGNORE_INDEX)]
         n = targets.numel()
         mlm_loss += float(out.mlm_loss) * n
+        if getattr(out, "sbo_loss", None) is not None:  # SpanBERT: the same tokens predicted from their spans
+            sbo_loss += float(out.sbo_loss) * n
         logits = out.prediction_logits  # (N, V) at the labelled positions (sparse), or (B, T, V)
         if logits.dim() == 3:
             logits = logits[batch["labels"].ne(IGNORE_INDEX)]
@@ -319,23 +332,29 @@ def evaluate_pretraining(
             nsp_loss += float(out.sop_loss if sop else out.nsp_loss) * label.numel()
             pairs += label.numel()
     result = {"mlm_loss": mlm_loss / max(total, 1), "mlm_accuracy": 100.0 * correct / max(total, 1)}
+    if data.span_boundaries:
+        result["sbo_loss"] = sbo_loss / max(total, 1)
     if data.sentence_task != "none":
         task = data.sentence_task
         result |= {
             f"{task}_loss": nsp_loss / max(pairs, 1),
             f"{task}_accuracy": 100.0 * nsp_correct / max(pairs, 1),
         }
-    return {**result, "loss": result["mlm_loss"] + result.get(f"{data.sentence_task}_loss", 0.0)}
+    sentence_loss = result.get(f"{data.sentence_task}_loss", 0.0)
+    return {**result, "loss": result["mlm_loss"] + sentence_loss + result.get("sbo_loss", 0.0)}
 
 
 def masked_lm(cfg: PretrainConfig, corpus: Corpus, train_docs, valid_docs, tok: Tokenizer, dist: DistInfo,
-              device, options: dict, sentence_task: str = "nsp", label_key: str = "next_sentence_label") -> Objective:  # fmt: skip
+              device, options: dict, sentence_task: str = "nsp", label_key: str = "next_sentence_label",
+              strategy: str = "token", span_boundaries: bool = False) -> Objective:  # fmt: skip
     """BERT's objective and its variants': instances of ``sentence_task`` with masked tokens, drawn per pass
-    (``options``: the family's forward's; ``label_key``: its name for the pair labels)."""
+    (``options``: the family's forward's; ``label_key``: its name for the pair labels; ``strategy``: the
+    masking when data.masking_strategy is auto; ``span_boundaries``: the batches carry each masked token's
+    span boundaries, for SpanBERT's SBO)."""
     sentences = corpus_sentences(corpus, train_docs) if cfg.data.phrase_ngrams else []
-    masking = masking_config(cfg.data, tok, sentences)
+    masking = masking_config(cfg.data, tok, sentences, strategy)
     common = dict(short_seq_prob=cfg.data.short_seq_prob, masking=cfg.data.masking, dupe_factor=cfg.data.dupe_factor,
-                  sentence_task=sentence_task, label_key=label_key)  # fmt: skip
+                  sentence_task=sentence_task, label_key=label_key, span_boundaries=span_boundaries)  # fmt: skip
     train = PretrainingData(corpus, train_docs, masking, batch_size=cfg.data.batch_size, seed=cfg.train.seed,
                             rank=dist.rank, world=dist.world_size, **common)  # fmt: skip
     valid = PretrainingData(corpus, valid_docs, masking, batch_size=cfg.data.batch_size, seed=cfg.train.seed + 1,
@@ -488,9 +507,15 @@ def pretrain(
         special = dict(bos_token_id=tok.eos_token_id, eos_token_id=tok.eos_token_id)
     else:
         sop_head = family.sentence_pairs == "sentence_order"
-        task = cfg.data.sentence_task if cfg.data.sentence_task != "auto" else "sop" if sop_head else "nsp"
+        task = cfg.data.sentence_task
+        if task == "auto":
+            task = {"sentence_order": "sop", "none": "none"}.get(family.sentence_pairs, "nsp")
+        # the span boundaries go to a pretraining model that reads them (SpanBERT's SBO)
+        forward = family.architectures[family.architecture_for("pretraining")].forward
+        sbo = "span_left" in inspect.signature(forward).parameters
         objective = masked_lm(cfg, corpus, train_docs, valid_docs, tok, dist, device, family.pretraining_options,
-                              task, "sentence_order_label" if sop_head else "next_sentence_label")  # fmt: skip
+                              task, "sentence_order_label" if sop_head else "next_sentence_label",
+                              family.masking_strategy, sbo)  # fmt: skip
         special = {}
     # 4. the model and the engine
     model_cfg = replace(cfg.model, vocab_size=tok.vocab_size, pad_token_id=tok.pad_token_id, **special)
