@@ -307,13 +307,16 @@ def mask_tokens(tokens: list[int], special, cfg: MaskingConfig, rng: np.random.G
     """Task #1 on one sequence: tokens (T,) ids, special (T,) bool ([CLS], [SEP]: never chosen). Returns
     (inputs, labels): inputs with 80 % of the chosen positions (or units) [MASK], 10 % random tokens, 10 %
     unchanged; labels the original token at the chosen positions, IGNORE_INDEX elsewhere. ``spans``: a list
-    that receives the chosen positions as runs (s, e) of consecutive positions, inclusive (SpanBERT's
-    boundary objective reads them); recording them draws nothing, so the masks are the same either way."""
+    that receives the chosen positions as maximal runs (s, e) of consecutive positions, inclusive — two
+    spans drawn side by side are one run, as SpanBERT's released code merges them, so that the boundaries
+    x_{s−1}, x_{e+1} its objective reads are never masked; recording them draws nothing, so the masks are
+    the same either way."""
     inputs, labels = list(tokens), [IGNORE_INDEX] * len(tokens)
     per_unit = cfg.strategy in WHOLE_UNIT
-    for group in choose(tokens, special, cfg, rng, is_continuation):
-        if spans is not None:
-            spans += runs(group)
+    groups = choose(tokens, special, cfg, rng, is_continuation)
+    if spans is not None:
+        spans += runs([i for group in groups for i in group])
+    for group in groups:
         r = rng.random() if per_unit else 0.0
         for i in group:
             if not per_unit:

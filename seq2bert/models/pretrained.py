@@ -133,15 +133,9 @@ def write_hf_files(family: Family, model: nn.Module, directory: Path) -> None:
 def load_hf_weights(family: Family, model: nn.Module, directory: Path) -> None:
     """Read back what ``write_hf_files`` wrote (resuming a run, or taking its best checkpoint)."""
     architecture = family.architecture_of(model)
-    state = family.read_state(read_weights(directory), model.config, architecture, str(directory), False)
-    if family.load_files is None:
-        model.load_state_dict(state)
-        return
-    # a family that keeps some weights beside model.safetensors (SpanBERT's pretraining head) reads them itself
-    missing, unexpected = model.load_state_dict(state, strict=False)
-    if unexpected:
-        raise CheckpointError(f"{directory}: weights the model does not have: {', '.join(unexpected[:5])}")
-    family.load_files(model, directory)
+    model.load_state_dict(
+        family.read_state(read_weights(directory), model.config, architecture, str(directory), False)
+    )
 
 
 def write_tokenizer(family: Family, tokenizer: Any, directory: Path, config: Any) -> None:

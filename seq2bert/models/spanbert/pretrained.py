@@ -2,7 +2,8 @@
 
 config.json and model.safetensors are exactly BertForMaskedLM's (models/bert/convert.py, with
 ``"model_type": "bert"``), so transformers and seq2bert read a SpanBERT checkpoint as BERT; the SBO head,
-which only pretraining uses, is written beside them as span_boundary.safetensors and read back on resume.
+which only pretraining uses, is written beside them as span_boundary.safetensors and read back on resume
+(``read_state``: the source of a checkpoint being resumed is its directory).
 """
 
 from __future__ import annotations
@@ -37,11 +38,13 @@ def save_sbo(model: nn.Module, directory: Path) -> None:
     save_file({k: v.contiguous() for k, v in model.sbo.state_dict().items()}, str(Path(directory) / SBO_FILE))
 
 
-def load_sbo(model: nn.Module, directory: Path) -> None:
-    path = Path(directory) / SBO_FILE
+def read_state(hf: dict, cfg: SpanBertConfig, architecture: str, source: str, new_heads: bool) -> dict:
+    """BertForMaskedLM's weights, and the SBO head's from span_boundary.safetensors beside them."""
+    ours = from_hf_state_dict(hf, cfg, AS, source, new_heads=new_heads)
+    path = Path(source) / SBO_FILE
     if not path.is_file():
-        raise CheckpointError(f"{directory}: no {SBO_FILE} (the span-boundary head, needed to resume)")
-    model.sbo.load_state_dict(load_file(str(path)))
+        raise CheckpointError(f"{source}: no {SBO_FILE} (the span-boundary head, needed to resume)")
+    return ours | {f"sbo.{k}": v for k, v in load_file(str(path)).items()}
 
 
 FAMILY = Family(
@@ -54,12 +57,9 @@ FAMILY = Family(
     tokenizer="wordpiece",
     config_from_hf=read_config,
     config_to_hf=write_config,
-    state_from_hf=lambda hf, cfg, arch, source, new_heads: from_hf_state_dict(
-        hf, cfg, AS, source, new_heads=new_heads
-    ),
+    state_from_hf=read_state,
     state_to_hf=lambda ours, cfg, arch: to_hf_state_dict(ours, cfg, AS),
     save_files=save_sbo,
-    load_files=load_sbo,
     head_modules=("mlm", "sbo"),
     pretraining_options={"sparse_prediction": True},
     sentence_pairs="none",  # single segments (Sect. 3.3)
