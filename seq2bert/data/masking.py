@@ -302,13 +302,21 @@ WHOLE_UNIT = frozenset({"span", "ngram", "knowledge"})  # 80/10/10 decided once 
 
 
 def mask_tokens(tokens: list[int], special, cfg: MaskingConfig, rng: np.random.Generator,
-                is_continuation: Callable[[int], bool] | None = None) -> tuple[list[int], list[int]]:  # fmt: skip
+                is_continuation: Callable[[int], bool] | None = None,
+                spans: list[tuple[int, int]] | None = None) -> tuple[list[int], list[int]]:  # fmt: skip
     """Task #1 on one sequence: tokens (T,) ids, special (T,) bool ([CLS], [SEP]: never chosen). Returns
     (inputs, labels): inputs with 80 % of the chosen positions (or units) [MASK], 10 % random tokens, 10 %
-    unchanged; labels the original token at the chosen positions, IGNORE_INDEX elsewhere."""
+    unchanged; labels the original token at the chosen positions, IGNORE_INDEX elsewhere. ``spans``: a list
+    that receives the chosen positions as maximal runs (s, e) of consecutive positions, inclusive — two
+    spans drawn side by side are one run, as SpanBERT's released code merges them, so that the boundaries
+    x_{s−1}, x_{e+1} its objective reads are never masked; recording them draws nothing, so the masks are
+    the same either way."""
     inputs, labels = list(tokens), [IGNORE_INDEX] * len(tokens)
     per_unit = cfg.strategy in WHOLE_UNIT
-    for group in choose(tokens, special, cfg, rng, is_continuation):
+    groups = choose(tokens, special, cfg, rng, is_continuation)
+    if spans is not None:
+        spans += runs([i for group in groups for i in group])
+    for group in groups:
         r = rng.random() if per_unit else 0.0
         for i in group:
             if not per_unit:
@@ -319,6 +327,17 @@ def mask_tokens(tokens: list[int], special, cfg: MaskingConfig, rng: np.random.G
                 inputs[i] = int(rng.integers(cfg.vocab_size))
             labels[i] = tokens[i]
     return inputs, labels
+
+
+def runs(group: list[int]) -> list[tuple[int, int]]:
+    """The positions of a group as runs (s, e) of consecutive positions, inclusive: [4, 5, 6, 9] → (4, 6), (9, 9)."""
+    out: list[tuple[int, int]] = []
+    for i in sorted(group):
+        if out and out[-1][1] == i - 1:
+            out[-1] = (out[-1][0], i)
+        else:
+            out.append((i, i))
+    return out
 
 
 def choose(tokens: list[int], special, cfg: MaskingConfig, rng: np.random.Generator,

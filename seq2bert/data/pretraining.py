@@ -52,6 +52,7 @@ from seq2bert.data.masking import MaskingConfig, mask_tokens
 from seq2bert.errors import DataError
 from seq2bert.io import write_dir_atomically
 from seq2bert.objectives.cross_entropy import IGNORE_INDEX
+from seq2bert.objectives.span_boundary import boundary_targets
 
 log = logging.getLogger(__name__)
 
@@ -455,7 +456,7 @@ class PretrainingData:
     def __init__(self, corpus: Corpus, documents: np.ndarray, cfg: MaskingConfig, *, batch_size: int,
                  short_seq_prob: float = 0.1, masking: str = "static", dupe_factor: int = 10, seed: int = 0,
                  shuffle: bool = True, rank: int = 0, world: int = 1, sentence_task: str = "nsp",
-                 label_key: str = "next_sentence_label"):  # fmt: skip
+                 label_key: str = "next_sentence_label", span_boundaries: bool = False):  # fmt: skip
         if masking not in ("static", "dynamic"):
             raise DataError(f"masking: expected static or dynamic, got {masking!r}")
         if sentence_task not in SENTENCE_TASKS:
@@ -468,6 +469,7 @@ class PretrainingData:
         self.masking, self.dupe_factor, self.seed = masking, dupe_factor, seed
         self.shuffle, self.rank, self.world = shuffle, rank, world
         self.label_key = label_key  # the model's name for the pair labels
+        self.span_boundaries = span_boundaries  # SpanBERT's SBO: each target's boundaries and position
         self._tables: dict[int, np.ndarray] = {}
         self._pass_cfg: dict[int, MaskingConfig] = {}
         self.pass_of_batch: dict[int, int] = {}
@@ -492,9 +494,9 @@ class PretrainingData:
         order = shuffled(n, np.random.default_rng((self.seed, epoch))) if self.shuffle else np.arange(n)
         return Batches(order, self.pass_index(epoch) << 40, self.batch_size, self.rank, self.world)
 
-    def instance(self, index: int) -> tuple[list[int], list[int], list[int], int]:
-        """(input ids, token type ids, labels, sentence label) of one instance: IsNext 0 / NotNext 1 (nsp),
-        in order 0 / swapped 1 (sop), 0 (none)."""
+    def instance(self, index: int) -> tuple[list[int], list[int], list[int], int, list[tuple[int, int]]]:
+        """(input ids, token type ids, labels, sentence label, masked spans) of one instance: IsNext 0 /
+        NotNext 1 (nsp), in order 0 / swapped 1 (sop), 0 (none); the spans (s, e) of masked positions."""
         key, row = index >> 40, index & ((1 << 40) - 1)
         table = self.table(key)  # pass_index(key) == key: it came from batches()
         a_start, a_end, b_start, b_end, label = (int(x) for x in table[row])
@@ -522,8 +524,9 @@ class PretrainingData:
             types = [0] * (len(a) + 2) + [1] * (len(b) + 1)
             special = np.zeros(len(tokens), bool)
             special[[0, len(a) + 1, len(tokens) - 1]] = True
-        inputs, labels = mask_tokens(tokens, special, c, rng, self.is_continuation)
-        return inputs, types, labels, label
+        spans: list[tuple[int, int]] = []
+        inputs, labels = mask_tokens(tokens, special, c, rng, self.is_continuation, spans)
+        return inputs, types, labels, label, spans
 
     def collate(self, indices: list[int]) -> dict[str, torch.Tensor]:
         rows = [self.instance(i) for i in indices]
@@ -534,6 +537,11 @@ class PretrainingData:
             return torch.tensor([r[k] + [value] * (T - len(r[k])) for r in rows], dtype=torch.long)
 
         ids = padded(0, pad)
+        sbo = {}
+        if self.span_boundaries:  # (B, T) each, read at the labelled positions (objectives/span_boundary.py)
+            targets = [boundary_targets(r[4], T) for r in rows]
+            for k, name in enumerate(("span_left", "span_right", "span_position")):
+                sbo[name] = torch.tensor([t[k] for t in targets], dtype=torch.long)
         return {
             "input_ids": ids,  # (B, T)
             **(
@@ -548,4 +556,5 @@ class PretrainingData:
                 if self.sentence_task in ("none", "full_sentences")
                 else {self.label_key: torch.tensor([r[3] for r in rows])}
             ),
+            **sbo,
         }

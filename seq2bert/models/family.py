@@ -18,7 +18,9 @@ the family, never a family's name:
                      "pretraining" head: ELECTRA's generator and discriminator (None: the head alone)
     sentence_pairs   the masked LM's pairs: "next_sentence" (NSP, BERT: next_sentence_label),
                      "sentence_order" (SOP, ALBERT: sentence_order_label) or "none" (single segments,
-                     ELECTRA); what data.sentence_task=auto means
+                     ELECTRA, SpanBERT); what data.sentence_task=auto means
+    pretraining_data the data settings its pretraining takes where the config says "auto" (RoBERTa's
+                     FULL-SENTENCES and dynamic masking; SpanBERT's span masking)
     text_inputs, default_layer   how the pipelines feed its base model texts and which layer they read
     kind             "encoder", "encoder-decoder" or "decoder": how its attention is shown and used
     base_model_prefix  the attribute under which a head model keeps the bare model ("bert"; "" for none)

@@ -35,6 +35,7 @@ from seq2bert.models.roberta.pretrained import FAMILY as ROBERTA
 from seq2bert.models.seq2seq.cho import ChoEncoderDecoder
 from seq2bert.models.seq2seq.config import ChoConfig, Seq2SeqConfig
 from seq2bert.models.seq2seq.model import Seq2Seq
+from seq2bert.models.spanbert.pretrained import FAMILY as SPANBERT
 from seq2bert.models.transformer.config import TransformerConfig
 from seq2bert.models.transformer.marian import FAMILY as MARIAN
 from seq2bert.models.transformer.model import Transformer
@@ -66,6 +67,7 @@ FAMILIES: dict[str, Family] = {
         ELECTRA,
         ROBERTA,
         ALBERT,
+        SPANBERT,
         BILSTM,
         ELMO,
         OPENAI_GPT,

@@ -34,6 +34,7 @@ Read top to bottom:
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -62,6 +63,7 @@ from seq2bert.models.family import max_input_length
 from seq2bert.models.gpt.config import gpt1_mini, gpt2_mini
 from seq2bert.models.pretrained import load_hf_weights, write_hf_files
 from seq2bert.models.roberta.config import roberta_mini
+from seq2bert.models.spanbert.config import spanbert_mini
 from seq2bert.objectives.cross_entropy import IGNORE_INDEX
 from seq2bert.recipes import pretrain_electra
 from seq2bert.recipes.pretrain_causal import continuations, evaluate_causal_lm, words_per_token
@@ -94,8 +96,9 @@ class PretrainDataConfig:
     masked_lm_prob: float = 0.15
     max_predictions_per_seq: int = 20
     whole_word_masking: bool = False  # the same as masking_strategy=whole_word
-    # positions masked together (data/masking.py): token, whole_word, span, ngram, knowledge
-    masking_strategy: str = "token"
+    # positions masked together (data/masking.py): token, whole_word, span, ngram, knowledge; auto: the
+    # family's (SpanBERT span, else token)
+    masking_strategy: str = "auto"
     span_p: float = 0.2  # span (SpanBERT): lengths ~ Geo(span_p) in whole words …
     span_max_words: int = 10  # … clipped at span_max_words
     ngram_max: int = 3  # ngram (ALBERT): n ≤ ngram_max whole words, p(n) ∝ 1/n
@@ -128,11 +131,11 @@ class PretrainDataConfig:
                      "shard_tokens", "max_valid_instances"):  # fmt: skip
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name}: must be at least 1, got {getattr(self, name)}")
-        if self.masking_strategy not in STRATEGIES:
+        if self.masking_strategy != "auto" and self.masking_strategy not in STRATEGIES:
             raise ConfigError(
                 f"masking_strategy: expected one of {', '.join(STRATEGIES)}, got {self.masking_strategy!r}"
             )
-        if self.whole_word_masking and self.masking_strategy not in ("token", "whole_word"):
+        if self.whole_word_masking and self.masking_strategy not in ("auto", "token", "whole_word"):
             raise ConfigError(f"whole_word_masking: set, but masking_strategy is {self.masking_strategy!r}")
         if not 0.0 < self.span_p <= 1.0:
             raise ConfigError(f"span_p: must be in (0, 1], got {self.span_p}")
@@ -193,8 +196,8 @@ class SampleConfig:
 # model.model_type switches to it
 PRETRAINABLE = [f for f in registry.FAMILIES.values() if "pretraining" in f.heads]
 PretrainModelConfig = Union[tuple(f.config_class for f in PRETRAINABLE)]  # noqa: UP007 (built from a list)
-MINI = {"bert": bert_mini, "albert": albert_mini, "roberta": roberta_mini, "openai-gpt": gpt1_mini,
-        "gpt2": gpt2_mini, "electra": partial(electra_small, num_hidden_layers=4)}  # fmt: skip
+MINI = {"bert": bert_mini, "albert": albert_mini, "roberta": roberta_mini, "spanbert": spanbert_mini,
+        "openai-gpt": gpt1_mini, "gpt2": gpt2_mini, "electra": partial(electra_small, num_hidden_layers=4)}  # fmt: skip
 
 
 @dataclass
@@ -285,10 +288,10 @@ def corpus_sentences(corpus: Corpus, documents, limit: int = PHRASE_SENTENCES) -
 
 
 def masking_config(
-    data: PretrainDataConfig, tok: Tokenizer, sentences: list[list[int]] = ()
+    data: PretrainDataConfig, tok: Tokenizer, sentences: list[list[int]] = (), default_strategy: str = "token"
 ) -> MaskingConfig:
     """The masking the data section asks for; ``sentences`` (token ids): the text whose n-gram statistics give
-    ``data.phrase_ngrams`` phrases."""
+    ``data.phrase_ngrams`` phrases; ``default_strategy``: the family's, for masking_strategy=auto."""
     vocab = tok.backend.get_vocab()
     continuation = tuple(sorted(i for t, i in vocab.items() if t.startswith("##")))
     phrases = lexicon(data.phrases, tok, "data.phrases")
@@ -303,7 +306,7 @@ def masking_config(
         masked_lm_prob=data.masked_lm_prob,
         max_predictions_per_seq=data.max_predictions_per_seq,
         whole_word_masking=data.whole_word_masking,
-        strategy=data.masking_strategy,
+        strategy=default_strategy if data.masking_strategy == "auto" else data.masking_strategy,
         cls_token_id=tok.cls_token_id,
         sep_token_id=tok.sep_token_id,
         mask_token_id=tok.mask_token_id,
@@ -325,9 +328,10 @@ def evaluate_pretraining(
     model, data: PretrainingData, indices: list[int], device, options: dict | None = None
 ) -> dict:
     """MLM loss and accuracy over the held-out masked tokens, NSP (or SOP: ``data.sentence_task``) loss and
-    accuracy over the held-out pairs; ``loss`` is their sum, the training objective (MLM alone without a
-    sentence task). ``options``: the family's pretraining forward options."""
-    mlm_loss = nsp_loss = correct = total = nsp_correct = pairs = 0.0
+    accuracy over the held-out pairs, SpanBERT's SBO loss over the span tokens; ``loss`` is their sum, the
+    training objective (MLM alone without a sentence task). ``options``: the family's pretraining forward
+    options."""
+    mlm_loss = nsp_loss = correct = total = nsp_correct = pairs = sbo_loss = 0.0
     for start in range(0, len(indices), data.batch_size):
         batch = {k: v.to(device) for k, v in data.collate(indices[start : start + data.batch_size]).items()}
         out = model(**batch, **(options or {}))
@@ -335,6 +339,8 @@ def evaluate_pretraining(
         n = targets.numel()
         heads = hasattr(out, "mlm_loss")  # MLM + a sentence task; else a masked-LM head alone (RoBERTa)
         mlm_loss += float(out.mlm_loss if heads else out.loss) * n
+        if getattr(out, "sbo_loss", None) is not None:  # SpanBERT: the same tokens predicted from their spans
+            sbo_loss += float(out.sbo_loss) * n
         logits = (
             out.prediction_logits if heads else out.logits
         )  # (N, V) at the labelled positions, or (B, T, V)
@@ -350,24 +356,29 @@ def evaluate_pretraining(
             nsp_loss += float(out.sop_loss if sop else out.nsp_loss) * label.numel()
             pairs += label.numel()
     result = {"mlm_loss": mlm_loss / max(total, 1), "mlm_accuracy": 100.0 * correct / max(total, 1)}
+    if data.span_boundaries:
+        result["sbo_loss"] = sbo_loss / max(total, 1)
     if data.sentence_task in ("nsp", "sop"):
         task = data.sentence_task
         result |= {
             f"{task}_loss": nsp_loss / max(pairs, 1),
             f"{task}_accuracy": 100.0 * nsp_correct / max(pairs, 1),
         }
-    return {**result, "loss": result["mlm_loss"] + result.get(f"{data.sentence_task}_loss", 0.0)}
+    sentence_loss = result.get(f"{data.sentence_task}_loss", 0.0)
+    return {**result, "loss": result["mlm_loss"] + sentence_loss + result.get("sbo_loss", 0.0)}
 
 
 def masked_instances(cfg: PretrainConfig, corpus: Corpus, train_docs, valid_docs, tok: Tokenizer, dist: DistInfo,
-                     sentence_task: str, label_key: str) -> tuple[PretrainingData, PretrainingData, list[int]]:  # fmt: skip
+                     sentence_task: str, label_key: str, span_boundaries: bool = False
+                     ) -> tuple[PretrainingData, PretrainingData, list[int]]:  # fmt: skip
     """Instances of ``sentence_task`` with masked tokens, drawn per pass (``label_key``: the model's name for
-    the pair labels): the training ones, the held-out ones and the held-out instances scored."""
+    the pair labels; ``span_boundaries``: the batches carry each masked token's span boundaries, for
+    SpanBERT's SBO): the training ones, the held-out ones and the held-out instances scored."""
     sentences = corpus_sentences(corpus, train_docs) if cfg.data.phrase_ngrams else []
     masking = masking_config(cfg.data, tok, sentences)
     masking_kind = cfg.data.masking if cfg.data.masking != "auto" else "static"
     common = dict(short_seq_prob=cfg.data.short_seq_prob, masking=masking_kind, dupe_factor=cfg.data.dupe_factor,
-                  sentence_task=sentence_task, label_key=label_key)  # fmt: skip
+                  sentence_task=sentence_task, label_key=label_key, span_boundaries=span_boundaries)  # fmt: skip
     train = PretrainingData(corpus, train_docs, masking, batch_size=cfg.data.batch_size, seed=cfg.train.seed,
                             rank=dist.rank, world=dist.world_size, **common)  # fmt: skip
     valid = PretrainingData(corpus, valid_docs, masking, batch_size=cfg.data.batch_size, seed=cfg.train.seed + 1,
@@ -492,11 +503,16 @@ def pretrain(
         objective = causal_lm(cfg, corpus, train_docs, valid_docs, tok, dist, device)
         special = dict(bos_token_id=tok.eos_token_id, eos_token_id=tok.eos_token_id)
     else:
-        pairs = family.sentence_pairs  # sentence_task=auto: NSP (BERT), SOP (ALBERT), none (ELECTRA)
+        pairs = (
+            family.sentence_pairs
+        )  # sentence_task=auto: NSP (BERT), SOP (ALBERT), none (ELECTRA, SpanBERT)
         auto = {"next_sentence": "nsp", "sentence_order": "sop", "none": "none"}[pairs]
         task = cfg.data.sentence_task if cfg.data.sentence_task != "auto" else auto
         label_key = "sentence_order_label" if pairs == "sentence_order" else "next_sentence_label"
-        data = masked_instances(cfg, corpus, train_docs, valid_docs, tok, dist, task, label_key)
+        # the span boundaries go to a pretraining model that reads them (SpanBERT's SBO)
+        forward = family.architectures[family.architecture_for("pretraining")].forward
+        sbo = "span_left" in inspect.signature(forward).parameters
+        data = masked_instances(cfg, corpus, train_docs, valid_docs, tok, dist, task, label_key, sbo)
         if family.pretraining_objective == "replaced_token_detection":
             objective = replaced_token_detection(cfg, *data, device, family, tok)
         else:

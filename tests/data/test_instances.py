@@ -127,3 +127,25 @@ def test_sop_batches_carry_the_order_label_in_the_next_sentence_label():
         assert b["token_type_ids"][row, sep + 1 :].sum() == len(second) + 1
     with pytest.raises(DataError, match="sentence_task"):
         PretrainingData(corpus, np.arange(40), masking_config(), batch_size=8, sentence_task="order")
+
+
+def test_span_boundaries_in_the_batches_bound_each_masked_run_and_give_its_positions():
+    rng = np.random.default_rng(2)
+    corpus = HandMade([rng.integers(3, 9, size=rng.integers(1, 20)).tolist() for _ in range(30)])
+    cfg = MaskingConfig(max_seq_length=32, cls_token_id=CLS, sep_token_id=SEP, mask_token_id=MASK,
+                        vocab_size=50_000, strategy="span")  # fmt: skip
+    data = PretrainingData(corpus, np.arange(30), cfg, batch_size=8, short_seq_prob=0.0, sentence_task="none",
+                           span_boundaries=True)  # fmt: skip
+    assert "span_left" not in PretrainingData(corpus, np.arange(30), cfg, batch_size=8).collate([0])
+    longest = 0
+    for batch in data.batches(0):
+        b = data.collate(batch)
+        for row in range(len(batch)):
+            masked = b["labels"][row].ne(IGNORE_INDEX)
+            for i in masked.nonzero()[:, 0].tolist():
+                s_1, e_1, k = (int(b[key][row, i]) for key in ("span_left", "span_right", "span_position"))
+                assert s_1 < i < e_1 and k == i - s_1 - 1  # i − s
+                assert not masked[s_1] and not masked[e_1] and masked[s_1 + 1 : e_1].all()  # the run's edges
+                longest = max(longest, e_1 - s_1 - 1)
+            assert not b["span_left"][row][~masked].any() and not b["span_position"][row][~masked].any()
+    assert longest > 1  # spans of several tokens

@@ -138,7 +138,7 @@ def test_span_ngram_and_knowledge_masking_and_their_parameters_come_from_the_dat
         ),
         (
             dict(entities="e.txt"),
-            "phrases, entities, phrase_ngrams, knowledge_schedule: set, but masking_strategy is 'token'",
+            "phrases, entities, phrase_ngrams, knowledge_schedule: set, but masking_strategy is 'auto'",
         ),
         (
             dict(masking_strategy="knowledge", knowledge_schedule=["word"]),
