@@ -19,12 +19,13 @@ from typing import Any
 
 import torch
 
-from seq2bert.errors import CheckpointError, ConfigError
+from seq2bert.errors import CheckpointError
+from seq2bert.models.bert.convert import config_from_hf as bert_config_from_hf
+from seq2bert.models.bert.convert import config_to_hf as bert_config_to_hf
 from seq2bert.models.bert.convert import encoder_keymap, tf_renamed
 from seq2bert.models.electra.config import ElectraConfig
 from seq2bert.models.keymap import KeyMap, Loader, linear, save
 
-CONFIG_FIELDS = tuple(f for f in ElectraConfig.__dataclass_fields__ if f != "model_type")
 HEADS: dict[str, KeyMap] = {
     "ElectraModel": [],
     "ElectraForPreTraining": [
@@ -54,32 +55,11 @@ HEAD_MODULES = ("discriminator_predictions", "generator_predictions", "generator
 
 
 def config_from_hf(hf: dict[str, Any], source: str = "config.json") -> ElectraConfig:
-    """Our config from a transformers ElectraConfig dictionary; variants we do not implement are refused."""
-    if hf.get("model_type", ElectraConfig.model_type) != ElectraConfig.model_type:
-        raise CheckpointError(f"{source}: model_type {hf.get('model_type')!r}, expected 'electra'")
-    if hf.get("position_embedding_type", "absolute") != "absolute" or hf.get("is_decoder"):
-        raise CheckpointError(f"{source}: only encoder ELECTRAs with absolute positions are supported")
-    fields = {k: hf[k] for k in CONFIG_FIELDS if k in hf}
-    try:
-        if "id2label" in fields:  # JSON keys are strings
-            fields["id2label"] = {int(i): str(label) for i, label in fields["id2label"].items()}
-        elif "num_labels" in hf:
-            fields["id2label"] = {i: f"LABEL_{i}" for i in range(int(hf["num_labels"]))}
-        return ElectraConfig(**fields)
-    except (ConfigError, TypeError, ValueError, AttributeError) as e:
-        raise CheckpointError(f"{source}: {e}") from None
+    """Our config from a transformers ElectraConfig dictionary: BERT's reading, with ELECTRA's fields."""
+    return bert_config_from_hf(hf, source, ElectraConfig)
 
 
-def config_to_hf(cfg: ElectraConfig, architecture: str) -> dict[str, Any]:
-    out = {
-        "architectures": [architecture],
-        "model_type": cfg.model_type,
-        **{k: getattr(cfg, k) for k in CONFIG_FIELDS},
-        "position_embedding_type": "absolute",
-    }
-    out["id2label"] = {str(i): label for i, label in cfg.id2label.items()}
-    out["label2id"] = {label: i for i, label in cfg.id2label.items()}
-    return out
+config_to_hf = bert_config_to_hf  # every field of the dataclass, under transformers' names
 
 
 def electra_keymap(cfg: ElectraConfig, ours: str, theirs: str) -> KeyMap:
