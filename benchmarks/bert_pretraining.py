@@ -26,7 +26,8 @@ position in both libraries; the sparse path is the generator's.
 For each precision (fp32, and bf16 autocast where the CPU computes bf16 natively) it prints tokens/s of
 both and their ratio, and the achieved GFLOP/s of ours against the machine's matmul peak measured here: for
 bert the FLOPs counted by hand (``step_flops``), for the other families those torch's FLOP counter sees in
-one of our steps (matmuls and attention, forward and backward; ``common.counted_flops``).
+one of our steps (matmuls and attention, forward and backward; ``common.counted_flops``; for bert-mini it
+counts ~5 % fewer than the hand count).
 
     python benchmarks/bert_pretraining.py                         # bert-mini (4/256), seq 128, batch 32
     python benchmarks/bert_pretraining.py --size base --batch 8   # bert-base (12/768)
@@ -160,6 +161,7 @@ class Step:
     their_loss: Callable[[], torch.Tensor]
     losses: Callable[[], dict[str, tuple[float, float]]]  # name → (ours, theirs), compared before timing
     batch: dict[str, torch.Tensor]
+    shape: str = ""  # what the header adds to the model's L/H
 
 
 def masked_lm_step(family, cfg, args) -> Step:
@@ -210,7 +212,9 @@ def electra_step(family, cfg, args) -> Step:
     def their_loss():
         return theirs(ids, mask, labels)[2]
 
-    return Step(ours, theirs, our_loss, their_loss, losses, batch)
+    g = ours.generator.config
+    shape = f", generator {g.num_hidden_layers}/{g.hidden_size}"
+    return Step(ours, theirs, our_loss, their_loss, losses, batch, shape=shape)
 
 
 def timed_steps(model, loss_fn, bf16: bool, repeats: int) -> float:
@@ -279,8 +283,8 @@ def main() -> int:
     predicted = int(step.batch["labels"].ne(-100).sum())
     said = "; ".join(f"{k} {a:.4f} (ours) = {b:.4f} (transformers)" for k, (a, b) in losses.items())
     print(
-        f"{args.family}-{args.size} ({cfg.num_hidden_layers}/{cfg.hidden_size}, {params:.1f} M parameters), batch "
-        f"{args.batch} × {args.seq} tokens, {predicted} masked positions; {said}; median of {args.repeats} steps"
+        f"{args.family}-{args.size} ({cfg.num_hidden_layers}/{cfg.hidden_size}{step.shape}, {params:.1f} M "
+        f"parameters), batch {args.batch} × {args.seq} tokens, {predicted} masked positions; {said}; median of {args.repeats} steps"
     )
     print(
         f"{'precision':<10}{'seq2bert tok/s':>16}{'transformers tok/s':>20}{'ratio':>8}{'GFLOP/s':>10}{'peak':>8}{'of peak':>9}"
