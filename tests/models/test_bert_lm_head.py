@@ -9,55 +9,27 @@ import torch
 import seq2bert
 from seq2bert.errors import CheckpointError
 from seq2bert.models.bert.config import bert_tiny
-from seq2bert.models.bert.convert import config_from_hf, config_to_hf, from_hf_state_dict
+from seq2bert.models.bert.convert import config_from_hf, config_to_hf
 from seq2bert.models.bert.model import BertLMHeadModel, BertModel
-from seq2bert.models.bert.pretrained import build_bert
 from seq2bert.models.pretrained import init_task_model
 from seq2bert.models.registry import FAMILIES
+from tests.models.test_bert import batch, hf_model, ours_from
 
 transformers = pytest.importorskip("transformers")
 
-SHAPES = {
-    "H 30, 5 heads, d_ff 20, vocab 101": dict(hidden_size=30, num_hidden_layers=2, num_attention_heads=5,
-                                             intermediate_size=20, vocab_size=101),
-    "H 24, 3 heads, gelu_new, vocab 97": dict(hidden_size=24, num_hidden_layers=3, num_attention_heads=3,
-                                             intermediate_size=40, hidden_act="gelu_new", vocab_size=97),
-    "H 16, 2 heads, relu, eps 1e-5": dict(hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                                         intermediate_size=64, hidden_act="relu", layer_norm_eps=1e-5, vocab_size=89),
+SHAPES = {  # test_bert.py's shapes made odder: (its shape, vocabulary size, transformers' fields changed)
+    "H 30, 5 heads, d_ff 20, vocab 101": ("2 layers, H 24, 3 heads", 101, dict(hidden_size=30,
+                                          num_attention_heads=5, intermediate_size=20)),
+    "H 24, 3 layers, gelu_new, vocab 97": ("2 layers, H 24, 3 heads", 97, dict(num_hidden_layers=3,
+                                           hidden_act="gelu_new")),
+    "H 16, 1 head, relu, eps 1e-5, vocab 89": ("3 layers, H 16, 1 head, relu, eps 1e-5", 89, {}),
 }  # fmt: skip
 
 
-def hf_model(architecture, shape):
-    cfg = transformers.BertConfig(
-        max_position_embeddings=40, initializer_range=0.2, is_decoder=True, **SHAPES[shape]
-    )
-    cfg._attn_implementation = "eager"  # the attention weights are compared too
-    torch.manual_seed(0)
-    model = getattr(transformers, architecture)(cfg).eval()
-    with torch.no_grad():  # a fresh model has zero biases and unit LayerNorms: make them count
-        for name, p in model.named_parameters():
-            if name.endswith("bias") or "LayerNorm" in name:
-                p.add_(0.1 * torch.randn_like(p))
-    return model
-
-
-def ours_from(hf, architecture):
-    cfg = config_from_hf(hf.config.to_dict())
-    assert cfg.is_decoder
-    model = build_bert(cfg, architecture, pooler=architecture == "BertModel").eval()
-    model.load_state_dict(from_hf_state_dict(hf.state_dict(), cfg, architecture))
-    return model
-
-
-def batch(vocab):
-    """Three rows of 11, right-padded (lengths 11, 7, 2); labels are the ids, −100 on padding."""
-    g = torch.Generator().manual_seed(3)
-    ids = torch.randint(1, vocab, (3, 11), generator=g)
-    mask = torch.ones_like(ids)
-    mask[1, 7:] = 0
-    mask[2, 2:] = 0
-    ids = ids.masked_fill(mask == 0, 0)
-    return ids, mask, ids.masked_fill(mask == 0, -100)
+def decoder(architecture, shape):
+    """transformers' ``architecture`` with is_decoder, random weights (biases and LayerNorms too), eval mode."""
+    base, vocab, fields = SHAPES[shape]
+    return hf_model(architecture, base, vocab, is_decoder=True, **fields)
 
 
 def close(a, b, mask=None):
@@ -66,11 +38,18 @@ def close(a, b, mask=None):
     torch.testing.assert_close(a, b, rtol=0, atol=1e-5)
 
 
+def lm_batch(vocab):
+    """test_bert.py's three rows of 11, right-padded (lengths 11, 7, 2); labels: the ids, −100 on padding."""
+    ids, mask, types, _ = batch(vocab)
+    return ids, mask, types, ids.masked_fill(mask == 0, -100)
+
+
 @pytest.mark.parametrize("shape", list(SHAPES))
 def test_lm_head_model_equals_transformers(shape):
-    hf = hf_model("BertLMHeadModel", shape)
+    hf = decoder("BertLMHeadModel", shape)
     ours = ours_from(hf, "BertLMHeadModel")
-    ids, mask, labels = batch(hf.config.vocab_size)
+    assert ours.config.is_decoder and ours.bert.pooler is None
+    ids, mask, _, labels = lm_batch(hf.config.vocab_size)
     with torch.no_grad():
         theirs = hf(input_ids=ids, attention_mask=mask, labels=labels, output_hidden_states=True,
                     output_attentions=True)  # fmt: skip
@@ -85,10 +64,9 @@ def test_lm_head_model_equals_transformers(shape):
 
 @pytest.mark.parametrize("shape", list(SHAPES)[:2])
 def test_decoder_base_model_equals_transformers(shape):
-    hf = hf_model("BertModel", shape)
+    hf = decoder("BertModel", shape)
     ours = ours_from(hf, "BertModel")
-    ids, mask, _ = batch(hf.config.vocab_size)
-    types = torch.randint(0, 2, ids.shape, generator=torch.Generator().manual_seed(5))
+    ids, mask, types, _ = lm_batch(hf.config.vocab_size)
     with torch.no_grad():
         theirs = hf(input_ids=ids, attention_mask=mask, token_type_ids=types)
         out = ours(ids, mask, types)
@@ -97,14 +75,14 @@ def test_decoder_base_model_equals_transformers(shape):
 
 
 def test_directories_both_ways(tmp_path):
-    hf = hf_model("BertLMHeadModel", list(SHAPES)[0])
+    hf = decoder("BertLMHeadModel", list(SHAPES)[0])
     hf.save_pretrained(tmp_path / "theirs")
     ours = seq2bert.from_pretrained(tmp_path / "theirs")
     assert type(ours) is BertLMHeadModel and ours.config.is_decoder
     ours.save_pretrained(tmp_path / "ours")
     again = transformers.BertLMHeadModel.from_pretrained(tmp_path / "ours").eval()
     assert again.config.is_decoder and again.config.architectures == ["BertLMHeadModel"]
-    ids, mask, labels = batch(hf.config.vocab_size)
+    ids, mask, _, labels = lm_batch(hf.config.vocab_size)
     with torch.no_grad():
         a = hf(input_ids=ids, attention_mask=mask, labels=labels)
         b = again(input_ids=ids, attention_mask=mask, labels=labels)
