@@ -231,6 +231,7 @@ def test_ltr_pretraining_trains_bert_left_to_right_and_fine_tuning_reads_it_both
     with torch.no_grad():
         torch.testing.assert_close(ours(ids).logits, theirs(ids).logits, rtol=0, atol=1e-5)
 
+    assert isinstance(seq2bert.generate("The cat", best, max_new_tokens=3), str)  # the text pipeline too
     text = tmp_path / "text.txt"
     text.write_text("The cat sat on the mat. A dog ran under the tree.\n")
     assert main(["evaluate-lm", str(best), str(text), "--bptt", "8"]) == 0

@@ -142,9 +142,10 @@ def bert_layer(c: BertConfig) -> TransformerLayer:
 
 class BertModel(SavePretrained, TransformerStack):
     """The encoder: a bidirectional stack (seq2bert/nn/stack.py) of L post-norm layers over BertEmbeddings,
-    and (optionally) the [CLS] pooler; a causal stack with ``config.is_decoder`` (LTR). A variant passes its own ``embeddings`` (B, T) → (B, T, H) (RoBERTa's
-    positions past the padding index; ALBERT's and ELECTRA's projected from a smaller embedding size),
-    ``layers`` and their ``order`` (the stack's; ALBERT: layers shared across the stack)."""
+    and (optionally) the [CLS] pooler; a causal stack with ``config.is_decoder`` (LTR). A variant passes its
+    own ``embeddings`` (B, T) → (B, T, H) (RoBERTa's positions past the padding index; ALBERT's and ELECTRA's
+    projected from a smaller embedding size), ``layers`` and their ``order`` (the stack's; ALBERT: layers
+    shared across the stack)."""
 
     def __init__(
         self,
