@@ -85,7 +85,8 @@ def answer(question: str, context: str, model, **options):
 
 def generate(prompts, model, **settings):
     """The continuation of each prompt (a string for a string, else a list) by a language model directory
-    (GPT, GPT-2) or a ``(model, tokenizer)`` pair: the generated text alone, prompt excluded. ``settings``:
+    (GPT, GPT-2, BERT with is_decoder) or a ``(model, tokenizer)`` pair: the generated text alone, prompt
+    excluded. ``settings``:
     ``max_new_tokens`` (50), ``do_sample``, ``temperature``, ``top_k`` (50, when sampling), ``top_p``,
     ``num_beams``, ``repetition_penalty``, ``no_repeat_ngram_size``, ``min_new_tokens``, ``length_penalty``,
     ``stop`` (stop strings), ``seed``, ``batch_size``, ``on_text`` (a callable given the text as it comes).

@@ -507,9 +507,9 @@ def generate(
     batch_size: int = 16,
     on_text=None,
 ) -> str | list[str]:
-    """The continuation of each prompt by a language model directory (GPT, GPT-2; its ``causal_lm`` head) or
-    a ``(model, tokenizer)`` pair: the generated text alone, prompt excluded, [EOS] dropped — one string per
-    prompt (a string for a string). The settings are ``model.generate``'s (seq2bert/models/decoder_only.py);
+    """The continuation of each prompt by a language model directory (GPT, GPT-2, BERT with is_decoder; its
+    ``causal_lm`` head) or a ``(model, tokenizer)`` pair: the generated text alone, prompt excluded, [EOS]
+    dropped — one string per prompt (a string for a string). The settings are ``model.generate``'s (seq2bert/models/decoder_only.py);
     ``stop``: stop strings (kept in the text, as transformers keeps them). Prompts are batched
     ``batch_size`` at a time, left-padded, in order of length. ``on_text``: called with each piece of text
     as it is generated (complete characters only, seq2bert/data/text_stream.py) — one prompt, one beam.

@@ -42,6 +42,7 @@ from seq2bert.data.pretraining import Corpus, prepare_corpus, shuffled, text_fil
 from seq2bert.data.tokenization import Tokenizer
 from seq2bert.errors import ConfigError, DataError
 from seq2bert.models import registry
+from seq2bert.models.family import max_input_length
 from seq2bert.models.pretrained import load_hf_weights, write_hf_files
 from seq2bert.models.registry import LMModelConfig
 from seq2bert.models.rnn_lm.config import RNNLMConfig
@@ -477,7 +478,10 @@ def evaluate_lm(
     unk = getattr(tok, "unk_token_id", None)
     if unk is not None and unk == separator_id(tok):  # GPT-2's "unknown" is its end of text: no [UNK] at all
         unk = None
-    causal = registry.family_of(model).pretraining_objective == "causal_lm"  # GPT: read as it was pretrained
+    decoder = getattr(model.config, "is_decoder", None)  # BERT's: pretrained left to right (LTR) or not
+    if decoder is False:
+        raise DataError(f"{checkpoint}: a bidirectional BERT (is_decoder false) is no left-to-right LM")
+    causal = decoder or registry.family_of(model).pretraining_objective == "causal_lm"  # GPT: as pretrained
     if unk_token is not None and (not unk_token.strip() or len(unk_token.split()) > 1):
         raise DataError(f"unk_token: expected one word; got {unk_token!r}")
     with tempfile.TemporaryDirectory() as tmp:
@@ -511,7 +515,7 @@ def evaluate_lm(
         scored = len(stream) - 1 - int(unscored[1:].sum())
         per_token = (words - placeholders) / max(scored, 1)
         if causal:  # a Transformer carries no state: sliding windows of bptt tokens
-            window = min(bptt, getattr(model.config, "n_positions", bptt))
+            window = min(bptt, max_input_length(model.config, bptt))
             result = evaluate_windows(model, torch.from_numpy(ids.astype(np.int64)), torch.from_numpy(unscored),
                                       window, torch.device(device), per_token)  # fmt: skip
         else:

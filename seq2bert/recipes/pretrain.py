@@ -17,7 +17,8 @@ Read top to bottom:
               masks of the strategy (data.masking_strategy: token, whole_word, span, ngram, knowledge) drawn per
               epoch, or once for dupe_factor passes (data.masking: static, dynamic; auto the family's); loss = MLM + NSP / SOP (the MLM head only at masked positions); held-out MLM loss /
               accuracy and NSP / SOP loss / accuracy;
-   causal_lm  the documents as one stream, each followed by the end-of-text token, cut into contiguous blocks
+   causal_lm  (also BERT with model.is_decoder: the paper's "LTR & No NSP" ablation, BertLMHeadModel)
+              the documents as one stream, each followed by the end-of-text token, cut into contiguous blocks
               of data.max_seq_length tokens read in a random order (data/lm.py: "randomly sampled, contiguous
               sequences", GPT-1 Sect. 4.1); loss = L_1 (Eq. 1); held-out perplexity per token and per word; at
               the end, greedy and sampled continuations of fixed prompts (``samples``) in the log and results.json;
@@ -66,7 +67,7 @@ from seq2bert.models.roberta.config import roberta_mini
 from seq2bert.models.spanbert.config import spanbert_mini
 from seq2bert.objectives.cross_entropy import IGNORE_INDEX
 from seq2bert.recipes import pretrain_electra
-from seq2bert.recipes.pretrain_causal import continuations, evaluate_causal_lm, words_per_token
+from seq2bert.recipes.pretrain_causal import continuations, evaluate_causal_lm, left_to_right, words_per_token
 from seq2bert.recipes.pretrain_electra import ElectraSettings
 from seq2bert.training import checkpoint as ckpt
 from seq2bert.training.config import TrainConfig
@@ -446,8 +447,9 @@ def pretrain(
         ckpt.check_fresh_run_dir(out_dir)
     files = cfg.data.text_files()
     family = registry.family_of(cfg.model)  # the builder, checkpoint layout and objective of the model
+    lm_head = left_to_right(family, cfg.model, cfg.data.sentence_task)  # a causal LM's, or None
     cfg = replace(cfg, data=family_data(cfg.data, family.pretraining_data))  # its defaults for "auto"
-    causal = family.pretraining_objective == "causal_lm"
+    causal = lm_head is not None
     if family.pretraining_objective == "replaced_token_detection" and cfg.train.average_last > 1:
         raise ConfigError(
             "train.average_last: ELECTRA's pair is not averaged (model.safetensors is one network)"
@@ -519,14 +521,14 @@ def pretrain(
             objective = masked_lm(*data, device, family.pretraining_options)
         # a model that names its first and last tokens (RoBERTa: <s>, </s>) takes the tokenizer's
         special = {k: v for k, v in (("bos_token_id", tok.cls_token_id), ("eos_token_id", tok.sep_token_id))
-                   if hasattr(cfg.model, k) and v is not None}  # fmt: skip
+                   if getattr(cfg.model, k, None) is not None and v is not None}  # fmt: skip
     # 4. the model and the engine
     model_cfg = replace(cfg.model, vocab_size=tok.vocab_size, pad_token_id=tok.pad_token_id, **special)
     seed_everything(cfg.train.seed)
     if objective.pretrainer_options is not None:  # more than the "pretraining" head: ELECTRA's pair
         model = family.pretrainer(model_cfg, **objective.pretrainer_options)
     else:
-        model = family.make(model_cfg, family.architecture_for("pretraining"))
+        model = family.make(model_cfg, family.architecture_for(lm_head or "pretraining"))
     torch.manual_seed(cfg.train.seed + dist.rank)
     train_cfg = cfg.train
     if train_cfg.metric == "main":

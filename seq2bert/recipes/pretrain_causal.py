@@ -1,23 +1,43 @@
 """The causal LM's held-out measures and samples for `seq2bert pretrain` (recipes/pretrain.py): perplexity per
-token and per word over blocks of the held-out documents, and the continuations a run ends with."""
+token and per word over blocks of the held-out documents, and the continuations a run ends with; and which
+runs train one (``left_to_right``): a GPT's, and BERT's "LTR & No NSP" ablation (model.is_decoder)."""
 
 from __future__ import annotations
 
 import logging
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.nn.functional as F
 
 from seq2bert.data.lm import Blocks, TokenStream
 from seq2bert.data.tokenization import Tokenizer
+from seq2bert.errors import ConfigError
+from seq2bert.models.family import Family
 from seq2bert.objectives.cross_entropy import IGNORE_INDEX
 
 if TYPE_CHECKING:
     from seq2bert.recipes.pretrain import SampleConfig
 
 log = logging.getLogger("seq2bert.recipes.pretrain")  # the samples are the pretraining run's log lines
+
+
+def left_to_right(family: Family, model: Any, sentence_task: str) -> str | None:
+    """The head a causal-LM run trains ("causal_lm", or the family's "pretraining" head when that is its
+    objective), None for another objective. BERT with ``model.is_decoder`` is Devlin et al.'s "LTR & No NSP"
+    (Sect. 5.1, Table 5): BertLMHeadModel on the GPT's blocks; it has no sentence task."""
+    if not getattr(model, "is_decoder", False):
+        return "pretraining" if family.pretraining_objective == "causal_lm" else None
+    if "causal_lm" not in family.heads:
+        raise ConfigError(
+            f"model.is_decoder: {family.model_type} has no left-to-right LM to pretrain (bert has)"
+        )
+    if sentence_task not in ("auto", "none"):
+        raise ConfigError(
+            f"data.sentence_task: {sentence_task} needs a bidirectional model (model.is_decoder)"
+        )
+    return "causal_lm"
 
 
 @torch.no_grad()

@@ -35,9 +35,10 @@ HF = {
 }
 
 
-def hf_model(architecture, shape, vocab=97):
+def hf_model(architecture, shape, vocab=97, **config):
+    """``config``: transformers' fields set beside (or in place of) the shape's."""
     cfg = transformers.BertConfig(
-        vocab_size=vocab, max_position_embeddings=40, initializer_range=0.2, **SHAPES[shape]
+        vocab_size=vocab, max_position_embeddings=40, initializer_range=0.2, **{**SHAPES[shape], **config}
     )
     torch.manual_seed(0)
     cfg._attn_implementation = "eager"  # the attention weights are compared too

@@ -201,3 +201,64 @@ def test_pretraining_under_bf16_autocast_reaches_the_fp32_validation_loss(books,
     capsys.readouterr()
     assert losses["false"] < 4.0  # it learned something (ln 80 ≈ 4.4 at the start, plus NSP's ln 2)
     assert abs(losses["true"] - losses["false"]) <= 0.05 + 0.05 * losses["false"], losses
+
+
+def test_ltr_pretraining_trains_bert_left_to_right_and_fine_tuning_reads_it_both_ways(
+    books, tmp_path, capsys, caplog
+):
+    """Devlin et al. (2018), Table 5, "LTR & No NSP": model.is_decoder=true pretrains a BertLMHeadModel on the
+    causal LM's blocks (documents ended by the WordPiece vocabulary's [EOS]) — held-out perplexity, samples, a directory transformers
+    reads; evaluate-lm reads it as a causal LM; a fine-tuning run from it reads the encoder both ways."""
+    import math
+
+    import seq2bert
+
+    transformers = pytest.importorskip("transformers")
+    short = [*TINY, "--set", "model.is_decoder=true", "--set", "train.max_steps=2", "--set", "train.eval_every=2",
+             "--set", "samples.max_new_tokens=4"]  # fmt: skip
+    assert main(["pretrain", str(books), "--out", str(tmp_path / "ltr"), *short]) == 0
+    assert "valid ppl" in capsys.readouterr().out
+    results = json.loads((tmp_path / "ltr" / "results.json").read_text())
+    assert results["valid_perplexity"] == pytest.approx(math.exp(results["valid_loss"]))
+    assert "valid_mlm_accuracy" not in results and len(results["samples"]) == 3
+    best = tmp_path / "ltr" / "best"
+    config, tok = json.loads((best / "config.json").read_text()), Tokenizer.load(best)
+    assert config["architectures"] == ["BertLMHeadModel"] and config["is_decoder"] is True
+    assert config["eos_token_id"] == tok.eos_token_id == tok.token_to_id("[EOS]")  # a document's end
+    ours = seq2bert.from_pretrained(best)
+    theirs = transformers.BertLMHeadModel.from_pretrained(best).eval()
+    ids = torch.tensor([tok.ids_batch(["The cat sat on the mat."])[0]])
+    with torch.no_grad():
+        torch.testing.assert_close(ours(ids).logits, theirs(ids).logits, rtol=0, atol=1e-5)
+
+    assert isinstance(seq2bert.generate("The cat", best, max_new_tokens=3), str)  # the text pipeline too
+    text = tmp_path / "text.txt"
+    text.write_text("The cat sat on the mat. A dog ran under the tree.\n")
+    assert main(["evaluate-lm", str(best), str(text), "--bptt", "8"]) == 0
+
+    sst2 = tmp_path / "sst2"
+    sst2.mkdir()
+    for split in ("train", "dev"):
+        rows = [f"{'the big cat sat' if i % 2 else 'a small dog ran'} on the mat\t{i % 2}" for i in range(16)]
+        (sst2 / f"{split}.tsv").write_text("\n".join(["sentence\tlabel", *rows]) + "\n")
+    with caplog.at_level("INFO"):
+        assert main(["finetune", "--task", "sst2", "--init", str(best), "--data", str(sst2), "--out",
+                     str(tmp_path / "ft"), "--set", "train.max_steps=2", "--set", "data.batch_size=8"]) == 0  # fmt: skip
+    assert "reads it as a bidirectional encoder" in caplog.text
+    tuned = json.loads((tmp_path / "ft" / "best" / "config.json").read_text())
+    assert tuned["architectures"] == ["BertForSequenceClassification"] and tuned["is_decoder"] is False
+
+
+@pytest.mark.parametrize(
+    "setting, message",
+    [
+        ("data.sentence_task=nsp", "data.sentence_task: nsp needs a bidirectional model (model.is_decoder)"),
+        ("model.model_type=roberta", "model.is_decoder: roberta has no left-to-right LM to pretrain"),
+    ],
+)
+def test_ltr_pretraining_refuses_a_sentence_task_and_a_family_without_the_lm(books, tmp_path, capsys, setting,
+                                                                            message):  # fmt: skip
+    args = ["--set", setting, "--set", "model.is_decoder=true"]
+    assert main(["pretrain", str(books), "--out", str(tmp_path / "x"), *TINY, *args]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1, err

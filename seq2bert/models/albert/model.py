@@ -76,10 +76,16 @@ class FactorisedEmbeddings(BertEmbeddings):
         self.projection = nn.Linear(c.embedding_size, c.hidden_size)  # E → H
 
     def forward(
-        self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None, *, offset: int = 0
+        self,
+        input_ids: torch.Tensor,
+        token_type_ids: torch.Tensor | None = None,
+        *,
+        offset: int = 0,
+        position_ids: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """input_ids, token_type_ids (B, T) → (B, T, H)."""
-        return self.projection(super().forward(input_ids, token_type_ids, offset=offset))  # (B, T, E) → H
+        x = super().forward(input_ids, token_type_ids, offset=offset, position_ids=position_ids)  # (B, T, E)
+        return self.projection(x)  # → (B, T, H)
 
 
 def albert_layers(c: AlbertConfig) -> tuple[list[TransformerLayer], list[int]]:

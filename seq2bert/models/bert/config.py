@@ -4,6 +4,11 @@ feed-forward size 4H = intermediate_size.
 
 Named builders: the paper's BERT-base and BERT-large, and the compact models of Turc et al. (2019,
 "Well-Read Students Learn Better"): tiny, mini, small, medium.
+
+``is_decoder`` (transformers' field) makes the stack left-to-right: every position attends to itself and the
+positions before it only — the "LTR & No NSP" model of the paper's ablation (Sect. 5.1, Table 5), trained as a
+left-to-right language model (BertLMHeadModel, model.py). ``bos_token_id`` / ``eos_token_id`` (None unless
+set) are what such a model's ``generate`` starts and stops with.
 """
 
 from __future__ import annotations
@@ -35,6 +40,9 @@ class BertConfig(ClassifierFields):
     initializer_range: float = 0.02
     layer_norm_eps: float = 1e-12
     pad_token_id: int = 0
+    is_decoder: bool = False  # causal self-attention: position t sees positions ≤ t
+    bos_token_id: int | None = None
+    eos_token_id: int | None = None
 
     def validate(self) -> None:
         expected = type(self).__dataclass_fields__["model_type"].default  # a variant's config sets its own
@@ -62,6 +70,12 @@ class BertConfig(ClassifierFields):
             raise ConfigError(
                 f"pad_token_id: must be a token id below vocab_size {self.vocab_size}, got {self.pad_token_id}"
             )
+        for name in ("bos_token_id", "eos_token_id"):
+            value = getattr(self, name)
+            if value is not None and not 0 <= value < self.vocab_size:
+                raise ConfigError(
+                    f"{name}: must be null or a token id below vocab_size {self.vocab_size}: {value}"
+                )
 
     def __post_init__(self) -> None:
         self.validate()

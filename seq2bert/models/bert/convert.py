@@ -2,7 +2,8 @@
 
 Our encoder layers fuse [W^Q; W^K; W^V] into one matrix (``self_attn.qkv``); transformers keeps
 ``attention.self.query / key / value``. Everything else is a renaming. The heads: ``cls.predictions.*``
-(MLM; its decoder weight is the word embedding matrix) and ``cls.seq_relationship`` (NSP). A model with
+(MLM, and the left-to-right LM of BertLMHeadModel; its decoder weight is the word embedding matrix) and
+``cls.seq_relationship`` (NSP). A model with
 heads stores the encoder under ``bert.``; a bare BertModel without that prefix — either loads into either.
 """
 
@@ -31,19 +32,25 @@ TASK_HEADS = {
     "BertForQuestionAnswering": ("qa_outputs", False),
     "BertForMultipleChoice": ("classifier", True),
 }
-ARCHITECTURES = ("BertModel", "BertForPreTraining", "BertForMaskedLM", *TASK_HEADS)
+LM_HEADS = ("BertForMaskedLM", "BertLMHeadModel")  # cls.predictions alone, no pooler
+ARCHITECTURES = ("BertModel", "BertForPreTraining", *LM_HEADS, *TASK_HEADS)
 
 
 def config_from_hf(
     hf: dict[str, Any], source: str = "config.json", config_class: type[BertConfig] = BertConfig
 ) -> BertConfig:
     """Our config from a transformers BertConfig dictionary (or a variant's: ``config_class``, a subclass
-    of BertConfig with its own model_type and fields); variants we do not implement are refused."""
+    of BertConfig with its own model_type and fields); variants we do not implement — relative positions,
+    a decoder with cross-attention — are refused (a decoder without it, ``is_decoder``, is read)."""
     model_type = config_class.model_type
     if hf.get("model_type", model_type) != model_type:
         raise CheckpointError(f"{source}: model_type {hf.get('model_type')!r}, expected {model_type!r}")
-    if hf.get("position_embedding_type", "absolute") != "absolute" or hf.get("is_decoder"):
-        raise CheckpointError(f"{source}: only encoders with absolute positions are supported")
+    if hf.get("position_embedding_type", "absolute") != "absolute":
+        raise CheckpointError(f"{source}: only absolute positions are supported")
+    if hf.get("add_cross_attention"):
+        raise CheckpointError(
+            f"{source}: add_cross_attention: decoders with cross-attention are not supported"
+        )
     fields = {k: hf[k] for k in config_class.__dataclass_fields__ if k in hf and k != "model_type"}
     try:
         if "id2label" in fields:  # JSON keys are strings
@@ -118,12 +125,12 @@ def from_hf_state_dict(
     theirs = "bert." if any(k.startswith("bert.") for k in hf) else ""
     ours = "" if architecture == "BertModel" else "bert."
     taken = Loader(hf, source or "checkpoint")
-    head, pooler = TASK_HEADS.get(architecture, (None, architecture != "BertForMaskedLM"))
+    head, pooler = TASK_HEADS.get(architecture, (None, architecture not in LM_HEADS))
     has_pooler = f"{theirs}pooler.dense.weight" in hf
     if architecture == "BertModel" or (new_heads and pooler):
         pooler = pooler and has_pooler  # sentence encoders often ship without a pooler
     out = taken.load(encoder_keymap(cfg, ours, theirs, pooler))
-    if architecture in ("BertForPreTraining", "BertForMaskedLM"):
+    if architecture in ("BertForPreTraining", *LM_HEADS):
         out.update(taken.load(heads_keymap(nsp=architecture == "BertForPreTraining")))
         out["mlm.decoder.weight"] = out["bert.embeddings.word_embeddings.weight"]  # tied
     elif head is not None and not (new_heads and f"{head}.weight" not in hf):

@@ -10,6 +10,10 @@ in both directions at once and pretrained on two tasks (section numbers of arXiv
             logits = E_tokenᵀ LayerNorm(GELU(W T_i + b)) + b_out  (decoder tied to the word embeddings)
     NSP     IsNext / NotNext from the pooled [CLS]: softmax(W_nsp C)                   Sect. 3.1, Task #2
 
+The ablation's "LTR & No NSP" model (Sect. 5.1, Table 5) is the same network read left to right: with
+``config.is_decoder`` the stack is causal (position t attends to positions ≤ t) and BertLMHeadModel predicts
+token t + 1 from T_t through the MLM head — transformers' BertModel(is_decoder=True) and BertLMHeadModel.
+
 Weights are named and laid out so that Hugging Face checkpoints map one to one (convert.py); outputs carry
 transformers' field names. Departure, marked where it happens: ``sparse_prediction`` computes the MLM head
 only at the positions that have labels (Geiping & Goldstein 2022), which gives the same loss for far less
@@ -20,21 +24,26 @@ positions and [CLS] (every position still gives keys and values): nobody reads i
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 import torch
 from torch import nn
 
 from seq2bert.models.bert.config import BertConfig
+from seq2bert.models.decoder_only import DecoderOnlyLM
 from seq2bert.models.pretrained import SavePretrained
 from seq2bert.nn.feed_forward import ACTIVATIONS
 from seq2bert.nn.init import normal_init
-from seq2bert.nn.layers import TransformerLayer, transformer_layer
+from seq2bert.nn.layers import LayerCache, TransformerLayer, transformer_layer
 from seq2bert.nn.masks import padding_mask
 from seq2bert.nn.stack import TransformerStack
+from seq2bert.objectives.causal_lm import causal_lm_loss
 from seq2bert.objectives.cross_entropy import IGNORE_INDEX
 from seq2bert.objectives.masked_lm import masked_lm_loss
 from seq2bert.objectives.next_sentence import next_sentence_loss
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -66,6 +75,16 @@ class MaskedLMOutput:
     attentions: tuple[torch.Tensor, ...] | None = None
 
 
+@dataclass
+class CausalLMOutput:
+    """transformers' CausalLMOutputWithCrossAttentions, without the cross-attentions."""
+
+    loss: torch.Tensor | None
+    logits: torch.Tensor  # (B, T, V): the logits at t score token t + 1
+    hidden_states: tuple[torch.Tensor, ...] | None = None
+    attentions: tuple[torch.Tensor, ...] | None = None
+
+
 class BertEmbeddings(nn.Module):
     """Figure 2: token + segment + (learned) position embeddings, LayerNorm, dropout; of ``size`` E dimensions
     (default: the hidden size H; ALBERT's factorised embeddings and ELECTRA's are smaller, projected to H after
@@ -81,10 +100,16 @@ class BertEmbeddings(nn.Module):
         self.dropout = nn.Dropout(c.hidden_dropout_prob)
 
     def forward(
-        self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None, *, offset: int = 0
+        self,
+        input_ids: torch.Tensor,
+        token_type_ids: torch.Tensor | None = None,
+        *,
+        offset: int = 0,
+        position_ids: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """input_ids, token_type_ids (B, T) at positions offset … offset + T − 1 → (B, T, E)."""
-        positions = self.position_ids(input_ids, offset)  # (T,), or (B, T)
+        """input_ids, token_type_ids (B, T) at ``position_ids`` (B, T) (None: ``position_ids(input_ids,
+        offset)``) → (B, T, E)."""
+        positions = position_ids if position_ids is not None else self.position_ids(input_ids, offset)
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)
         x = (
@@ -117,9 +142,10 @@ def bert_layer(c: BertConfig) -> TransformerLayer:
 
 class BertModel(SavePretrained, TransformerStack):
     """The encoder: a bidirectional stack (seq2bert/nn/stack.py) of L post-norm layers over BertEmbeddings,
-    and (optionally) the [CLS] pooler. A variant passes its own ``embeddings`` (B, T) → (B, T, H) (RoBERTa's
-    positions past the padding index; ALBERT's and ELECTRA's projected from a smaller embedding size),
-    ``layers`` and their ``order`` (the stack's; ALBERT: layers shared across the stack)."""
+    and (optionally) the [CLS] pooler; a causal stack with ``config.is_decoder`` (LTR). A variant passes its
+    own ``embeddings`` (B, T) → (B, T, H) (RoBERTa's positions past the padding index; ALBERT's and ELECTRA's
+    projected from a smaller embedding size), ``layers`` and their ``order`` (the stack's; ALBERT: layers
+    shared across the stack)."""
 
     def __init__(
         self,
@@ -136,7 +162,7 @@ class BertModel(SavePretrained, TransformerStack):
             embeddings = BertEmbeddings(c)
         if layers is None:
             layers = [bert_layer(c) for _ in range(c.num_hidden_layers)]
-        super().__init__(embeddings, layers, order=order)
+        super().__init__(embeddings, layers, order=order, causal=c.is_decoder)
         self.config = c
         self.pooler = nn.Linear(c.hidden_size, c.hidden_size) if add_pooling_layer else None
         init_bert_weights(self, c)
@@ -150,16 +176,29 @@ class BertModel(SavePretrained, TransformerStack):
         output_hidden_states: bool = False,
         output_attentions: bool = False,
         positions: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        past_key_values: list[LayerCache] | None = None,
     ) -> BertModelOutput:
         """input_ids, attention_mask (1 on real tokens), token_type_ids (segment A = 0, B = 1): (B, T).
 
         ``positions`` (B, Q) long: the last layer computes its output only at these positions (every
         position still attends and is attended to below it), and last_hidden_state is (B, Q, H). The pooler
-        reads column 0, which must then be position 0 ([CLS]). See ``prediction_rows``."""
+        reads column 0, which must then be position 0 ([CLS]). See ``prediction_rows``.
+
+        A decoder (``config.is_decoder``) may also be read incrementally, as transformers' is:
+        ``past_key_values`` (one LayerCache per layer, ``new_caches()``; grown in place) holds the earlier
+        steps, which input_ids follow; attention_mask (B, past + T) covers them too. ``position_ids`` (B, T):
+        each token's position (None: past … past + T − 1)."""
+        if positions is not None and self.causal:
+            raise ValueError("positions: a layer computed at some positions takes no causal mask")
+        past = past_key_values[0].self_attn.length if past_key_values else 0
         out = super().forward(
             input_ids,
-            attention_mask,  # no token attends to padding
+            attention_mask,  # no token attends to padding (nor, in a decoder, to a later token)
+            caches=past_key_values,
+            offset=past,
             token_type_ids=token_type_ids,
+            position_ids=position_ids,
             upto=None if positions is None else self.num_layers - 1,
             output_hidden_states=output_hidden_states,
             output_attentions=output_attentions,
@@ -364,6 +403,53 @@ class BertForMaskedLM(BertHeadModel):
             output_hidden_states, output_attentions,
         )  # fmt: skip
         return MaskedLMOutput(loss, logits, out.hidden_states, out.attentions)
+
+
+class BertLMHeadModel(DecoderOnlyLM, BertHeadModel):
+    """The "LTR & No NSP" model (Sect. 5.1, Table 5): BERT's stack read left to right (``config.is_decoder``) predicting
+    token t + 1 from its final state T_t through Task #1's output layer (the MLM head, ``cls.predictions``),
+    no pooler — transformers' BertLMHeadModel. It generates as the GPTs do (models/decoder_only.py): the
+    protocol's ``transformer`` is the encoder and its ``lm_head`` the MLM head."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__(config, pooler=False)
+        if not config.is_decoder:  # as transformers warns: the stack then reads both ways
+            log.warning("BertLMHeadModel with is_decoder false: its stack is bidirectional")
+        self.mlm = self.masked_lm_head()
+        init_bert_weights(self, config)
+
+    @property
+    def transformer(self) -> BertModel:
+        return self.base_model
+
+    @property
+    def lm_head(self) -> MaskedLMHead:
+        return self.mlm
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        *,
+        position_ids: torch.Tensor | None = None,
+        past_key_values: list[LayerCache] | None = None,
+        output_hidden_states: bool = False,
+        output_attentions: bool = False,
+        loss_only: bool = False,
+    ) -> CausalLMOutput:
+        """input_ids … (B, T) → logits (B, T, V); ``labels`` (B, T): the input ids (−100 where ignored), shifted
+        as transformers does — the logits at t are scored against labels[:, t + 1] (objectives/causal_lm.py).
+        ``loss_only`` (the causal-LM pretraining asks for it) changes nothing: the MLM transform stands between
+        the final states and the tied output layer, so the logits are built either way."""
+        del loss_only
+        out = self.base_model(input_ids, attention_mask, token_type_ids, position_ids=position_ids,
+                              past_key_values=past_key_values, output_hidden_states=output_hidden_states,
+                              output_attentions=output_attentions)  # fmt: skip
+        logits = self.mlm(out.last_hidden_state)  # (B, T, V)
+        loss = None if labels is None else causal_lm_loss(logits, labels)
+        return CausalLMOutput(loss, logits, out.hidden_states, out.attentions)
 
 
 def init_bert_weights(model: nn.Module, c: BertConfig) -> None:

@@ -19,7 +19,7 @@ from seq2bert.models.bert.convert import (
     from_hf_state_dict,
     to_hf_state_dict,
 )
-from seq2bert.models.bert.model import BertForMaskedLM, BertForPreTraining, BertModel
+from seq2bert.models.bert.model import BertForMaskedLM, BertForPreTraining, BertLMHeadModel, BertModel
 from seq2bert.models.bert.tasks import TASK_CLASSES
 from seq2bert.models.family import Family
 from seq2bert.models.hf import model_type_of
@@ -28,6 +28,7 @@ CLASSES: dict[str, type[nn.Module]] = {
     "BertModel": BertModel,
     "BertForPreTraining": BertForPreTraining,
     "BertForMaskedLM": BertForMaskedLM,
+    "BertLMHeadModel": BertLMHeadModel,
     **TASK_CLASSES,
 }
 
@@ -54,6 +55,7 @@ FAMILY = Family(
         "base": "BertModel",
         "pretraining": "BertForPreTraining",
         "masked_lm": "BertForMaskedLM",
+        "causal_lm": "BertLMHeadModel",  # left to right with is_decoder (the paper's LTR ablation)
         "sequence": "BertForSequenceClassification",
         "tokens": "BertForTokenClassification",
         "qa": "BertForQuestionAnswering",

@@ -55,8 +55,8 @@ class ElectraEmbeddings(BertEmbeddings):
             nn.Linear(c.embedding_size, c.hidden_size) if c.embedding_size != c.hidden_size else None
         )
 
-    def forward(self, input_ids, token_type_ids=None, *, offset: int = 0) -> torch.Tensor:
-        x = super().forward(input_ids, token_type_ids, offset=offset)  # (B, T, E)
+    def forward(self, input_ids, token_type_ids=None, *, offset: int = 0, position_ids=None) -> torch.Tensor:
+        x = super().forward(input_ids, token_type_ids, offset=offset, position_ids=position_ids)  # (B, T, E)
         return x if self.project is None else self.project(x)  # (B, T, H)
 
 
