@@ -349,12 +349,12 @@ class Tokenizer:
 
     @property
     def pad_token_id(self) -> int | None:
-        """``[PAD]``, else ``<pad>`` (fairseq's specials, as RoBERTa's byte-level BPE has them)."""
+        """``[PAD]``, else ``<pad>`` (fairseq's specials: RoBERTa's byte-level BPE, ALBERT's SentencePiece)."""
         return self._first_id("[PAD]", ROBERTA_SPECIAL["pad"])
 
     @property
     def unk_token_id(self) -> int | None:
-        """``[UNK]``, else GPT-1's ``<unk>``, else GPT-2's ``<|endoftext|>`` (transformers' choice)."""
+        """``[UNK]``, else ``<unk>`` (GPT-1's, RoBERTa's, ALBERT's), else GPT-2's ``<|endoftext|>``."""
         return self._first_id("[UNK]", gpt_bpe.UNK, gpt_bpe.ENDOFTEXT)
 
     @property
