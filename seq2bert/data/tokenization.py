@@ -499,11 +499,11 @@ def _train_with_specials(
     backend.train_from_iterator(texts, trainer=trainer)
     ids = [backend.token_to_id(t) for t in SPECIAL_TOKENS]
     assert ids == list(range(len(SPECIAL_TOKENS))), f"special tokens not at ids 0..6: {ids}"
-    _set_bert_template(backend)
+    set_bert_template(backend)
     return backend
 
 
-def _set_bert_template(backend: tokenizers.Tokenizer) -> None:
+def set_bert_template(backend: tokenizers.Tokenizer) -> None:
     """[CLS] A [SEP] for one text, [CLS] A [SEP] B [SEP] for two; type ids 0 up to the first [SEP], then 1."""
     backend.post_processor = processors.TemplateProcessing(
         single="[CLS]:0 $A:0 [SEP]:0",
@@ -539,7 +539,7 @@ def _bert_from_vocab(path: Path, lowercase: bool | None) -> tokenizers.Tokenizer
     )
     backend.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     backend.decoder = decoders.WordPiece(prefix="##")
-    _set_bert_template(backend)
+    set_bert_template(backend)
     backend.add_special_tokens(
         [
             AddedToken(t, special=True, normalized=False, lstrip=False, rstrip=False, single_word=False)

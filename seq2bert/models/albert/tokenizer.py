@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Any
 
 import tokenizers
-from tokenizers import AddedToken, decoders, models, normalizers, pre_tokenizers, processors, trainers
+from tokenizers import AddedToken, decoders, models, normalizers, pre_tokenizers, trainers
 
 from seq2bert.data.text_files import training_texts
-from seq2bert.data.tokenization import Tokenizer
+from seq2bert.data.tokenization import Tokenizer, set_bert_template
 from seq2bert.data.tokenizer_files import save_with_config
 from seq2bert.errors import DataError
 from seq2bert.models.albert.config import AlbertConfig
@@ -82,11 +82,7 @@ def train_tokenizer(files: list[Path], vocab_size: int) -> Tokenizer:
     backend.train_from_iterator(itertools.chain([first], texts), trainer=trainer)
     ids = [backend.token_to_id(t) for t in SPECIAL.values()]
     assert ids == list(range(len(SPECIAL))), f"ALBERT's specials not at ids 0..4: {ids}"
-    backend.post_processor = processors.TemplateProcessing(
-        single="[CLS]:0 $A:0 [SEP]:0",
-        pair="[CLS]:0 $A:0 [SEP]:0 $B:1 [SEP]:1",
-        special_tokens=[(t, backend.token_to_id(t)) for t in (SPECIAL["cls"], SPECIAL["sep"])],
-    )
+    set_bert_template(backend)
     return Tokenizer(backend)
 
 
