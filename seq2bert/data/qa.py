@@ -1,7 +1,8 @@
 """Span question answering: examples → model windows → answer spans (Devlin et al. 2018, Sect. 4.2).
 
 BERT reads ``[CLS] question [SEP] passage [SEP]`` (token type ids 0 for the question and its two special
-tokens, 1 for the passage and the final ``[SEP]``) and learns a start vector S and an end vector E: the
+tokens, 1 for the passage and the final ``[SEP]``) — the tokenizer's template for a pair, so RoBERTa reads
+``<s> question </s></s> passage </s>`` (all type 0), as transformers' RobertaTokenizer builds it — and learns a start vector S and an end vector E: the
 probability that passage token i starts the answer is softmax_i(S·T_i), likewise for the end, and the score
 of the span (i, j) is S·T_i + E·T_j, maximised over j ≥ i. For SQuAD v2 (Sect. 4.3) an unanswerable
 question points both ends at ``[CLS]``; the null score s_null = S·C + E·C is compared with the best span
@@ -11,7 +12,7 @@ Windowing (:func:`make_features`), as in the released run_squad.py, which this m
 
 * the question is cut to its first ``max_query_length`` tokens;
 * the passage is tokenized once (with character offsets into the original text) and read through windows
-  of at most W = max_seq_length − len(question) − 3 tokens; window k starts at token k·doc_stride, and the
+  of at most W = max_seq_length − len(question) − (the template's special tokens: 3, RoBERTa's 4) tokens; window k starts at token k·doc_stride, and the
   last window ends on the last passage token, so consecutive windows overlap by W − doc_stride tokens:
 
       passage tokens  0 ............................................. n-1
@@ -60,10 +61,44 @@ logger = logging.getLogger(__name__)
 _CHUNK = 1000  # examples encoded per encode_batch call (the progress bar moves once per chunk)
 
 
+@dataclass(frozen=True)
+class PairTemplate:
+    """How a tokenizer frames a pair A, B: ``head`` A ``middle`` B ``tail`` — [CLS] A [SEP] B [SEP] (BERT,
+    ALBERT), <s> A </s></s> B </s> (RoBERTa) — with the token type ids of each part, read off the tokenizer's
+    own post-processor (so they match what it does for a pair of texts)."""
+
+    head: list[tuple[int, int]]  # (id, type id) of each special token
+    middle: list[tuple[int, int]]
+    tail: list[tuple[int, int]]
+    type_a: int
+    type_b: int
+
+    @classmethod
+    def of(cls, tokenizer: Tokenizer) -> PairTemplate:
+        enc = tokenizer.encode("a", "b")  # each text one token or more; the specials are sequence None
+        seq = enc.sequence_ids
+        first_a, first_b = seq.index(0), seq.index(1)
+        last_a, last_b = len(seq) - 1 - seq[::-1].index(0), len(seq) - 1 - seq[::-1].index(1)
+        part = list(zip(enc.ids, enc.type_ids, strict=True))
+        return cls(head=part[:first_a], middle=part[last_a + 1 : first_b], tail=part[last_b + 1 :],
+                   type_a=enc.type_ids[first_a], type_b=enc.type_ids[first_b])  # fmt: skip
+
+    @property
+    def num_special(self) -> int:
+        return len(self.head) + len(self.middle) + len(self.tail)
+
+    def ids_and_types(self, a: list[int], b: list[int]) -> tuple[list[int], list[int]]:
+        """The input ids and token type ids of the pair of token sequences ``a``, ``b``."""
+        ids = [i for i, _ in self.head] + a + [i for i, _ in self.middle] + b + [i for i, _ in self.tail]
+        types = ([t for _, t in self.head] + [self.type_a] * len(a) + [t for _, t in self.middle]
+                 + [self.type_b] * len(b) + [t for _, t in self.tail])  # fmt: skip
+        return ids, types
+
+
 @dataclass
 class QAFeature:
-    """One window of one example: [CLS] question [SEP] context-window [SEP] (padding is done by the collator,
-    not here)."""
+    """One window of one example: [CLS] question [SEP] context-window [SEP] in the tokenizer's template
+    (PairTemplate; padding is done by the collator, not here)."""
 
     example_index: int
     input_ids: list[int]
@@ -113,9 +148,11 @@ def make_features(
     ):
         if not isinstance(value, int) or value < 1:
             raise UserError(f"{name}={value!r} must be a positive integer")
-    cls_id, sep_id = tokenizer.cls_token_id, tokenizer.sep_token_id
-    if cls_id is None or sep_id is None:
+    if tokenizer.cls_token_id is None or tokenizer.sep_token_id is None:
         raise UserError("the tokenizer has no [CLS] or [SEP] token; span QA needs both")
+    template = PairTemplate.of(tokenizer)
+    if not template.head or template.head[0][0] != tokenizer.cls_token_id:
+        raise UserError("the tokenizer's pair does not start with [CLS], where span QA points a non-answer")
 
     features: list[QAFeature] = []
     bad_text: list[str] = []  # ids of examples whose answer text differs from context[start:start+len]
@@ -139,8 +176,7 @@ def make_features(
                     ctx.ids,
                     ctx.offsets,
                     target,
-                    cls_id,
-                    sep_id,
+                    template,
                     max_seq_length,
                     doc_stride,
                 )
@@ -195,18 +231,18 @@ def _windows(
     ctx_ids: list[int],
     ctx_offsets: list[tuple[int, int]],
     target: tuple[int, int] | None,
-    cls_id: int,
-    sep_id: int,
+    template: PairTemplate,
     max_seq_length: int,
     doc_stride: int,
 ) -> list[QAFeature]:
-    """The features of one example: [CLS] q [SEP] ctx[s : s+W] [SEP] for every window start s."""
-    width = max_seq_length - len(q_ids) - 3  # W: context tokens per window
+    """The features of one example: [CLS] q [SEP] ctx[s : s+W] [SEP] (in ``template``) for every window
+    start s."""
+    width = max_seq_length - len(q_ids) - template.num_special  # W: context tokens per window
     if width < 1:
         raise DataError(
             f"example {ex.id}: max_seq_length={max_seq_length} cannot hold its {len(q_ids)}-token "
-            f"question, 3 special tokens and a context token; raise max_seq_length or lower "
-            f"max_query_length"
+            f"question, {template.num_special} special tokens and a context token; raise max_seq_length or "
+            f"lower max_query_length"
         )
     # a long question leaves a window narrower than doc_stride: step by the window then (as run_squad.py),
     # so that no context token falls between two windows
@@ -215,20 +251,20 @@ def _windows(
     # Window k covers context tokens [k·doc_stride, k·doc_stride + W), until one reaches the last token.
     spans = [(s, min(s + width, n)) for s in range(0, max(n - width, 0) + doc_stride, doc_stride)]
 
-    head = [cls_id, *q_ids, sep_id]
+    before = len(template.head) + len(q_ids) + len(template.middle)  # tokens before the context window
     features = []
     for s, e in spans:
-        ids = head + ctx_ids[s:e] + [sep_id]
+        ids, types = template.ids_and_types(q_ids, ctx_ids[s:e])
         start_position = end_position = 0
         if target is not None and s <= target[0] and target[1] < e:
-            start_position, end_position = target[0] - s + len(head), target[1] - s + len(head)
+            start_position, end_position = target[0] - s + before, target[1] - s + before
         features.append(
             QAFeature(
                 example_index=example_index,
                 input_ids=ids,
-                token_type_ids=[0] * len(head) + [1] * (e - s + 1),
+                token_type_ids=types,
                 attention_mask=[1] * len(ids),
-                offsets=[None] * len(head) + list(ctx_offsets[s:e]) + [None],
+                offsets=[None] * before + list(ctx_offsets[s:e]) + [None] * len(template.tail),
                 start_position=start_position,
                 end_position=end_position,
             )

@@ -349,12 +349,12 @@ class Tokenizer:
 
     @property
     def pad_token_id(self) -> int | None:
-        """``[PAD]``, else ``<pad>`` (fairseq's specials, as RoBERTa's byte-level BPE has them)."""
+        """``[PAD]``, else ``<pad>`` (fairseq's specials: RoBERTa's byte-level BPE, ALBERT's SentencePiece)."""
         return self._first_id("[PAD]", ROBERTA_SPECIAL["pad"])
 
     @property
     def unk_token_id(self) -> int | None:
-        """``[UNK]``, else GPT-1's ``<unk>``, else GPT-2's ``<|endoftext|>`` (transformers' choice)."""
+        """``[UNK]``, else ``<unk>`` (GPT-1's, RoBERTa's, ALBERT's), else GPT-2's ``<|endoftext|>``."""
         return self._first_id("[UNK]", gpt_bpe.UNK, gpt_bpe.ENDOFTEXT)
 
     @property
@@ -499,11 +499,11 @@ def _train_with_specials(
     backend.train_from_iterator(texts, trainer=trainer)
     ids = [backend.token_to_id(t) for t in SPECIAL_TOKENS]
     assert ids == list(range(len(SPECIAL_TOKENS))), f"special tokens not at ids 0..6: {ids}"
-    _set_bert_template(backend)
+    set_bert_template(backend)
     return backend
 
 
-def _set_bert_template(backend: tokenizers.Tokenizer) -> None:
+def set_bert_template(backend: tokenizers.Tokenizer) -> None:
     """[CLS] A [SEP] for one text, [CLS] A [SEP] B [SEP] for two; type ids 0 up to the first [SEP], then 1."""
     backend.post_processor = processors.TemplateProcessing(
         single="[CLS]:0 $A:0 [SEP]:0",
@@ -539,7 +539,7 @@ def _bert_from_vocab(path: Path, lowercase: bool | None) -> tokenizers.Tokenizer
     )
     backend.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     backend.decoder = decoders.WordPiece(prefix="##")
-    _set_bert_template(backend)
+    set_bert_template(backend)
     backend.add_special_tokens(
         [
             AddedToken(t, special=True, normalized=False, lstrip=False, rstrip=False, single_word=False)

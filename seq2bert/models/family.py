@@ -90,7 +90,7 @@ class Family:
     # data.sentence_task, data.masking), e.g. RoBERTa's FULL-SENTENCES with dynamic masking
     pretraining_data: dict = field(default_factory=dict)
     # (files, vocab_size) → the tokenizer a pretraining run trains when none is given; None: data/tokenization's
-    # kind ``tokenizer`` (RoBERTa's: a byte-level BPE with its own specials)
+    # kind ``tokenizer`` (RoBERTa's: a byte-level BPE with its own specials; ALBERT's: a SentencePiece unigram)
     train_tokenizer: Callable[[list[Path], int], Any] | None = None
     # how the pipelines give texts to its base model: (model, tokenizer, texts) → (inputs, each text's tokens);
     # None: the tokenizer's ids, [CLS] and [SEP] included (a model that reads characters spells words itself)

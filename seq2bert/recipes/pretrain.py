@@ -6,8 +6,8 @@ al. 2020). One path: ``model.model_type`` picks the family, and the family its o
 Read top to bottom:
 1. the tokenizer: a given vocab.txt / tokenizer.json / vocab.json + merges.txt, or one trained on the text, of
    the family's kind (an uncased WordPiece vocabulary for BERT, GPT-2's byte-level BPE, GPT-1's lower-cased
-   BPE, RoBERTa's byte-level BPE with its specials: Family.train_tokenizer); a causal LM's vocabulary gets an
-   end-of-text token if it has none;
+   BPE; RoBERTa's byte-level BPE and ALBERT's SentencePiece unigram with their specials:
+   Family.train_tokenizer); a causal LM's vocabulary gets an end-of-text token if it has none;
 2. the corpus: tokenized once into shards of token arrays on disk (seq2bert/data/pretraining.py), reused on
    resume — for the causal LM with the whitespace between sentences kept, so that its tokens decode to the text;
 3. documents split into training and held-out ones; then, by objective:
@@ -62,7 +62,7 @@ from seq2bert.models.bert.config import bert_mini
 from seq2bert.models.electra.config import electra_small
 from seq2bert.models.family import max_input_length
 from seq2bert.models.gpt.config import gpt1_mini, gpt2_mini
-from seq2bert.models.pretrained import load_hf_weights, write_hf_files
+from seq2bert.models.pretrained import load_hf_weights, write_hf_files, write_tokenizer
 from seq2bert.models.roberta.config import roberta_mini
 from seq2bert.models.spanbert.config import spanbert_mini
 from seq2bert.objectives.cross_entropy import IGNORE_INDEX
@@ -466,7 +466,7 @@ def pretrain(
         tok = Tokenizer.load(tok_dir)
     elif (
         family.train_tokenizer is not None and not cfg.data.tokenizer
-    ):  # the family's own (RoBERTa's specials)
+    ):  # the family's own (RoBERTa's, ALBERT's)
         log.info(
             "training a %s vocabulary of %d on %d files", family.model_type, cfg.data.vocab_size, len(files)
         )
@@ -535,7 +535,7 @@ def pretrain(
         train_cfg = replace(train_cfg, metric=objective.metric, higher_is_better=objective.higher_is_better)
 
     def write_extra(directory: Path) -> None:
-        tok.save(directory)
+        write_tokenizer(family, tok, directory, model_cfg)  # the family's files (tokenizer_config.json)
         write_run_config(directory, cfg)
 
     trainer = Trainer(

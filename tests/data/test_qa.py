@@ -473,6 +473,7 @@ def test_contexts_are_encoded_once_in_batches_and_progress_shows_a_bar(tok, caps
 
     class Spy:
         cls_token_id, sep_token_id = tok.cls_token_id, tok.sep_token_id
+        encode = tok.encode  # once, for the pair template
 
         def encode_batch(self, texts, **kwargs):
             calls.append((list(texts), kwargs))

@@ -1,5 +1,6 @@
 """ALBERT pretraining: sentence-order instances (Lan et al. 2019, Sect. 3.1) and `seq2bert pretrain` with
-model.model_type=albert — MLM + SOP, a checkpoint transformers reads with equal outputs."""
+model.model_type=albert — MLM + SOP on a SentencePiece unigram vocabulary, a checkpoint transformers reads
+(tokenizer and model) with equal outputs."""
 
 import json
 
@@ -8,7 +9,8 @@ import torch
 
 import seq2bert
 from seq2bert.cli import main
-from tests.recipes.test_pretrain import TINY, books  # noqa: F401 (a fixture)
+from seq2bert.data.tokenization import Tokenizer
+from tests.recipes.test_pretrain import TINY, WORDS, books  # noqa: F401 (a fixture)
 
 
 def test_pretrain_albert_trains_mlm_and_sop_and_writes_what_transformers_reads(books, tmp_path):  # noqa: F811
@@ -23,11 +25,31 @@ def test_pretrain_albert_trains_mlm_and_sop_and_writes_what_transformers_reads(b
     ours = seq2bert.from_pretrained(tmp_path / "a" / "best")
     assert type(ours).__name__ == "AlbertForPreTraining" and ours.config.embedding_size == 16
     assert len(ours.albert.layers) == 1 and ours.albert.num_layers == 2  # one layer shared by both
+    # the tokenizer: a SentencePiece unigram vocabulary with ALBERT's specials, read by transformers as ours
+    tok = Tokenizer.load(tmp_path / "a" / "best")
+    assert [tok.token_to_id(t) for t in ("<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]")] == [0, 1, 2, 3, 4]
+    assert type(tok.backend.model).__name__ == "Unigram" and ours.config.vocab_size == tok.vocab_size
+    pieces = tok.tokenize(" ".join(WORDS[:8]))
+    assert sum(p.startswith("▁") for p in pieces) == 8  # one word-initial piece a word
+    theirs_tok = transformers.AutoTokenizer.from_pretrained(tmp_path / "a" / "best")
+    assert type(theirs_tok).__name__.startswith("AlbertTokenizer")
+    pairs = [
+        (" ".join(WORDS[:5]).upper(), " ".join(WORDS[5:9])),
+        (" ".join(WORDS[9:12]), "``" + WORDS[12] + "''"),
+    ]
+    enc = theirs_tok(
+        [a for a, _ in pairs],
+        [b for _, b in pairs],
+        padding=True,
+        return_tensors="pt",
+        return_token_type_ids=True,
+    )
+    ids, mask = enc["input_ids"], enc["attention_mask"]
+    assert ids.tolist() == tok.encode_batch(pairs, padding="longest")["input_ids"]
+
     theirs = transformers.AlbertForPreTraining.from_pretrained(tmp_path / "a" / "best").eval()
-    ids = torch.tensor([[2, 10, 11, 12, 3, 13, 3], [2, 14, 15, 3, 0, 0, 0]])
-    mask = (ids != 0).long()
     with torch.no_grad():
-        expected = theirs(input_ids=ids, attention_mask=mask)
-    got = ours(ids, mask)
+        expected = theirs(input_ids=ids, attention_mask=mask, token_type_ids=enc["token_type_ids"])
+    got = ours(ids, mask, enc["token_type_ids"])
     torch.testing.assert_close(got.prediction_logits, expected.prediction_logits, rtol=0, atol=1e-5)
     torch.testing.assert_close(got.sop_logits, expected.sop_logits, rtol=0, atol=1e-5)

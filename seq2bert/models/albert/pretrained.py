@@ -3,7 +3,8 @@ Hugging Face conversions of convert.py, as one ``Family`` (seq2bert/models/famil
 
 ALBERT's vocabulary is a SentencePiece model (Sect. 4.1: "we tokenize using SentencePiece … a vocabulary
 size of 30,000"); a published directory carries it as tokenizer.json (and spiece.model), which the generic
-reader loads. Pretraining trains our SentencePiece-like BPE (data/tokenization.py, "bpe").
+reader loads. Pretraining trains a SentencePiece unigram vocabulary with ALBERT's specials and normalisation
+(tokenizer.py), and a checkpoint carries transformers' AlbertTokenizer settings beside it.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from seq2bert.models.albert.convert import (
     to_hf_state_dict,
 )
 from seq2bert.models.albert.model import TASK_CLASSES, AlbertForMaskedLM, AlbertForPreTraining, AlbertModel
+from seq2bert.models.albert.tokenizer import save_tokenizer, train_tokenizer
 from seq2bert.models.family import Family
 
 CLASSES: dict[str, type[nn.Module]] = {
@@ -55,7 +57,7 @@ FAMILY = Family(
     },
     kind="encoder",
     base_model_prefix="albert",
-    tokenizer="bpe",
+    tokenizer="sentencepiece",
     config_from_hf=lambda hf, source: config_from_hf(hf, source=source),
     config_to_hf=config_to_hf,
     state_from_hf=lambda hf, cfg, arch, source, new_heads: from_hf_state_dict(
@@ -67,4 +69,6 @@ FAMILY = Family(
     # the MLM head (and the last layer) only at the predicted positions: the same loss for far less work
     pretraining_options={"sparse_prediction": True},
     sentence_pairs="sentence_order",  # SOP (Sect. 3.1)
+    save_tokenizer=save_tokenizer,
+    train_tokenizer=train_tokenizer,  # a SentencePiece unigram vocabulary (Sect. 4.1)
 )

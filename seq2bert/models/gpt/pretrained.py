@@ -14,7 +14,6 @@ padded)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +21,9 @@ from torch import nn
 
 from seq2bert.data import gpt_bpe
 from seq2bert.data.tokenization import Tokenizer
+from seq2bert.data.tokenizer_files import save_with_config
 from seq2bert.errors import CheckpointError
-from seq2bert.io import atomic_write_text, read_json
+from seq2bert.io import read_json
 from seq2bert.models.family import Family
 from seq2bert.models.gpt.config import GPT2Config, GPTConfig, OpenAIGPTConfig
 from seq2bert.models.gpt.convert import config_from_hf, config_to_hf, from_hf_state_dict, to_hf_state_dict
@@ -67,15 +67,15 @@ def load_tokenizer(path: Path) -> Tokenizer | None:
 def save_tokenizer(tokenizer: Any, directory: Path, config: GPTConfig) -> None:
     """tokenizer.json, vocab.json + merges.txt (Tokenizer.save) and the tokenizer_config.json of transformers'
     GPT2Tokenizer / OpenAIGPTTokenizer."""
-    tokenizer.save(directory)
-    settings: dict[str, Any] = {"tokenizer_class": TOKENIZER_CLASSES[config.model_type]}
+    specials: dict[str, str] = {}
+    settings: dict[str, Any] = {}
     if tokenizer.token_to_id(gpt_bpe.ENDOFTEXT) is not None:  # GPT-2: begins, ends, pads and is unknown
-        settings.update(dict.fromkeys(("bos_token", "eos_token", "unk_token"), gpt_bpe.ENDOFTEXT))
+        specials = dict.fromkeys(("bos", "eos", "unk"), gpt_bpe.ENDOFTEXT)
         settings["add_prefix_space"] = False
     elif tokenizer.token_to_id(gpt_bpe.UNK) is not None:
-        settings["unk_token"] = gpt_bpe.UNK
+        specials = {"unk": gpt_bpe.UNK}
     settings["model_max_length"] = config.n_positions
-    atomic_write_text(Path(directory) / "tokenizer_config.json", json.dumps(settings, indent=2) + "\n")
+    save_with_config(tokenizer, directory, TOKENIZER_CLASSES[config.model_type], specials, **settings)
 
 
 def gpt_family(

@@ -12,7 +12,6 @@ learns one on text in fairseq's layout: <s> <pad> </s> <unk> = 0 1 2 3, the BPE'
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +20,8 @@ from tokenizers import AddedToken, processors
 
 from seq2bert.data import gpt_bpe
 from seq2bert.data.tokenization import Tokenizer
+from seq2bert.data.tokenizer_files import save_with_config
 from seq2bert.errors import DataError
-from seq2bert.io import atomic_write_text
 from seq2bert.models.roberta.config import RobertaConfig
 
 SPECIAL = gpt_bpe.ROBERTA_SPECIAL
@@ -65,14 +64,17 @@ def load_tokenizer(path: Path) -> Tokenizer | None:
 def save_tokenizer(tokenizer: Any, directory: Path, config: RobertaConfig) -> None:
     """tokenizer.json, vocab.json + merges.txt (Tokenizer.save) and the tokenizer_config.json of
     transformers' RobertaTokenizer."""
-    tokenizer.save(directory)
-    settings: dict[str, Any] = {"tokenizer_class": "RobertaTokenizer"}
-    settings.update({f"{role}_token": token for role, token in SPECIAL.items()})
-    settings.update(
-        bos_token=SPECIAL["cls"], eos_token=SPECIAL["sep"], add_prefix_space=False, trim_offsets=True
+    save_with_config(
+        tokenizer,
+        directory,
+        "RobertaTokenizer",
+        SPECIAL,
+        bos_token=SPECIAL["cls"],
+        eos_token=SPECIAL["sep"],
+        add_prefix_space=False,
+        trim_offsets=True,
+        model_max_length=config.max_input_length,
     )
-    settings["model_max_length"] = config.max_input_length
-    atomic_write_text(Path(directory) / "tokenizer_config.json", json.dumps(settings, indent=2) + "\n")
 
 
 def train_tokenizer(files: list[Path], vocab_size: int) -> Tokenizer:
