@@ -217,8 +217,9 @@ def word_vectors(texts: list[str], word: str, model, *, layer: int | str | None 
 
 @torch.no_grad()
 def fill_mask(text: str, model, *, top_k: int = 5) -> list[dict] | list[list[dict]]:
-    """The ``top_k`` most probable tokens for the [MASK] in ``text``: [{"token", "token_id", "score",
-    "sequence"}, …] best first (one such list per [MASK] when there are several)."""
+    """The ``top_k`` most probable tokens for the [MASK] (the tokenizer's mask: RoBERTa's ``<mask>``) in
+    ``text``: [{"token", "token_id", "score", "sequence"}, …] best first (one such list per [MASK] when there
+    are several). Of an ELECTRA run's checkpoint, the generator (generator/) fills the mask."""
     net, tok, _ = _load(model, "masked_lm")
     mask_id = tok.mask_token_id
     if mask_id is None:
@@ -347,6 +348,12 @@ def tag(text: str, model, *, aggregate: bool = True, max_length: int = 512) -> l
             p, k = probs[i].max(-1)
             words[w] = {"entity": net.config.id2label[int(k)], "score": float(p), "start": start, "end": end}
         words[w]["end"] = end
+    for w in words.values():  # a piece holding the space before its word (SentencePiece's "▁") starts on it
+        span = text[w["start"] : w["end"]]
+        w["start"], w["end"] = (
+            w["start"] + len(span) - len(span.lstrip()),
+            w["end"] - len(span) + len(span.rstrip()),
+        )
     tagged = [w for w in words.values() if w["entity"] != "O"]
     for w in tagged:
         w["word"] = text[w["start"] : w["end"]]

@@ -285,13 +285,12 @@ def register(sub) -> None:
     p.add_argument("--max-answer-length", type=int, default=30, help="longest answer in tokens (default: 30)")
     p.set_defaults(func=cmd_qa)
 
-    p = sub.add_parser(
-        "fill-mask", help="the most probable tokens for [MASK] (a BERT directory with an MLM head)"
-    )
+    p = sub.add_parser("fill-mask", help="the most probable tokens for [MASK] (a directory with an MLM head)")
+    p.add_argument("model", help="a directory with a masked-LM head: BERT, RoBERTa, ALBERT, SpanBERT (…ForMaskedLM "
+                   "/ …ForPreTraining); of an ELECTRA run, its generator (found in best/generator)")  # fmt: skip
     p.add_argument(
-        "model", help="a Hugging Face-format BERT directory (BertForMaskedLM / BertForPreTraining)"
+        "text", help='a text with the mask token, e.g. "Paris is the [MASK] of France." (RoBERTa: <mask>)'
     )
-    p.add_argument("text", help='a text with [MASK], e.g. "Paris is the [MASK] of France."')
     p.add_argument("--top-k", type=int, default=5)
     p.set_defaults(func=cmd_fill_mask)
 

@@ -1,9 +1,10 @@
 """Span question answering: examples → model windows → answer spans (Devlin et al. 2018, Sect. 4.2).
 
 BERT reads ``[CLS] question [SEP] passage [SEP]`` (token type ids 0 for the question and its two special
-tokens, 1 for the passage and the final ``[SEP]``) and learns a start vector S and an end vector E: the
-probability that passage token i starts the answer is softmax_i(S·T_i), likewise for the end, and the score
-of the span (i, j) is S·T_i + E·T_j, maximised over j ≥ i. For SQuAD v2 (Sect. 4.3) an unanswerable
+tokens, 1 for the passage and the final ``[SEP]``) — each family the pair as its tokenizer joins one
+(:func:`pair_template`; RoBERTa: ``<s> question </s></s> passage </s>``, all of type 0) — and learns a start
+vector S and an end vector E: the probability that passage token i starts the answer is softmax_i(S·T_i),
+likewise for the end, and the score of the span (i, j) is S·T_i + E·T_j, maximised over j ≥ i. For SQuAD v2 (Sect. 4.3) an unanswerable
 question points both ends at ``[CLS]``; the null score s_null = S·C + E·C is compared with the best span
 score, and "no answer" is predicted when s_null − best > τ (``null_score_diff_threshold``).
 
@@ -11,8 +12,9 @@ Windowing (:func:`make_features`), as in the released run_squad.py, which this m
 
 * the question is cut to its first ``max_query_length`` tokens;
 * the passage is tokenized once (with character offsets into the original text) and read through windows
-  of at most W = max_seq_length − len(question) − 3 tokens; window k starts at token k·doc_stride, and the
-  last window ends on the last passage token, so consecutive windows overlap by W − doc_stride tokens:
+  of at most W = max_seq_length − len(question) − the pair's special tokens (3 for BERT) tokens; window k
+  starts at token k·doc_stride, and the last window ends on the last passage token, so consecutive windows
+  overlap by W − doc_stride tokens:
 
       passage tokens  0 ............................................. n-1
       window 0        [0, W)
@@ -60,10 +62,48 @@ logger = logging.getLogger(__name__)
 _CHUNK = 1000  # examples encoded per encode_batch call (the progress bar moves once per chunk)
 
 
+@dataclass(frozen=True)
+class PairTemplate:
+    """How a tokenizer joins a pair A, B: ``before`` A ``between`` B ``after`` (special token ids), with the
+    token type ids of each part — BERT: [CLS] A [SEP] B [SEP], types 0 0 0 1 1; RoBERTa: <s> A </s></s> B
+    </s>, all 0."""
+
+    before: list[int]
+    between: list[int]
+    after: list[int]
+    # the type ids of: before, each A token, between, each B token, after
+    types: tuple[list[int], int, list[int], int, list[int]]
+
+    def join(self, a: list[int], b: list[int]) -> tuple[list[int], list[int]]:
+        """(input ids, token type ids) of the pair."""
+        before, a_type, between, b_type, after = self.types
+        ids = [*self.before, *a, *self.between, *b, *self.after]
+        return ids, [*before, *[a_type] * len(a), *between, *[b_type] * len(b), *after]
+
+    @property
+    def num_special(self) -> int:
+        return len(self.before) + len(self.between) + len(self.after)
+
+
+def pair_template(tokenizer: Tokenizer) -> PairTemplate:
+    """The tokenizer's own pair template, read off its encoding of a pair of one-token texts (its mask token,
+    which no template holds)."""
+    marker = tokenizer.mask_token_id if tokenizer.mask_token_id is not None else tokenizer.unk_token_id
+    at: list[int] = []
+    if marker is not None:
+        enc = tokenizer.encode(tokenizer.id_to_token(marker), tokenizer.id_to_token(marker))
+        at = [i for i, x in enumerate(enc.ids) if x == marker]
+    if len(at) != 2 or tokenizer.cls_token_id is None:
+        raise UserError("span QA needs a tokenizer with a pair template ([CLS] A [SEP] B [SEP] or the like)")
+    (i, j), ids, types = at, enc.ids, enc.type_ids
+    return PairTemplate(ids[:i], ids[i + 1 : j], ids[j + 1 :],
+                        (types[:i], types[i], types[i + 1 : j], types[j], types[j + 1 :]))  # fmt: skip
+
+
 @dataclass
 class QAFeature:
-    """One window of one example: [CLS] question [SEP] context-window [SEP] (padding is done by the collator,
-    not here)."""
+    """One window of one example: [CLS] question [SEP] context-window [SEP], or the pair as the tokenizer
+    joins it (padding is done by the collator, not here)."""
 
     example_index: int
     input_ids: list[int]
@@ -113,9 +153,7 @@ def make_features(
     ):
         if not isinstance(value, int) or value < 1:
             raise UserError(f"{name}={value!r} must be a positive integer")
-    cls_id, sep_id = tokenizer.cls_token_id, tokenizer.sep_token_id
-    if cls_id is None or sep_id is None:
-        raise UserError("the tokenizer has no [CLS] or [SEP] token; span QA needs both")
+    template = pair_template(tokenizer)
 
     features: list[QAFeature] = []
     bad_text: list[str] = []  # ids of examples whose answer text differs from context[start:start+len]
@@ -139,8 +177,7 @@ def make_features(
                     ctx.ids,
                     ctx.offsets,
                     target,
-                    cls_id,
-                    sep_id,
+                    template,
                     max_seq_length,
                     doc_stride,
                 )
@@ -195,18 +232,18 @@ def _windows(
     ctx_ids: list[int],
     ctx_offsets: list[tuple[int, int]],
     target: tuple[int, int] | None,
-    cls_id: int,
-    sep_id: int,
+    template: PairTemplate,
     max_seq_length: int,
     doc_stride: int,
 ) -> list[QAFeature]:
-    """The features of one example: [CLS] q [SEP] ctx[s : s+W] [SEP] for every window start s."""
-    width = max_seq_length - len(q_ids) - 3  # W: context tokens per window
+    """The features of one example: [CLS] q [SEP] ctx[s : s+W] [SEP] (the tokenizer's ``template``) for every
+    window start s."""
+    width = max_seq_length - len(q_ids) - template.num_special  # W: context tokens per window
     if width < 1:
         raise DataError(
             f"example {ex.id}: max_seq_length={max_seq_length} cannot hold its {len(q_ids)}-token "
-            f"question, 3 special tokens and a context token; raise max_seq_length or lower "
-            f"max_query_length"
+            f"question, {template.num_special} special tokens and a context token; raise max_seq_length or "
+            "lower max_query_length"
         )
     # a long question leaves a window narrower than doc_stride: step by the window then (as run_squad.py),
     # so that no context token falls between two windows
@@ -215,20 +252,20 @@ def _windows(
     # Window k covers context tokens [k·doc_stride, k·doc_stride + W), until one reaches the last token.
     spans = [(s, min(s + width, n)) for s in range(0, max(n - width, 0) + doc_stride, doc_stride)]
 
-    head = [cls_id, *q_ids, sep_id]
+    head = len(template.before) + len(q_ids) + len(template.between)  # the tokens before the context
     features = []
     for s, e in spans:
-        ids = head + ctx_ids[s:e] + [sep_id]
+        ids, types = template.join(q_ids, ctx_ids[s:e])
         start_position = end_position = 0
         if target is not None and s <= target[0] and target[1] < e:
-            start_position, end_position = target[0] - s + len(head), target[1] - s + len(head)
+            start_position, end_position = target[0] - s + head, target[1] - s + head
         features.append(
             QAFeature(
                 example_index=example_index,
                 input_ids=ids,
-                token_type_ids=[0] * len(head) + [1] * (e - s + 1),
+                token_type_ids=types,
                 attention_mask=[1] * len(ids),
-                offsets=[None] * len(head) + list(ctx_offsets[s:e]) + [None],
+                offsets=[None] * head + list(ctx_offsets[s:e]) + [None] * len(template.after),
                 start_position=start_position,
                 end_position=end_position,
             )
