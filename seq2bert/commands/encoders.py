@@ -148,8 +148,8 @@ def cmd_fill_mask(args: argparse.Namespace) -> int:
     for i, rows in enumerate(results if isinstance(results[0], list) else [results]):
         if i:
             print()
-        for r in rows:
-            print(f"{r['score']:.4f}  {r['token']:<15} {r['sequence']}")
+        for r in rows:  # one line each: a byte-level token may be a control character ("\r")
+            print(f"{r['score']:.4f}  {printable(r['token']):<15} {printable(r['sequence'])}")
     return 0
 
 
@@ -183,6 +183,11 @@ def cmd_embed(args: argparse.Namespace) -> int:
     elif not args.out:
         print(" ".join(f"{float(x):.5f}" for x in vectors[0]))
     return 0
+
+
+def printable(text: str) -> str:
+    """``text`` with its unprintable characters escaped (a carriage return as \\r)."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def layer_arg(value: str) -> int | str:

@@ -194,6 +194,13 @@ def make_features(
     return features
 
 
+def strip_span(text: str, start: int, end: int) -> tuple[int, int]:
+    """The span text[start:end] without the whitespace at its ends (empty: at ``start``)."""
+    span = text[start:end]
+    lead = len(span) - len(span.lstrip())
+    return start + lead, end - (len(span) - lead - len(span.strip()))
+
+
 def _answer_tokens(
     ex: QAExample, offsets: list[tuple[int, int]], bad_text: list[str]
 ) -> tuple[int, int] | None:
@@ -335,6 +342,8 @@ def postprocess(
             # "Cafe\u0301" ends its token before the accent. Give such marks back to the answer.
             while char_end < len(ex.context) and unicodedata.combining(ex.context[char_end]):
                 char_end += 1
+            # A SentencePiece piece holds the space before its word ("▁Berlin"): the answer starts after it.
+            char_start, char_end = strip_span(ex.context, char_start, char_end)
         else:
             char_start = char_end = 0
             score, probability = null_score, probs[-1]
