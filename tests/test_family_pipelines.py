@@ -171,6 +171,23 @@ def test_attention_draws_every_head(run, tmp_path):
         assert torch.equal(weights.triu(1), torch.zeros_like(weights))
 
 
+def test_qa_windows_are_the_pair_as_transformers_tokenizer_joins_it(run):
+    """[CLS] q [SEP] c [SEP] with token types 0 … 1 (BERT), <s> q </s></s> c </s> of one type (RoBERTa)."""
+    from seq2bert.data.qa import make_features
+    from seq2bert.data.squad import QAExample
+
+    transformers = pytest.importorskip("transformers")
+    family, best = run
+    if family == "albert":
+        pytest.skip("transformers does not read the tokenizer.json of seq2bert's ALBERT runs")
+    question, context = "what lives ?", "the film was fine , Anna lives in Berlin ."
+    _, tok = registry.load(best)
+    example = QAExample(id="q", title="", context=context, question=question, answers=[])
+    (feature,) = make_features([example], tok, max_seq_length=64)
+    theirs = transformers.AutoTokenizer.from_pretrained(best)(question, context, return_token_type_ids=True)
+    assert feature.input_ids == theirs["input_ids"] and feature.token_type_ids == theirs["token_type_ids"]
+
+
 @pytest.mark.parametrize("task", list(TASKS))
 def test_each_task_shape_fine_tunes_and_its_pipeline_answers(run, tasks, task, tmp_path, capsys):
     family, best = run
