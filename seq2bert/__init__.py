@@ -56,7 +56,8 @@ def embed(
 
 
 def fill_mask(text: str, model, *, top_k: int = 5):
-    """The top-k tokens (with scores) for the [MASK] of ``text`` by a BERT directory with an MLM head."""
+    """The top-k tokens (with scores) for the [MASK] of ``text`` by a directory with an MLM head (BERT, RoBERTa
+    with <mask>, ALBERT, SpanBERT; an ELECTRA run: its generator)."""
     from seq2bert.pipelines import fill_mask as _fill_mask
 
     return _fill_mask(text, model, top_k=top_k)

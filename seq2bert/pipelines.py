@@ -31,6 +31,7 @@ import torch.nn.functional as F
 from seq2bert.data import gpt_finetuning as gpt
 from seq2bert.data.batching import pad_sequences
 from seq2bert.data.finetuning import aligned_words
+from seq2bert.data.qa import strip_span
 from seq2bert.decoding.generation import GREEDY, Decoding
 from seq2bert.errors import CheckpointError, ConfigError, UserError
 from seq2bert.models import registry
@@ -217,9 +218,13 @@ def word_vectors(texts: list[str], word: str, model, *, layer: int | str | None 
 
 @torch.no_grad()
 def fill_mask(text: str, model, *, top_k: int = 5) -> list[dict] | list[list[dict]]:
-    """The ``top_k`` most probable tokens for the [MASK] in ``text``: [{"token", "token_id", "score",
-    "sequence"}, …] best first (one such list per [MASK] when there are several)."""
+    """The ``top_k`` most probable tokens for the [MASK] (the tokenizer's mask: RoBERTa's ``<mask>``) in
+    ``text``: [{"token", "token_id", "score", "sequence"}, …] best first (one such list per [MASK] when there
+    are several). Of an ELECTRA run's checkpoint, the generator (generator/) fills the mask."""
     net, tok, _ = _load(model, "masked_lm")
+    if getattr(net.config, "is_decoder", False):  # BERT's LTR: its LM head was trained on the next token
+        raise UserError(f"fill_mask: {model if isinstance(model, (str, Path)) else 'the model'} is a left-to-right "
+                        "language model (is_decoder): it predicts the next token, not a masked one; use generate")  # fmt: skip
     mask_id = tok.mask_token_id
     if mask_id is None:
         raise CheckpointError("fill_mask: the tokenizer has no [MASK] token")
@@ -347,6 +352,8 @@ def tag(text: str, model, *, aggregate: bool = True, max_length: int = 512) -> l
             p, k = probs[i].max(-1)
             words[w] = {"entity": net.config.id2label[int(k)], "score": float(p), "start": start, "end": end}
         words[w]["end"] = end
+    for w in words.values():  # a piece holding the space before its word (SentencePiece's "▁") starts on it
+        w["start"], w["end"] = strip_span(text, w["start"], w["end"])
     tagged = [w for w in words.values() if w["entity"] != "O"]
     for w in tagged:
         w["word"] = text[w["start"] : w["end"]]

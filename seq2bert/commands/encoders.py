@@ -148,8 +148,8 @@ def cmd_fill_mask(args: argparse.Namespace) -> int:
     for i, rows in enumerate(results if isinstance(results[0], list) else [results]):
         if i:
             print()
-        for r in rows:
-            print(f"{r['score']:.4f}  {r['token']:<15} {r['sequence']}")
+        for r in rows:  # one line each: a byte-level token may be a control character ("\r")
+            print(f"{r['score']:.4f}  {printable(r['token']):<15} {printable(r['sequence'])}")
     return 0
 
 
@@ -183,6 +183,11 @@ def cmd_embed(args: argparse.Namespace) -> int:
     elif not args.out:
         print(" ".join(f"{float(x):.5f}" for x in vectors[0]))
     return 0
+
+
+def printable(text: str) -> str:
+    """``text`` with its unprintable characters escaped (a carriage return as \\r)."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def layer_arg(value: str) -> int | str:
@@ -285,13 +290,12 @@ def register(sub) -> None:
     p.add_argument("--max-answer-length", type=int, default=30, help="longest answer in tokens (default: 30)")
     p.set_defaults(func=cmd_qa)
 
-    p = sub.add_parser(
-        "fill-mask", help="the most probable tokens for [MASK] (a BERT directory with an MLM head)"
-    )
+    p = sub.add_parser("fill-mask", help="the most probable tokens for [MASK] (a directory with an MLM head)")
+    p.add_argument("model", help="a directory with a masked-LM head: BERT, RoBERTa, ALBERT, SpanBERT (…ForMaskedLM "
+                   "/ …ForPreTraining); of an ELECTRA run, its generator (found in best/generator)")  # fmt: skip
     p.add_argument(
-        "model", help="a Hugging Face-format BERT directory (BertForMaskedLM / BertForPreTraining)"
+        "text", help='a text with the mask token, e.g. "Paris is the [MASK] of France." (RoBERTa: <mask>)'
     )
-    p.add_argument("text", help='a text with [MASK], e.g. "Paris is the [MASK] of France."')
     p.add_argument("--top-k", type=int, default=5)
     p.set_defaults(func=cmd_fill_mask)
 

@@ -106,10 +106,13 @@ def register(sub) -> None:
         "attention",
         help="attention heatmaps of any layer and head (PNG) and an offline HTML head view",
         description="Run MODEL on TEXT and draw the attention weights of one layer: every head, or --head. "
-        "MODEL is a BERT directory (encoder self-attention; --pair for segment B) or a translation "
-        "checkpoint (encoder self-, decoder self- and cross-attention over its own translation).",
+        "MODEL is an encoder directory: BERT, RoBERTa, ALBERT, ELECTRA, SpanBERT (encoder self-attention; --pair "
+        "for segment B), or a translation checkpoint (encoder self-, decoder self- and cross-attention over its "
+        "own translation).",
     )
-    p.add_argument("model", help="a BERT directory or a translation checkpoint / run directory")
+    p.add_argument(
+        "model", help="an encoder directory (BERT, RoBERTa, …) or a translation checkpoint / run directory"
+    )
     p.add_argument("text")
     p.add_argument("--pair", help="BERT: the second segment")
     p.add_argument(

@@ -179,7 +179,8 @@ def word_spans(tokens, special, cfg: MaskingConfig, rng: np.random.Generator, is
     blocked = np.array([w is None for w in line])
     left, units, misses = budget(special, cfg), [], 0
     while left > 0:
-        length = int(rng.choice(len(length_probs), p=length_probs)) + 1
+        # at most the slots of the line: a short sequence (a few words) cannot hold a long span
+        length = min(int(rng.choice(len(length_probs), p=length_probs)) + 1, len(line))
         # ends[s + ℓ] − ends[s]: the blocked slots among s … s + ℓ − 1; a start fits when there are none
         ends = np.concatenate([[0], np.cumsum(blocked)])
         starts = np.array([], dtype=int)

@@ -377,6 +377,8 @@ class Corpus:
 
     def tokens(self, start: int, end: int) -> np.ndarray:
         """The tokens of sentences start … end − 1 (global numbers, within one document), concatenated."""
+        if end <= start:  # no sentences (the empty B of a single segment may start past the last one)
+            return np.empty(0, self.dtype)
         shard = int(np.searchsorted(self.sentence_base, start, side="right") - 1)
         local = start - int(self.sentence_base[shard])
         first = int(self._read(shard, "sentences", np.dtype(np.int64), local, 1)[0])

@@ -224,6 +224,13 @@ def _answer_tokens(
     return first, last
 
 
+def strip_span(text: str, start: int, end: int) -> tuple[int, int]:
+    """The span text[start:end] without the whitespace at its ends (empty: at ``start``)."""
+    span = text[start:end]
+    lead = len(span) - len(span.lstrip())
+    return start + lead, end - (len(span) - lead - len(span.strip()))
+
+
 def _windows(
     example_index: int,
     ex: QAExample,
@@ -334,6 +341,8 @@ def postprocess(
             # "Cafe\u0301" ends its token before the accent. Give such marks back to the answer.
             while char_end < len(ex.context) and unicodedata.combining(ex.context[char_end]):
                 char_end += 1
+            # A SentencePiece piece holds the space before its word ("▁Berlin"): the answer starts after it.
+            char_start, char_end = strip_span(ex.context, char_start, char_end)
         else:
             char_start = char_end = 0
             score, probability = null_score, probs[-1]

@@ -11,6 +11,8 @@ the family, never a family's name:
                      "masked_lm", "sequence" / "tokens" / "qa" / "choice" (the fine-tuning shapes; "similarity":
                      a pair read in both orders, GPT-1's), "seq2seq", "causal_lm" (a left-to-right language
                      model that generates)
+    head_dirs        heads a checkpoint keeps in a directory of their own inside it, where a job asking for
+                     one finds it: {"masked_lm": "generator"} (ELECTRA's generator beside the discriminator)
     pretraining_objective  what `seq2bert pretrain` trains the "pretraining" head on: "masked_lm" (MLM + NSP
                      instances, BERT), "causal_lm" (contiguous blocks of the text, GPT) or
                      "replaced_token_detection" (a generator's samples in the masked instances, ELECTRA)
@@ -66,6 +68,7 @@ class Family:
     config_class: type
     architectures: dict[str, type[nn.Module]]
     heads: dict[str, str] = field(default_factory=dict)
+    head_dirs: dict[str, str] = field(default_factory=dict)  # head → subdirectory of a checkpoint holding it
     kind: Literal["encoder", "encoder-decoder", "decoder"] = "encoder"
     base_model_prefix: str = ""
     tokenizer: str = "seq2bert"

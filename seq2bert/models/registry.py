@@ -10,6 +10,7 @@ FAMILIES below; or, for one of your own, ``register(Family(...))`` at run time (
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any, Union
 
@@ -39,6 +40,8 @@ from seq2bert.models.spanbert.pretrained import FAMILY as SPANBERT
 from seq2bert.models.transformer.config import TransformerConfig
 from seq2bert.models.transformer.marian import FAMILY as MARIAN
 from seq2bert.models.transformer.model import Transformer
+
+log = logging.getLogger(__name__)
 
 
 def translation_family(model_type: str, config_class: type, model_class: type[nn.Module]) -> Family:
@@ -128,9 +131,12 @@ def load(
 ) -> tuple[nn.Module, Any]:
     """(model in eval mode, tokenizer) of a checkpoint or run directory, of whichever family it is: the
     ``architecture`` asked for, or the one that has ``head`` ("base", "masked_lm", "sequence", …) — of several
-    heads, the one config.json names, else the first's —, or the one its config.json names."""
+    heads, the one config.json names, else the first's —, or the one its config.json names. A head the
+    checkpoint keeps in a directory of its own (``Family.head_dirs``: an ELECTRA run's generator/) comes from
+    there when the model config.json names lacks it."""
     directory = checkpoint_dir(path)
     family = family_at(directory)
+    named = candidates = None
     if head is not None:
         heads = (head,) if isinstance(head, str) else head
         named = (read_json(directory / "config.json").get("architectures") or [None])[0]
@@ -138,10 +144,20 @@ def load(
             candidates = [family.architecture_for(h) for h in heads if h in family.heads or h == heads[0]]
         except KeyError as e:
             raise CheckpointError(f"{path}: {e.args[0]}") from None
+        inside = [directory / family.head_dirs[h] for h in heads if h in family.head_dirs]
+        if named not in candidates and inside and (inside[0] / "config.json").is_file():
+            log.info("%s: a %s; its %s head is the model in %s", path, named, heads[0], inside[0])
+            return load(inside[0], architecture=architecture, head=head, device=device)
         architecture = named if named in candidates else candidates[0]
-    if family.huggingface:
+    if not family.huggingface:
+        return pretrained.load_native(family, directory, device)
+    try:
         return pretrained.load_hf(family, directory, architecture, device)
-    return pretrained.load_native(family, directory, device)
+    except CheckpointError as e:
+        if named is None or named in candidates:
+            raise
+        kept = "".join(f"; a checkpoint keeps it in {d}/" for h, d in family.head_dirs.items() if h in heads)
+        raise CheckpointError(f"{e} (a {named} has no {heads[0]} head{kept})") from None
 
 
 def model_config_from_dict(data: dict[str, Any], source: str | Path = "config") -> Any:

@@ -30,12 +30,12 @@ from torch import nn
 
 from seq2bert.data.pretraining import PretrainingData
 from seq2bert.errors import ConfigError
+from seq2bert.models.electra.pretrained import GENERATOR
 from seq2bert.models.family import Family
 from seq2bert.models.pretrained import load_hf_weights, write_hf_files
 from seq2bert.objectives.cross_entropy import IGNORE_INDEX
 from seq2bert.objectives.replaced_token_detection import LAMBDA
 
-GENERATOR = "generator"  # the generator's directory inside a checkpoint
 METRIC = "disc_loss"  # picks best/: lower is better
 
 

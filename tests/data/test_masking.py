@@ -314,3 +314,14 @@ def test_a_knowledge_schedule_gives_each_pass_its_level_and_keeps_the_last():
         ConfigError, match="knowledge_level: expected one of word, phrase, entity, got 'chunk'"
     ):
         config(strategy="knowledge", knowledge_schedule=["word", "chunk"])
+
+
+@pytest.mark.parametrize("strategy", ["span", "ngram"])
+def test_a_sequence_shorter_than_the_span_drawn_masks_what_it_has(strategy):
+    """A span of up to 10 words in a segment of two: the length is cut to the words there are."""
+    tokens = [CLS, 10, 11, SEP]
+    special = np.isin(tokens, [CLS, SEP])
+    cfg = config(strategy=strategy, span_max_words=10, span_p=0.01, ngram_max=10, masked_lm_prob=0.5)
+    for seed in range(20):
+        inputs, labels = mask_tokens(tokens, special, cfg, np.random.default_rng(seed), is_continuation)
+        assert 1 <= len(chosen(labels)) <= 2 and set(chosen(labels)) <= {1, 2}

@@ -192,6 +192,8 @@ def test_the_corpus_reads_sentences_from_disk_without_mapping_them(tmp_path, cor
     whole = np.fromfile(tmp_path / "c" / corpus.info["shards"][-1]["name"] / "tokens.bin", dtype=np.uint16)
     n = int(corpus.lengths[last:].sum())
     assert corpus.span(int(last), len(corpus.lengths)) == whole[len(whole) - n :].tolist()
+    # no sentences past the last one: the empty B of a single segment that ends the corpus
+    assert corpus.span(len(corpus.lengths), len(corpus.lengths)) == []
     assert not any(isinstance(v, np.memmap) for v in vars(corpus).values())
     tokens = tmp_path / "c" / corpus.info["shards"][-1]["name"] / "tokens.bin"
     tokens.write_bytes(tokens.read_bytes()[:-2])  # a shard cut short: a clear error, not wrong tokens

@@ -3,7 +3,7 @@ the Hugging Face conversions, as one ``Family`` (seq2bert/models/family.py). Its
 WordPiece vocabulary (vocab.txt). Its "pretraining" head is the discriminator (ElectraForPreTraining); what
 `seq2bert pretrain` trains is pretrainer.py's ElectraPretrainer — the generator and the discriminator, their
 embeddings shared — on replaced token detection (recipes/pretrain_electra.py), over single segments: ELECTRA
-has no sentence task."""
+has no sentence task. A run's checkpoint keeps the generator in ``generator/``, where fill-mask finds it."""
 
 from __future__ import annotations
 
@@ -28,6 +28,8 @@ CLASSES: dict[str, type[nn.Module]] = {
     **TASK_CLASSES,
 }
 
+GENERATOR = "generator"  # the generator's directory inside a checkpoint
+
 FAMILY = Family(
     model_type="electra",
     config_class=ElectraConfig,
@@ -41,6 +43,7 @@ FAMILY = Family(
         "qa": "ElectraForQuestionAnswering",
         "choice": "ElectraForMultipleChoice",
     },
+    head_dirs={"masked_lm": GENERATOR},  # the discriminator has no MLM head; the generator is one
     kind="encoder",
     base_model_prefix="electra",
     tokenizer="wordpiece",
