@@ -51,6 +51,10 @@ class MaskingConfig:
     max_seq_length: int = 128
     masked_lm_prob: float = 0.15
     max_predictions_per_seq: int = 20
+    # of the chosen positions (units): the share given [MASK] and the share given a random token, the rest
+    # kept — BERT's 80/10/10; ELECTRA's released generator input 85/0/15 (its paper: all [MASK])
+    mask_fraction: float = 0.8
+    random_fraction: float = 0.1
     whole_word_masking: bool = False  # the released code's flag: the same as strategy="whole_word"
     cls_token_id: int = 101
     sep_token_id: int = 102
@@ -78,6 +82,10 @@ class MaskingConfig:
             raise ConfigError(
                 f"masking strategy: expected one of {', '.join(STRATEGIES)}, got {self.strategy!r}"
             )
+        if not (0.0 <= self.mask_fraction and 0.0 <= self.random_fraction
+                and self.mask_fraction + self.random_fraction <= 1.0):  # fmt: skip
+            raise ConfigError(f"mask_fraction, random_fraction: must be >= 0 with a sum <= 1, got "
+                              f"{self.mask_fraction}, {self.random_fraction}")  # fmt: skip
         if not 0.0 < self.span_p <= 1.0:
             raise ConfigError(f"span_p: must be in (0, 1], got {self.span_p}")
         if self.span_max_words < 1 or self.ngram_max < 1:
@@ -307,7 +315,7 @@ def mask_tokens(tokens: list[int], special, cfg: MaskingConfig, rng: np.random.G
                 spans: list[tuple[int, int]] | None = None) -> tuple[list[int], list[int]]:  # fmt: skip
     """Task #1 on one sequence: tokens (T,) ids, special (T,) bool ([CLS], [SEP]: never chosen). Returns
     (inputs, labels): inputs with 80 % of the chosen positions (or units) [MASK], 10 % random tokens, 10 %
-    unchanged; labels the original token at the chosen positions, IGNORE_INDEX elsewhere. ``spans``: a list
+    unchanged (``mask_fraction``, ``random_fraction``); labels the original token at the chosen positions, IGNORE_INDEX elsewhere. ``spans``: a list
     that receives the chosen positions as maximal runs (s, e) of consecutive positions, inclusive — two
     spans drawn side by side are one run, as SpanBERT's released code merges them, so that the boundaries
     x_{s−1}, x_{e+1} its objective reads are never masked; recording them draws nothing, so the masks are
@@ -322,9 +330,9 @@ def mask_tokens(tokens: list[int], special, cfg: MaskingConfig, rng: np.random.G
         for i in group:
             if not per_unit:
                 r = rng.random()
-            if r < 0.8:
+            if r < cfg.mask_fraction:
                 inputs[i] = cfg.mask_token_id
-            elif r < 0.9:
+            elif r < cfg.mask_fraction + cfg.random_fraction:
                 inputs[i] = int(rng.integers(cfg.vocab_size))
             labels[i] = tokens[i]
     return inputs, labels

@@ -60,7 +60,7 @@ from seq2bert.models import registry
 from seq2bert.models.albert.config import albert_mini
 from seq2bert.models.bert.config import bert_mini
 from seq2bert.models.electra.config import electra_small
-from seq2bert.models.family import max_input_length
+from seq2bert.models.family import Family, max_input_length
 from seq2bert.models.gpt.config import gpt1_mini, gpt2_mini
 from seq2bert.models.pretrained import load_hf_weights, write_hf_files, write_tokenizer
 from seq2bert.models.roberta.config import roberta_mini
@@ -96,6 +96,10 @@ class PretrainDataConfig:
     short_seq_prob: float = 0.1
     masked_lm_prob: float = 0.15
     max_predictions_per_seq: int = 20
+    # of the positions chosen: the share [MASK]ed and the share given a random token, the rest kept; auto: the
+    # family's (BERT's 0.8 / 0.1; ELECTRA's generator input 0.85 / 0)
+    mask_fraction: float | Literal["auto"] = "auto"
+    random_fraction: float | Literal["auto"] = "auto"
     whole_word_masking: bool = False  # the same as masking_strategy=whole_word
     # positions masked together (data/masking.py): token, whole_word, span, ngram, knowledge; auto: the
     # family's (SpanBERT span, else token)
@@ -126,8 +130,10 @@ class PretrainDataConfig:
     def validate(self) -> None:
         if not 0.0 < self.masked_lm_prob < 1.0:
             raise ConfigError(f"masked_lm_prob: must be in (0, 1), got {self.masked_lm_prob}")
-        if not 0.0 <= self.short_seq_prob <= 1.0 or not 0.0 <= self.valid_fraction < 1.0:
-            raise ConfigError("short_seq_prob must be in [0, 1] and valid_fraction in [0, 1)")
+        if not 0.0 <= self.short_seq_prob <= 1.0:
+            raise ConfigError(f"short_seq_prob: must be in [0, 1], got {self.short_seq_prob}")
+        if not 0.0 <= self.valid_fraction < 1.0:
+            raise ConfigError(f"valid_fraction: must be in [0, 1), got {self.valid_fraction}")
         for name in ("max_seq_length", "max_predictions_per_seq", "dupe_factor", "batch_size", "vocab_size",
                      "shard_tokens", "max_valid_instances"):  # fmt: skip
             if getattr(self, name) < 1:
@@ -306,6 +312,8 @@ def masking_config(
         max_seq_length=data.max_seq_length,
         masked_lm_prob=data.masked_lm_prob,
         max_predictions_per_seq=data.max_predictions_per_seq,
+        mask_fraction=0.8 if data.mask_fraction == "auto" else data.mask_fraction,
+        random_fraction=0.1 if data.random_fraction == "auto" else data.random_fraction,
         whole_word_masking=data.whole_word_masking,
         strategy=default_strategy if data.masking_strategy == "auto" else data.masking_strategy,
         cls_token_id=tok.cls_token_id,
@@ -367,6 +375,25 @@ def evaluate_pretraining(
         }
     sentence_loss = result.get(f"{data.sentence_task}_loss", 0.0)
     return {**result, "loss": result["mlm_loss"] + sentence_loss + result.get("sbo_loss", 0.0)}
+
+
+def sentence_task(family: Family, setting: str) -> tuple[str, str, bool]:
+    """The masked LM's sentence task for data.sentence_task = ``setting`` (auto: the family's — NSP for BERT,
+    SOP for ALBERT, none for ELECTRA and SpanBERT), the model's name for its labels, and whether the batches
+    carry span boundaries (a pretraining model that reads them: SpanBERT's SBO)."""
+    pairs = family.sentence_pairs
+    task = (
+        setting
+        if setting != "auto"
+        else {"next_sentence": "nsp", "sentence_order": "sop", "none": "none"}[pairs]
+    )
+    label_key = "sentence_order_label" if pairs == "sentence_order" else "next_sentence_label"
+    forward = family.architectures[family.architecture_for("pretraining")].forward
+    sbo = "span_left" in inspect.signature(forward).parameters
+    if task == "full_sentences" and (sbo or family.pretraining_objective == "replaced_token_detection"):
+        raise ConfigError(f"data.sentence_task: full_sentences is RoBERTa's packing; {family.model_type} trains "
+                          "on one document's sentences (none)")  # fmt: skip
+    return task, label_key, sbo
 
 
 def masked_instances(cfg: PretrainConfig, corpus: Corpus, train_docs, valid_docs, tok: Tokenizer, dist: DistInfo,
@@ -454,6 +481,8 @@ def pretrain(
         raise ConfigError(
             "train.average_last: ELECTRA's pair is not averaged (model.safetensors is one network)"
         )
+    if not causal:
+        task, label_key, sbo = sentence_task(family, cfg.data.sentence_task)
     positions = max_input_length(cfg.model)
     if positions is not None and cfg.data.max_seq_length > positions:
         raise ConfigError(f"data.max_seq_length: {cfg.data.max_seq_length} is longer than the model's {positions} "
@@ -505,15 +534,6 @@ def pretrain(
         objective = causal_lm(cfg, corpus, train_docs, valid_docs, tok, dist, device)
         special = dict(bos_token_id=tok.eos_token_id, eos_token_id=tok.eos_token_id)
     else:
-        pairs = (
-            family.sentence_pairs
-        )  # sentence_task=auto: NSP (BERT), SOP (ALBERT), none (ELECTRA, SpanBERT)
-        auto = {"next_sentence": "nsp", "sentence_order": "sop", "none": "none"}[pairs]
-        task = cfg.data.sentence_task if cfg.data.sentence_task != "auto" else auto
-        label_key = "sentence_order_label" if pairs == "sentence_order" else "next_sentence_label"
-        # the span boundaries go to a pretraining model that reads them (SpanBERT's SBO)
-        forward = family.architectures[family.architecture_for("pretraining")].forward
-        sbo = "span_left" in inspect.signature(forward).parameters
         data = masked_instances(cfg, corpus, train_docs, valid_docs, tok, dist, task, label_key, sbo)
         if family.pretraining_objective == "replaced_token_detection":
             objective = replaced_token_detection(cfg, *data, device, family, tok)

@@ -117,10 +117,11 @@ def test_at_least_one_and_at_most_max_predictions_per_seq():
     assert len(chosen(labels)) == 20
 
 
-def test_80_percent_mask_10_random_10_unchanged():
+@pytest.mark.parametrize("mask, random", [(0.8, 0.1), (0.85, 0.0)])  # BERT's; ELECTRA's generator input
+def test_80_percent_mask_10_random_10_unchanged(mask, random):
     rng = np.random.default_rng(1)
     vocab = 1000  # a random replacement equals the original 1 time in 1000
-    cfg = config(vocab_size=vocab, max_predictions_per_seq=80)
+    cfg = config(vocab_size=vocab, max_predictions_per_seq=80, mask_fraction=mask, random_fraction=random)
     counts = Counter()
     for _ in range(400):
         tokens, special = random_sequence(rng, vocab)
@@ -129,8 +130,10 @@ def test_80_percent_mask_10_random_10_unchanged():
             counts["mask" if inputs[i] == MASK else "same" if inputs[i] == tokens[i] else "random"] += 1
     total = sum(counts.values())
     assert total > 2500
-    assert abs(counts["mask"] / total - 0.8) < 0.025
-    assert abs(counts["random"] / total - 0.1) < 0.02 and abs(counts["same"] / total - 0.1) < 0.02
+    same = 1 - mask - random + random / vocab  # kept, or replaced by itself
+    assert abs(counts["mask"] / total - mask) < 0.025
+    assert abs(counts["random"] / total - random * (1 - 1 / vocab)) < 0.02
+    assert abs(counts["same"] / total - same) < 0.02
 
 
 def test_a_strategy_added_to_the_registry_chooses_the_groups(monkeypatch):
@@ -290,6 +293,11 @@ def test_the_same_seed_gives_the_same_masks_for_every_strategy():
         (dict(span_max_words=0), "span_max_words and ngram_max: must be at least 1"),
         (dict(ngram_max=0), "span_max_words and ngram_max"),
         (dict(knowledge_level="sentence"), "knowledge_level: expected one of word, phrase, entity"),
+        (
+            dict(mask_fraction=0.95, random_fraction=0.1),
+            "mask_fraction, random_fraction: must be >= 0 with a sum",
+        ),
+        (dict(random_fraction=-0.1), "mask_fraction, random_fraction"),
         (dict(strategy="span", whole_word_masking=True), "whole_word_masking: set, but the masking strategy"),
     ],
 )

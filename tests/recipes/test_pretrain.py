@@ -13,9 +13,10 @@ from seq2bert.config import apply_overrides
 from seq2bert.data import masking
 from seq2bert.data.tokenization import Tokenizer
 from seq2bert.errors import ConfigError
+from seq2bert.models import registry
 from seq2bert.models.bert.pretrained import load_bert
 from seq2bert.precision import native_bf16
-from seq2bert.recipes.pretrain import PretrainConfig, PretrainDataConfig, masking_config
+from seq2bert.recipes.pretrain import PretrainConfig, PretrainDataConfig, family_data, masking_config
 
 WORDS = "the a cat dog sat ran on under mat tree big small red green saw ate".split()
 
@@ -154,6 +155,33 @@ def test_bad_masking_settings_are_one_line_config_errors(bad, message):
     with pytest.raises(ConfigError, match=message) as e:
         PretrainDataConfig(**bad)
     assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize(
+    "model_type, expected",
+    [
+        ("bert", dict(masking_strategy="auto", mask_fraction="auto", sentence_task="auto")),
+        ("albert", dict(masking_strategy="ngram")),  # Lan et al. Sect. 4.1
+        ("spanbert", dict(masking_strategy="span")),
+        ("electra", dict(mask_fraction=0.85, random_fraction=0.0)),  # the released generator input
+        ("roberta", dict(sentence_task="full_sentences", masking="dynamic")),
+    ],
+)
+def test_each_family_brings_its_own_data_defaults_for_auto(model_type, expected):
+    cfg = apply_overrides(PretrainConfig(), [f"model.model_type={model_type}"])
+    data = family_data(cfg.data, registry.family_of(cfg.model).pretraining_data)
+    assert {k: getattr(data, k) for k in expected} == expected
+    said = apply_overrides(cfg, ["data.masking_strategy=token", "data.mask_fraction=0.8"]).data
+    assert family_data(said, registry.family_of(cfg.model).pretraining_data).masking_strategy == "token"
+
+
+@pytest.mark.parametrize("model_type", ["spanbert", "electra"])
+def test_full_sentences_is_refused_where_the_family_reads_one_document(books, tmp_path, capsys, model_type):
+    short = [*TINY, "--set", "train.max_steps=1", "--set", f"model.model_type={model_type}",
+             "--set", "data.sentence_task=full_sentences"]  # fmt: skip
+    assert main(["pretrain", str(books), "--out", str(tmp_path / "r"), *short]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "data.sentence_task: full_sentences is RoBERTa's packing" in err and "\n" not in err
 
 
 def test_the_sentence_task_is_a_choice_of_the_data_section():

@@ -69,6 +69,7 @@ FAMILY = Family(
     # the MLM head (and the last layer) only at the predicted positions: the same loss for far less work
     pretraining_options={"sparse_prediction": True},
     sentence_pairs="sentence_order",  # SOP (Sect. 3.1)
+    pretraining_data={"masking_strategy": "ngram"},  # n-gram masking, n ≤ 3 (Sect. 4.1)
     save_tokenizer=save_tokenizer,
     train_tokenizer=train_tokenizer,  # a SentencePiece unigram vocabulary (Sect. 4.1)
 )

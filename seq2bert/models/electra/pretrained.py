@@ -57,4 +57,6 @@ FAMILY = Family(
     pretraining_objective="replaced_token_detection",
     pretrainer=ElectraPretrainer,
     sentence_pairs="none",  # no NSP: the losses are the generator's MLM and replaced token detection
+    # the generator's input as the released code masks it: 85 % [MASK], 15 % kept, no random tokens
+    pretraining_data={"mask_fraction": 0.85, "random_fraction": 0.0},
 )

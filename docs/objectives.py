@@ -1,0 +1,139 @@
+"""Pretraining objectives at equal compute: the table and the plot of docs/results.md ("Which pretraining
+objective pays on a CPU"), read from the runs that runs/cmp/pt.sh and runs/cmp/ft.sh write (the commands
+are in docs/results.md).
+
+Each row is one objective pretrained for the same wall-clock budget on the same books with the same
+vocabulary and encoder size, then fine-tuned the same way on SST-2, MRPC and CoNLL-2003 (dev). A fine-tuning
+run named ``ft-<row>-<task>`` starts from the row's last checkpoint, ``ft-<row>@<step>-<task>`` from its
+checkpoint at that step (the plot's earlier points).
+
+    python docs/objectives.py                 # prints the markdown table, writes docs/img/objectives.png
+    python docs/objectives.py --runs runs/cmp --plot docs/img/objectives.png
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from pathlib import Path
+
+# (the row's label, its pretraining run under --runs; None: random initialisation, the floor)
+ROWS = [
+    ("random initialisation", None, "random"),
+    ("MLM + NSP (BERT)", "mlm-nsp", "mlm-nsp"),
+    ("MLM only, no NSP (BERT ablation / RoBERTa's DOC-SENTENCES)", "mlm-only", "mlm-only"),
+    ("MLM + SOP, shared layers, E = 128 (ALBERT)", "sop", "sop"),
+    ("span masking + SBO (SpanBERT)", "span", "span"),
+    ("knowledge masking: phrases and entities (ERNIE 1.0)", "knowledge", "knowledge"),
+    ("left to right, no NSP (BERT's LTR ablation)", "ltr", "ltr"),
+    ("replaced-token detection (ELECTRA)", "electra", "electra"),
+]
+# the task, its score in the fine-tuning run's results.json, and how the table shows it
+TASKS = {
+    "sst2": ("dev_accuracy", "SST-2 acc"),
+    "mrpc": ("dev_f1", "MRPC F1 / acc"),
+    "conll": ("dev_f1", "CoNLL-2003 F1"),
+}
+
+
+def read(path: Path) -> dict | None:
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def minutes_at(run: Path, step: int) -> float:
+    """Training minutes of the pretraining run ``run`` when it reached ``step`` (its log's train records)."""
+    seconds = 0.0
+    for line in (run / "log.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        if record.get("split") == "train" and record["step"] <= step:
+            seconds = record["train_seconds"]
+    return seconds / 60
+
+
+def pretraining_summary(results: dict) -> str:
+    """The objective's own held-out figures at the end of pretraining (ELECTRA's MLM: its generator's)."""
+    keys = [("valid_mlm_accuracy", "MLM acc {:.1f} %"), ("valid_perplexity", "ppl {:.1f}"),
+            ("valid_disc_accuracy", "RTD acc {:.1f} %"), ("valid_disc_replaced_accuracy", "replaced found {:.1f} %"),
+            ("valid_nsp_accuracy", "NSP {:.1f} %"), ("valid_sop_accuracy", "SOP {:.1f} %")]  # fmt: skip
+    return ", ".join(fmt.format(results[k]) for k, fmt in keys if k in results)
+
+
+def points(runs: Path, name: str, pretrain: str | None, task: str) -> list[tuple[float, float]]:
+    """(pretraining minutes, dev score) of every fine-tuning of the row on the task."""
+    key = TASKS[task][0]
+    out = []
+    final = read(runs / f"ft-{name}-{task}" / "results.json")
+    if final is not None:
+        run = read(runs / pretrain / "results.json") if pretrain else None
+        out.append((run["train_seconds"] / 60 if run else 0.0, final[key]))
+    for path in runs.glob(f"ft-{name}@*-{task}/results.json"):
+        step = int(re.search(r"@(\d+)-", path.parent.name).group(1))
+        out.append((minutes_at(runs / pretrain, step), read(path)[key]))
+    return sorted(out)
+
+
+def table(runs: Path) -> str:
+    head = ["objective", "pretraining", *[label for _, label in TASKS.values()]]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for label, pretrain, name in ROWS:
+        run = read(runs / pretrain / "results.json") if pretrain else None
+        if pretrain and run is None:
+            continue
+        cells = [label]
+        if run is None:
+            cells.append("none")
+        else:
+            cells.append(f"{run['train_seconds'] / 60:.1f} min, {run['steps']:,} steps, "
+                         f"{run['tokens_per_s']:,.0f} tok/s; {pretraining_summary(run)}")  # fmt: skip
+        for task, (key, _) in TASKS.items():
+            res = read(runs / f"ft-{name}-{task}" / "results.json")
+            if res is None:
+                cells.append("–")
+            elif task == "mrpc":
+                cells.append(f"{res['dev_f1']:.2f} / {res['dev_accuracy']:.2f}")
+            else:
+                cells.append(f"{res[key]:.2f}")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def plot(runs: Path, out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(TASKS), figsize=(5 * len(TASKS), 4.2))
+    for ax, (task, (_, label)) in zip(axes, TASKS.items(), strict=True):
+        for row, pretrain, name in ROWS:
+            pts = points(runs, name, pretrain, task)
+            if not pts:
+                continue
+            if pretrain is None:  # the floor
+                ax.axhline(pts[0][1], color="grey", linestyle="--", label=row)
+                continue
+            xs, ys = zip(*pts, strict=True)
+            ax.plot(xs, ys, marker="o", label=row.split(" (")[-1].rstrip(")") if "(" in row else row)
+        ax.set_title(label.split(" /")[0] + " (dev)")
+        ax.set_xlabel("pretraining minutes (2 cores, bf16)")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("fine-tuned dev score")
+    axes[-1].legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=120)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--runs", type=Path, default=Path("runs/cmp"))
+    p.add_argument("--plot", type=Path, default=Path("docs/img/objectives.png"))
+    args = p.parse_args()
+    print(table(args.runs))
+    plot(args.runs, args.plot)
+    print(f"plot: {args.plot}")
+
+
+if __name__ == "__main__":
+    main()
