@@ -78,9 +78,9 @@ class HeadLayout:
     decoder's weight is the word embedding matrix). ``from_hf`` / ``to_hf`` convert either way, as the
     families written before this (RoBERTa's convert.py) do by hand:
 
-    - a bare model loads from a checkpoint of any head (dropping it, as transformers does); a head model
-      needs its head, unless a task starts anew (``new_heads``: every head of the checkpoint dropped, and the
-      task's head and pooler loaded only when the checkpoint has them — the caller initialises them);
+    - a model loads from a checkpoint of any class, dropping the heads it has not (as transformers does); a
+      head model needs its own head, unless a task starts anew (``new_heads``: the task's head and pooler
+      loaded only when the checkpoint has them — the caller initialises them);
     - keys nobody knows are named in an error (Loader.check_all_used).
 
     ``encoder(ours, theirs)``: the encoder's map, our keys under prefix ``ours``, theirs under ``theirs``;
@@ -124,8 +124,8 @@ class HeadLayout:
                 out[key] = out[same_as]
             taken.ignore(copy)
         taken.ignore(*[k for k in hf if k.endswith(self.buffers)])
-        if architecture == self.base or new_heads:  # a bare model drops any head; a new task every head
-            taken.ignore(*[k for k in hf if k.split(".")[0] in self.head_modules])
+        # any other head goes: a bare model drops them all, a masked LM a pretraining checkpoint's NSP, …
+        taken.ignore(*[k for k in hf if k.split(".")[0] in self.head_modules])
         taken.check_all_used()
         return out
 
