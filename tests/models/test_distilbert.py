@@ -4,7 +4,6 @@ vocabularies and widths, learned and sinusoidal positions, GELU and ReLU — giv
 from_pretrained returns the class config.json names; every checkpoint key is consumed; `seq2bert finetune`
 starts from a DistilBERT directory."""
 
-import numpy as np
 import pytest
 import torch
 
@@ -16,6 +15,15 @@ from seq2bert.models.distilbert.convert import config_from_hf, from_hf_state_dic
 from seq2bert.models.distilbert.model import DistilBertForMaskedLM, DistilBertModel
 from seq2bert.models.distilbert.pretrained import CLASSES, FAMILY
 from seq2bert.models.pretrained import init_task_model
+from tests.models.hf_parity import (
+    CLOSE,
+    assert_same_forward,
+    assert_the_pipelines_read_a_masked_lm,
+    assert_transformers_reads_the_classifier,
+    finetuned_sst2,
+    made_to_count,
+    padded,
+)
 
 transformers = pytest.importorskip("transformers")
 
@@ -29,7 +37,6 @@ SHAPES = {
 }  # fmt: skip
 ARCHITECTURES = list(CLASSES)
 FIRST_SHAPE, SINUSOIDAL = list(SHAPES)[:2]
-CLOSE = dict(rtol=0, atol=1e-5)
 
 
 def hf_model(architecture, shape, **config):
@@ -38,12 +45,7 @@ def hf_model(architecture, shape, **config):
     )
     cfg._attn_implementation = "eager"  # the attention weights are compared too
     torch.manual_seed(0)
-    model = getattr(transformers, architecture)(cfg).eval()
-    with torch.no_grad():  # a fresh model has zero biases and unit LayerNorms: make them count
-        for name, p in model.named_parameters():
-            if name.endswith("bias") or "layer_norm" in name or "LayerNorm" in name:
-                p.add_(0.1 * torch.randn_like(p))
-    return model
+    return made_to_count(getattr(transformers, architecture)(cfg))
 
 
 def ours_from(hf, architecture):
@@ -51,18 +53,6 @@ def ours_from(hf, architecture):
     model = FAMILY.make(cfg, architecture).eval()
     model.load_state_dict(from_hf_state_dict(hf.state_dict(), cfg, architecture))
     return model
-
-
-def batch(vocab, left=False):
-    """Three rows of 11 tokens, two padded (on the right, or on the left)."""
-    g = torch.Generator().manual_seed(3)
-    ids = torch.randint(1, vocab, (3, 11), generator=g)
-    mask = torch.ones_like(ids)
-    mask[1, 7:] = 0
-    mask[2, 3:] = 0
-    if left:
-        mask = mask.flip(1)
-    return ids.masked_fill(mask == 0, 0), mask
 
 
 def targets(architecture, cfg, ids, mask):
@@ -92,23 +82,13 @@ def targets(architecture, cfg, ids, mask):
 FIELDS = ("last_hidden_state", "logits", "start_logits", "end_logits", "loss")
 
 
-def compare(hf, ours, architecture, left=False, outputs=True):
-    """Equal fields, hidden states and attention maps of one forward of each (``outputs``: per layer too)."""
-    ids, mask = batch(hf.config.vocab_size, left)
+def compare(hf, ours, architecture, left=False, per_layer=True):
+    inputs = padded(hf.config.vocab_size, left)
     if architecture == "DistilBertForMultipleChoice":  # one example, 3 choices
-        ids, mask = ids.view(1, 3, -1), mask.view(1, 3, -1)
-    inputs = dict(input_ids=ids, attention_mask=mask, **targets(architecture, hf.config, ids, mask))
-    kw = dict(output_hidden_states=True, output_attentions=True) if outputs else {}
-    with torch.no_grad():
-        e, o = hf(**inputs, **kw), ours(**inputs, **kw)
-    compared = [name for name in FIELDS if getattr(e, name, None) is not None]
-    for name in compared:
-        torch.testing.assert_close(getattr(o, name), getattr(e, name), **CLOSE, msg=name)
+        inputs = {k: v.view(1, 3, -1) for k, v in inputs.items()}
+    inputs.update(targets(architecture, hf.config, inputs["input_ids"], inputs["attention_mask"]))
+    compared = assert_same_forward(hf, ours, inputs, FIELDS, layers=hf.config.n_layers, per_layer=per_layer)
     assert len(compared) >= 1 + (architecture != "DistilBertModel")
-    if outputs:
-        assert len(o.hidden_states) == len(e.hidden_states) == hf.config.n_layers + 1
-        for a, b in zip(o.hidden_states + o.attentions, e.hidden_states + e.attentions, strict=True):
-            torch.testing.assert_close(a, b, **CLOSE)
 
 
 @pytest.mark.parametrize("left", [False, True], ids=["right-padded", "left-padded"])
@@ -119,7 +99,7 @@ def test_outputs_and_losses_equal_transformers(architecture, shape, left):
     ours = ours_from(hf, architecture)
     assert type(ours).__name__ == architecture
     compare(hf, ours, architecture, left)
-    compare(hf, ours, architecture, left, outputs=False)  # the fused attention kernel
+    compare(hf, ours, architecture, left, per_layer=False)  # the fused attention kernel
 
 
 @pytest.mark.parametrize(
@@ -134,7 +114,7 @@ def test_sequence_classification_problem_types_equal_transformers(config):
 def test_masked_lm_sparse_prediction_gives_the_same_loss():
     hf = hf_model("DistilBertForMaskedLM", SINUSOIDAL)
     ours = ours_from(hf, "DistilBertForMaskedLM")
-    ids, mask = batch(hf.config.vocab_size, left=True)
+    ids, mask = padded(hf.config.vocab_size, left=True).values()
     labels = targets("DistilBertForMaskedLM", hf.config, ids, mask)["labels"]
     with torch.no_grad():
         e = hf(input_ids=ids, attention_mask=mask, labels=labels)
@@ -184,7 +164,7 @@ def test_a_bare_model_drops_heads_and_unknown_or_missing_keys_are_named():
 def test_a_masked_lm_checkpoint_starts_every_task_head(tmp_path):
     pretrained = hf_model("DistilBertForMaskedLM", SINUSOIDAL)
     pretrained.save_pretrained(tmp_path / "pre")
-    ids, mask = batch(pretrained.config.vocab_size)
+    ids, mask = padded(pretrained.config.vocab_size).values()
     with torch.no_grad():
         expected = pretrained.distilbert(input_ids=ids, attention_mask=mask).last_hidden_state
     for architecture, heads in [
@@ -224,32 +204,21 @@ def test_the_config_answers_to_berts_names_and_the_model_has_no_segments_and_no_
 def test_finetune_trains_a_distilbert_classifier_that_transformers_reads(tmp_path):
     """`seq2bert finetune --init` a DistilBERT directory: the classifier learns SST-2-shaped data and the best
     checkpoint is a DistilBertForSequenceClassification transformers reads with equal logits."""
-    from seq2bert.data.tokenization import Tokenizer
-    from tests.recipes.test_finetune import BAD, FILLER, GOOD, run, write_sst2
 
-    corpus = tmp_path / "words.txt"
-    words = FILLER + GOOD + BAD
-    corpus.write_text("\n".join(" ".join(words[i:] + words[:i]) for i in range(len(words))) + "\n")
-    tok = Tokenizer.train([corpus], kind="wordpiece", vocab_size=80, lowercase=True)
-    torch.manual_seed(0)
-    cfg = DistilBertConfig(vocab_size=tok.vocab_size, dim=32, n_layers=2, n_heads=2, hidden_dim=64,
-                           max_position_embeddings=64)  # fmt: skip
-    DistilBertForMaskedLM(cfg).save_pretrained(tmp_path / "init", tokenizer=tok)
-    write_sst2(tmp_path / "sst2", np.random.default_rng(0))
-    assert (
-        run("sst2", tmp_path / "sst2", tmp_path / "init", tmp_path / "run", "--set", "train.max_epochs=3")
-        == 0
-    )
-    ours, tok = registry.load(tmp_path / "run" / "best")
+    def distilbert(vocab_size):
+        return DistilBertForMaskedLM(DistilBertConfig(vocab_size=vocab_size, dim=32, n_layers=2, n_heads=2,
+                                                      hidden_dim=64, max_position_embeddings=64))  # fmt: skip
+
+    ours, tok = finetuned_sst2(tmp_path, distilbert, epochs=3)
     assert type(ours).__name__ == "DistilBertForSequenceClassification"
-    theirs = transformers.DistilBertForSequenceClassification.from_pretrained(
-        tmp_path / "run" / "best"
-    ).eval()
-    enc = tok.encode_batch(
-        ["a superb film", "the story was dull and poor"], padding="longest", return_tensors="pt"
-    )
-    with torch.no_grad():
-        expected = theirs(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"]).logits
-        got = ours(enc["input_ids"], enc["attention_mask"], enc["token_type_ids"]).logits
-    torch.testing.assert_close(got, expected, **CLOSE)
-    assert expected.argmax(-1).tolist() == [1, 0]
+    theirs = transformers.DistilBertForSequenceClassification.from_pretrained(tmp_path / "run" / "best")
+    assert_transformers_reads_the_classifier(ours, tok, theirs)
+
+
+def test_the_pipelines_read_a_distilbert_directory(tmp_path):
+    def distilbert(vocab_size):
+        cfg = DistilBertConfig(vocab_size=vocab_size, dim=16, n_heads=2, hidden_dim=20, n_layers=2,
+                               sinusoidal_pos_embds=True)  # fmt: skip
+        return DistilBertForMaskedLM(cfg)
+
+    assert_the_pipelines_read_a_masked_lm(tmp_path, distilbert, transformers.DistilBertForMaskedLM)

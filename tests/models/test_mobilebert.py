@@ -5,7 +5,6 @@ losses (≤ 1e-5, fp32) on padded batches for every class; directories go both w
 class config.json names; every checkpoint key is consumed; `seq2bert finetune` starts from a MobileBERT
 directory."""
 
-import numpy as np
 import pytest
 import torch
 
@@ -22,6 +21,15 @@ from seq2bert.models.mobilebert.model import (
 )
 from seq2bert.models.mobilebert.pretrained import CLASSES, FAMILY, build_mobilebert
 from seq2bert.models.pretrained import init_task_model
+from tests.models.hf_parity import (
+    CLOSE,
+    assert_same_forward,
+    assert_the_pipelines_read_a_masked_lm,
+    assert_transformers_reads_the_classifier,
+    finetuned_sst2,
+    made_to_count,
+    padded,
+)
 
 transformers = pytest.importorskip("transformers")
 
@@ -44,7 +52,6 @@ SHAPES = {
 }  # fmt: skip
 ARCHITECTURES = list(CLASSES)
 FIRST_SHAPE = next(iter(SHAPES))
-CLOSE = dict(rtol=0, atol=1e-5)
 
 
 def hf_model(architecture, shape, **config):
@@ -53,12 +60,7 @@ def hf_model(architecture, shape, **config):
     )
     cfg._attn_implementation = "eager"  # the attention weights are compared too
     torch.manual_seed(0)
-    model = getattr(transformers, architecture)(cfg).eval()
-    with torch.no_grad():  # a fresh model has zero biases and unit norms: make them count
-        for name, p in model.named_parameters():
-            if name.endswith("bias") or "LayerNorm" in name:
-                p.add_(0.1 * torch.randn_like(p))
-    return model
+    return made_to_count(getattr(transformers, architecture)(cfg))
 
 
 def ours_from(hf, architecture):
@@ -70,15 +72,8 @@ def ours_from(hf, architecture):
 
 
 def batch(cfg, left=False):
-    """Three rows of 11 tokens, two padded (on the right, or on the left), random segments."""
-    g = torch.Generator().manual_seed(3)
-    ids = torch.randint(1, cfg.vocab_size, (3, 11), generator=g)
-    mask = torch.ones_like(ids)
-    mask[1, 7:] = 0
-    mask[2, 3:] = 0
-    if left:
-        mask = mask.flip(1)
-    return ids.masked_fill(mask == 0, 0), mask, torch.randint(0, cfg.type_vocab_size, (3, 11), generator=g)
+    """input_ids, attention_mask, token_type_ids (3, 11), two rows padded."""
+    return padded(cfg.vocab_size, left, cfg.type_vocab_size).values()
 
 
 def targets(architecture, cfg, ids, mask):
@@ -108,24 +103,13 @@ FIELDS = ("last_hidden_state", "pooler_output", "logits", "prediction_logits", "
           "start_logits", "end_logits", "loss")  # fmt: skip
 
 
-def compare(hf, ours, architecture, left=False, outputs=True):
-    """Equal fields, hidden states and attention maps of one forward of each (``outputs``: per layer too)."""
-    ids, mask, types = batch(hf.config, left)
+def compare(hf, ours, architecture, left=False, per_layer=True):
+    inputs = padded(hf.config.vocab_size, left, hf.config.type_vocab_size)
     if architecture == "MobileBertForMultipleChoice":  # one example, 3 choices
-        ids, mask, types = (x.view(1, 3, -1) for x in (ids, mask, types))
-    inputs = dict(input_ids=ids, attention_mask=mask, token_type_ids=types)
-    inputs.update(targets(architecture, hf.config, ids, mask))
-    kw = dict(output_hidden_states=True, output_attentions=True) if outputs else {}
-    with torch.no_grad():
-        e, o = hf(**inputs, **kw), ours(**inputs, **kw)
-    compared = [name for name in FIELDS if getattr(e, name, None) is not None]
-    for name in compared:
-        torch.testing.assert_close(getattr(o, name), getattr(e, name), **CLOSE, msg=name)
-    assert len(compared) >= 2
-    if outputs:
-        assert len(o.hidden_states) == len(e.hidden_states) == hf.config.num_hidden_layers + 1
-        for a, b in zip(o.hidden_states + o.attentions, e.hidden_states + e.attentions, strict=True):
-            torch.testing.assert_close(a, b, **CLOSE)
+        inputs = {k: v.view(1, 3, -1) for k, v in inputs.items()}
+    inputs.update(targets(architecture, hf.config, inputs["input_ids"], inputs["attention_mask"]))
+    layers = hf.config.num_hidden_layers
+    assert len(assert_same_forward(hf, ours, inputs, FIELDS, layers=layers, per_layer=per_layer)) >= 2
 
 
 @pytest.mark.parametrize("left", [False, True], ids=["right-padded", "left-padded"])
@@ -136,7 +120,7 @@ def test_outputs_and_losses_equal_transformers(architecture, shape, left):
     ours = ours_from(hf, architecture)
     assert type(ours).__name__ == architecture
     compare(hf, ours, architecture, left)
-    compare(hf, ours, architecture, left, outputs=False)  # the fused attention kernel
+    compare(hf, ours, architecture, left, per_layer=False)  # the fused attention kernel
 
 
 @pytest.mark.parametrize("architecture", ["MobileBertForPreTraining", "MobileBertForMaskedLM"])
@@ -245,33 +229,24 @@ def test_finetune_trains_a_mobilebert_classifier_that_transformers_reads(tmp_pat
     """`seq2bert finetune --init` a MobileBERT directory: the classifier learns SST-2-shaped data and the best
     checkpoint is a MobileBertForSequenceClassification transformers reads with equal logits. (LayerNorm and
     eight epochs: a tiny random MobileBERT learns this more slowly than BERT, NoNorm slower still.)"""
-    from seq2bert.data.tokenization import Tokenizer
-    from tests.recipes.test_finetune import BAD, FILLER, GOOD, run, write_sst2
 
-    corpus = tmp_path / "words.txt"
-    words = FILLER + GOOD + BAD
-    corpus.write_text("\n".join(" ".join(words[i:] + words[:i]) for i in range(len(words))) + "\n")
-    tok = Tokenizer.train([corpus], kind="wordpiece", vocab_size=80, lowercase=True)
-    torch.manual_seed(0)
-    cfg = MobileBertConfig(vocab_size=tok.vocab_size, hidden_size=32, embedding_size=16, intra_bottleneck_size=16,
-                           num_attention_heads=2, intermediate_size=32, num_hidden_layers=2, num_feedforward_networks=2,
-                           max_position_embeddings=64, normalization_type="layer_norm")  # fmt: skip
-    MobileBertForPreTraining(cfg).save_pretrained(tmp_path / "init", tokenizer=tok)
-    write_sst2(tmp_path / "sst2", np.random.default_rng(0))
-    assert (
-        run("sst2", tmp_path / "sst2", tmp_path / "init", tmp_path / "run", "--set", "train.max_epochs=8")
-        == 0
-    )
-    ours, tok = registry.load(tmp_path / "run" / "best")
+    def mobile(vocab_size):
+        cfg = MobileBertConfig(vocab_size=vocab_size, hidden_size=32, embedding_size=16, intra_bottleneck_size=16,
+                               num_attention_heads=2, intermediate_size=32, num_hidden_layers=2,
+                               num_feedforward_networks=2, max_position_embeddings=64,
+                               normalization_type="layer_norm")  # fmt: skip
+        return MobileBertForPreTraining(cfg)
+
+    ours, tok = finetuned_sst2(tmp_path, mobile, epochs=8)
     assert type(ours).__name__ == "MobileBertForSequenceClassification"
-    theirs = transformers.MobileBertForSequenceClassification.from_pretrained(
-        tmp_path / "run" / "best"
-    ).eval()
-    enc = tok.encode_batch(
-        ["a superb film", "the story was dull and poor"], padding="longest", return_tensors="pt"
-    )
-    with torch.no_grad():
-        expected = theirs(**dict(enc)).logits
-        got = ours(**dict(enc)).logits
-    torch.testing.assert_close(got, expected, **CLOSE)
-    assert expected.argmax(-1).tolist() == [1, 0]
+    theirs = transformers.MobileBertForSequenceClassification.from_pretrained(tmp_path / "run" / "best")
+    assert_transformers_reads_the_classifier(ours, tok, theirs)
+
+
+def test_the_pipelines_read_a_mobilebert_directory(tmp_path):
+    def mobile(vocab_size):
+        cfg = MobileBertConfig(vocab_size=vocab_size, hidden_size=16, embedding_size=8, intra_bottleneck_size=8,
+                               num_attention_heads=2, intermediate_size=16, num_hidden_layers=2)  # fmt: skip
+        return MobileBertForMaskedLM(cfg)
+
+    assert_the_pipelines_read_a_masked_lm(tmp_path, mobile, transformers.MobileBertForMaskedLM)

@@ -29,6 +29,7 @@ from typing import Any
 
 from seq2bert.models.bert.convert import config_from_hf as bert_config_from_hf
 from seq2bert.models.bert.convert import config_to_hf as bert_config_to_hf
+from seq2bert.models.bert.convert import embeddings_keymap
 from seq2bert.models.keymap import HeadLayout, KeyMap, conversions, linear
 from seq2bert.models.mobilebert.config import MobileBertConfig
 
@@ -99,14 +100,9 @@ def layer_keymap(cfg: MobileBertConfig, ours: str, theirs: str) -> KeyMap:
 
 def encoder_keymap(cfg: MobileBertConfig, ours: str, theirs: str) -> KeyMap:
     """MobileBertModel's keys (without the pooler), ours under ``ours``, theirs under ``theirs``."""
-    e = f"{theirs}embeddings."
-    out: KeyMap = [
-        (f"{ours}embeddings.word_embeddings.weight", (f"{e}word_embeddings.weight",)),
-        (f"{ours}embeddings.position_embeddings.weight", (f"{e}position_embeddings.weight",)),
-        (f"{ours}embeddings.token_type_embeddings.weight", (f"{e}token_type_embeddings.weight",)),
-        *linear(f"{ours}embeddings.projection", f"{e}embedding_transformation"),
-        *linear(f"{ours}embeddings.norm", f"{e}LayerNorm"),
-    ]
+    out = embeddings_keymap(ours, theirs) + linear(
+        f"{ours}embeddings.projection", f"{theirs}embeddings.embedding_transformation"
+    )
     for i in range(cfg.num_hidden_layers):
         out += layer_keymap(cfg, f"{ours}layers.{i}.", f"{theirs}encoder.layer.{i}.")
     return out
