@@ -8,6 +8,10 @@ checkpoint with keys the map does not know is an error that names them, not a si
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
 import torch
 
 from seq2bert.errors import CheckpointError
@@ -64,3 +68,87 @@ def save(ours: dict[str, torch.Tensor], keymap: KeyMap) -> dict[str, torch.Tenso
         for name, block in zip(theirs, ours[key].chunk(len(theirs)), strict=True):
             out[name] = block.contiguous()
     return out
+
+
+@dataclass(frozen=True)
+class HeadLayout:
+    """How a family's transformers classes lay out their checkpoints, declaratively: a bare model (``base``)
+    keeps the encoder's keys at the top, a head model under ``prefix``; each architecture adds its head's keys
+    (``heads``) and, when it has one, the pooler's; some of their keys are copies of ours (``tied``: the MLM
+    decoder's weight is the word embedding matrix). ``from_hf`` / ``to_hf`` convert either way, as the
+    families written before this (RoBERTa's convert.py) do by hand:
+
+    - a model loads from a checkpoint of any class, dropping the heads it has not (as transformers does); a
+      head model needs its own head, unless a task starts anew (``new_heads``: the task's head and pooler
+      loaded only when the checkpoint has them — the caller initialises them);
+    - keys nobody knows are named in an error (Loader.check_all_used).
+
+    ``encoder(ours, theirs)``: the encoder's map, our keys under prefix ``ours``, theirs under ``theirs``;
+    ``pooler`` likewise, for the architectures in ``pooled``; ``tied[architecture]``: (our key, the key of
+    ours it equals, their key of the copy)."""
+
+    base: str
+    prefix: str
+    encoder: Callable[[str, str], KeyMap]
+    heads: dict[str, KeyMap]
+    head_modules: tuple[str, ...]  # their top-level modules of every head
+    pooler: Callable[[str, str], KeyMap] | None = None
+    pooled: frozenset[str] = frozenset()
+    tied: dict[str, tuple[tuple[str, str, str], ...]] = field(default_factory=dict)
+    buffers: tuple[str, ...] = ("embeddings.position_ids", "embeddings.token_type_ids")
+
+    def check(self, architecture: str) -> None:
+        if architecture not in self.heads:
+            raise CheckpointError(f"architecture {architecture!r}: expected one of {', '.join(self.heads)}")
+
+    def from_hf(
+        self, hf: dict[str, torch.Tensor], architecture: str, source: str = "", *, new_heads: bool = False
+    ) -> dict[str, torch.Tensor]:
+        """Our state dict for ``architecture`` from a transformers state dict of any of the family's classes."""
+        self.check(architecture)
+        theirs = f"{self.prefix}." if any(k.startswith(f"{self.prefix}.") for k in hf) else ""
+        ours = "" if architecture == self.base else f"{self.prefix}."
+        taken = Loader(hf, source or "checkpoint")
+        out = taken.load(self.encoder(ours, theirs))
+        pooler = self.pooler(ours, theirs) if self.pooler is not None and architecture in self.pooled else []
+        if architecture == self.base or new_heads:  # encoders often ship without a pooler
+            pooler = pooler if all(t in hf for _, keys in pooler for t in keys) else []
+        out.update(taken.load(pooler))
+        if self.pooler is not None and not pooler:
+            taken.ignore(*[t for _, keys in self.pooler(theirs, theirs) for t in keys])
+        head = self.heads[architecture]
+        if not (new_heads and any(t not in hf for _, keys in head for t in keys)):
+            out.update(taken.load(head))
+        for key, same_as, copy in self.tied.get(architecture, ()):
+            if same_as in out:
+                out[key] = out[same_as]
+            taken.ignore(copy)
+        taken.ignore(*[k for k in hf if k.endswith(self.buffers)])
+        # any other head goes: a bare model drops them all, a masked LM a pretraining checkpoint's NSP, …
+        taken.ignore(*[k for k in hf if k.split(".")[0] in self.head_modules])
+        taken.check_all_used()
+        return out
+
+    def to_hf(self, ours: dict[str, torch.Tensor], architecture: str) -> dict[str, torch.Tensor]:
+        """transformers' state dict of our model (tied tensors written under each of their names)."""
+        self.check(architecture)
+        prefix = "" if architecture == self.base else f"{self.prefix}."
+        pooler = self.pooler(prefix, prefix) if self.pooler is not None else []
+        pooler = pooler if all(k in ours for k, _ in pooler) else []
+        out = save(ours, self.encoder(prefix, prefix) + pooler + self.heads[architecture])
+        for _, same_as, copy in self.tied.get(architecture, ()):
+            out[copy] = ours[same_as]
+        return out
+
+
+def conversions(layout_of: Callable[[Any], HeadLayout]) -> tuple[Callable[..., dict], Callable[..., dict]]:
+    """A family's ``state_from_hf(hf, cfg, architecture, source="", new_heads=False)`` and ``state_to_hf(ours,
+    cfg, architecture)`` (Family's signatures) from its ``layout_of(cfg)``."""
+
+    def state_from_hf(hf, cfg, architecture: str, source: str = "", new_heads: bool = False) -> dict:
+        return layout_of(cfg).from_hf(hf, architecture, source, new_heads=new_heads)
+
+    def state_to_hf(ours, cfg, architecture: str) -> dict:
+        return layout_of(cfg).to_hf(ours, architecture)
+
+    return state_from_hf, state_to_hf

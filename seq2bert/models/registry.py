@@ -26,11 +26,13 @@ from seq2bert.models.attention.config import BahdanauConfig, LuongConfig
 from seq2bert.models.attention.luong import LuongNMT
 from seq2bert.models.bert.pretrained import FAMILY as BERT
 from seq2bert.models.bilstm.model import FAMILY as BILSTM
+from seq2bert.models.distilbert.pretrained import FAMILY as DISTILBERT
 from seq2bert.models.electra.pretrained import FAMILY as ELECTRA
 from seq2bert.models.elmo.model import FAMILY as ELMO
 from seq2bert.models.family import Family
 from seq2bert.models.gpt.pretrained import GPT2, OPENAI_GPT
 from seq2bert.models.hf import model_type_of
+from seq2bert.models.mobilebert.pretrained import FAMILY as MOBILEBERT
 from seq2bert.models.rnn_lm.model import FAMILY as RNN_LM
 from seq2bert.models.roberta.pretrained import FAMILY as ROBERTA
 from seq2bert.models.seq2seq.cho import ChoEncoderDecoder
@@ -71,6 +73,8 @@ FAMILIES: dict[str, Family] = {
         ROBERTA,
         ALBERT,
         SPANBERT,
+        DISTILBERT,
+        MOBILEBERT,
         BILSTM,
         ELMO,
         OPENAI_GPT,

@@ -32,13 +32,16 @@ def sinusoidal_table(num_positions: int, d_model: int, *, interleaved: bool = Tr
 
 class SinusoidalPositionalEncoding(nn.Module):
     """Fixed positional encodings, looked up by position: positions (…) → (…, d_model). Not a parameter and
-    not saved with the weights (it is a function of d_model); positions past the table are computed anew."""
+    not saved with the weights (it is a function of d_model) unless ``persistent`` (a checkpoint layout that
+    stores the table, DistilBERT's); positions past the table are computed anew."""
 
-    def __init__(self, d_model: int, max_positions: int = 1024, *, interleaved: bool = True):
+    def __init__(
+        self, d_model: int, max_positions: int = 1024, *, interleaved: bool = True, persistent: bool = False
+    ):
         super().__init__()
         self.d_model, self.interleaved = d_model, interleaved
         self.register_buffer(
-            "table", sinusoidal_table(max_positions, d_model, interleaved=interleaved), persistent=False
+            "table", sinusoidal_table(max_positions, d_model, interleaved=interleaved), persistent=persistent
         )
 
     def forward(self, positions: torch.Tensor) -> torch.Tensor:

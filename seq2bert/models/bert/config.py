@@ -52,9 +52,10 @@ class BertConfig(ClassifierFields):
                      "max_position_embeddings", "type_vocab_size"):  # fmt: skip
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name}: must be at least 1, got {getattr(self, name)}")
-        if self.hidden_size % self.num_attention_heads:
+        if self.attention_size % self.num_attention_heads:
             raise ConfigError(
-                f"num_attention_heads: hidden_size {self.hidden_size} is not divisible by {self.num_attention_heads} heads"
+                f"num_attention_heads: the attention's width {self.attention_size} is not divisible by"
+                f" {self.num_attention_heads} heads"
             )
         for name in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
             if not 0.0 <= getattr(self, name) < 1.0:
@@ -79,6 +80,11 @@ class BertConfig(ClassifierFields):
 
     def __post_init__(self) -> None:
         self.validate()
+
+    @property
+    def attention_size(self) -> int:
+        """The width the heads split: H (MobileBERT's is its bottleneck's)."""
+        return self.hidden_size
 
 
 def _sized(layers: int, hidden: int, **overrides) -> BertConfig:

@@ -74,15 +74,21 @@ def config_to_hf(cfg: BertConfig, architecture: str) -> dict[str, Any]:
     return out
 
 
-def encoder_keymap(cfg: BertConfig, ours: str, theirs: str, pooler: bool) -> KeyMap:
-    """BertModel's keys, ours under prefix ``ours`` and theirs under ``theirs`` ("" or "bert.")."""
+def embeddings_keymap(ours: str, theirs: str) -> KeyMap:
+    """BertEmbeddings' keys (token, position and segment tables, LayerNorm), ours under prefix ``ours``, theirs
+    under ``theirs``."""
     e = f"{theirs}embeddings."
-    out: KeyMap = [
+    return [
         (f"{ours}embeddings.word_embeddings.weight", (f"{e}word_embeddings.weight",)),
         (f"{ours}embeddings.position_embeddings.weight", (f"{e}position_embeddings.weight",)),
         (f"{ours}embeddings.token_type_embeddings.weight", (f"{e}token_type_embeddings.weight",)),
         *linear(f"{ours}embeddings.norm", f"{e}LayerNorm"),
     ]
+
+
+def encoder_keymap(cfg: BertConfig, ours: str, theirs: str, pooler: bool) -> KeyMap:
+    """BertModel's keys, ours under prefix ``ours`` and theirs under ``theirs`` ("" or "bert.")."""
+    out = embeddings_keymap(ours, theirs)
     for i in range(cfg.num_hidden_layers):
         for sub, parts in LAYER.items():
             out += linear(f"{ours}layers.{i}.{sub}", *(f"{theirs}encoder.layer.{i}.{p}" for p in parts))

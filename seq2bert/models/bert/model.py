@@ -88,14 +88,15 @@ class CausalLMOutput:
 class BertEmbeddings(nn.Module):
     """Figure 2: token + segment + (learned) position embeddings, LayerNorm, dropout; of ``size`` E dimensions
     (default: the hidden size H; ALBERT's factorised embeddings and ELECTRA's are smaller, projected to H after
-    them)."""
+    them). A config with ``type_vocab_size`` 0 has no segments (DistilBERT); a variant embeds its tokens its own
+    way in ``token_embeddings`` (MobileBERT's narrow, trigram-projected ones)."""
 
     def __init__(self, c: BertConfig, size: int | None = None):
         super().__init__()
         E = size or c.hidden_size
         self.word_embeddings = nn.Embedding(c.vocab_size, E, padding_idx=c.pad_token_id)
         self.position_embeddings = nn.Embedding(c.max_position_embeddings, E)
-        self.token_type_embeddings = nn.Embedding(c.type_vocab_size, E)
+        self.token_type_embeddings = nn.Embedding(c.type_vocab_size, E) if c.type_vocab_size else None
         self.norm = nn.LayerNorm(E, eps=c.layer_norm_eps)
         self.dropout = nn.Dropout(c.hidden_dropout_prob)
 
@@ -110,14 +111,15 @@ class BertEmbeddings(nn.Module):
         """input_ids, token_type_ids (B, T) at ``position_ids`` (B, T) (None: ``position_ids(input_ids,
         offset)``) → (B, T, E)."""
         positions = position_ids if position_ids is not None else self.position_ids(input_ids, offset)
-        if token_type_ids is None:
-            token_type_ids = torch.zeros_like(input_ids)
-        x = (
-            self.word_embeddings(input_ids)
-            + self.position_embeddings(positions)
-            + self.token_type_embeddings(token_type_ids)
-        )
+        x = self.token_embeddings(input_ids) + self.position_embeddings(positions)
+        if self.token_type_embeddings is not None:  # segment A when none are given
+            types = token_type_ids if token_type_ids is not None else torch.zeros_like(input_ids)
+            x = x + self.token_type_embeddings(types)
         return self.dropout(self.norm(x))
+
+    def token_embeddings(self, input_ids: torch.Tensor) -> torch.Tensor:
+        """E_token: (B, T) → (B, T, E)."""
+        return self.word_embeddings(input_ids)
 
     def position_ids(self, input_ids: torch.Tensor, offset: int = 0) -> torch.Tensor:
         """The position of each token: offset, offset + 1, … (T,), whatever the padding (a variant numbers
@@ -146,6 +148,10 @@ class BertModel(SavePretrained, TransformerStack):
     own ``embeddings`` (B, T) → (B, T, H) (RoBERTa's positions past the padding index; ALBERT's and ELECTRA's
     projected from a smaller embedding size), ``layers`` and their ``order`` (the stack's; ALBERT: layers
     shared across the stack)."""
+
+    # whether the last layer can run at some positions only (``positions``; sparse prediction): layers that
+    # are TransformerLayers can (last_layer_at), others (MobileBERT's bottleneck blocks) run at every position
+    rows_at_last_layer = True
 
     def __init__(
         self,
@@ -206,13 +212,16 @@ class BertModel(SavePretrained, TransformerStack):
         x = out.last_hidden_state  # (B, T, H)
         if positions is not None:
             x = last_layer_at(self.layer(self.num_layers - 1), x, padding_mask(attention_mask), positions)
-        pooled = torch.tanh(self.pooler(x[:, 0])) if self.pooler is not None else None  # C = final [CLS]
         return BertModelOutput(
             last_hidden_state=x,
-            pooler_output=pooled,
+            pooler_output=self.pool(x),
             hidden_states=out.hidden_states,
             attentions=out.attentions,
         )
+
+    def pool(self, x: torch.Tensor) -> torch.Tensor | None:
+        """The pooled output C = tanh(W h_[CLS] + b): (B, T, H) → (B, H); None without a pooler."""
+        return torch.tanh(self.pooler(x[:, 0])) if self.pooler is not None else None
 
 
 def last_layer_at(
@@ -303,7 +312,7 @@ def encode_and_predict(
 ) -> tuple[BertModelOutput, torch.Tensor, torch.Tensor | None]:
     """The ``encoder`` — its last layer only at the predicted positions with ``sparse`` — and the MLM
     ``head``: (encoder output, logits, MLM loss). ``outputs``: output_hidden_states, output_attentions."""
-    rows, labels = sparse_rows(labels, sparse, *outputs)
+    rows, labels = sparse_rows(labels, sparse and encoder.rows_at_last_layer, *outputs)
     hidden_states, attentions = outputs
     out = encoder(input_ids, attention_mask, token_type_ids, output_hidden_states=hidden_states,
                   output_attentions=attentions, positions=rows)  # fmt: skip

@@ -164,13 +164,17 @@ class BertForQuestionAnswering(TaskModel):
         of the log-likelihoods of the correct start and end positions"; halved as released). Positions
         outside the sequence are clamped to T and ignored, as transformers does."""
         out = self.encode(input_ids, attention_mask, token_type_ids, output_hidden_states, output_attentions)
-        start_logits, end_logits = self.qa_outputs(out.last_hidden_state).unbind(dim=-1)  # (B, T) each
+        start_logits, end_logits = self.spans(out).unbind(dim=-1)  # (B, T) each
         loss = None
         if start_positions is not None and end_positions is not None:
             loss = span_qa_loss(start_logits, end_logits, start_positions, end_positions)
         return QuestionAnsweringOutput(
             loss, start_logits.contiguous(), end_logits.contiguous(), out.hidden_states, out.attentions
         )
+
+    def spans(self, out: BertModelOutput) -> torch.Tensor:
+        """The encoder's output → the start and end scores (B, T, 2): [S; E] T_i (a variant drops out first)."""
+        return self.qa_outputs(out.last_hidden_state)
 
 
 class BertForMultipleChoice(TaskModel):
