@@ -61,7 +61,9 @@ class MaskingConfig:
     mask_token_id: int = 103
     pad_token_id: int = 0
     vocab_size: int = 30522
-    continuation: tuple[int, ...] = ()  # ids of "##" WordPieces (whole-word masking)
+    # ids of the pieces that continue the word before them: "##" WordPieces, SentencePiece and byte-level pieces
+    # without their word-start mark (data/word_pieces.py); the words of every strategy but token
+    continuation: tuple[int, ...] = ()
     strategy: str = "token"  # a key of STRATEGIES
     span_p: float = 0.2  # span: ℓ ~ Geo(span_p), in words …
     span_max_words: int = 10  # … clipped at span_max_words
@@ -119,8 +121,10 @@ def budget(special, cfg: MaskingConfig) -> int:
 
 
 def words(tokens: list[int], special, is_continuation: Callable[[int], bool] | None) -> list[list[int]]:
-    """The non-special positions grouped into words: a "##" piece joins the word before it, never across a
-    special token (truncation may have cut a word's head off after [SEP])."""
+    """The non-special positions grouped into words: a continuation piece (a "##" WordPiece, a SentencePiece
+    or byte-level piece without its "▁" / "Ġ": data/word_pieces.py) joins the word before it, never across a
+    special token — the first piece of a segment starts a word whatever it is (a byte-level text's first
+    word has no "Ġ"; truncation may have cut a word's head off after [SEP])."""
     groups: list[list[int]] = []
     after_special = True
     for i, special_i in enumerate(special):
