@@ -88,17 +88,9 @@ class MaskingConfig:
                 and self.mask_fraction + self.random_fraction <= 1.0):  # fmt: skip
             raise ConfigError(f"mask_fraction, random_fraction: must be >= 0 with a sum <= 1, got "
                               f"{self.mask_fraction}, {self.random_fraction}")  # fmt: skip
-        if not 0.0 < self.span_p <= 1.0:
-            raise ConfigError(f"span_p: must be in (0, 1], got {self.span_p}")
-        if self.span_max_words < 1 or self.ngram_max < 1:
-            raise ConfigError(
-                f"span_max_words and ngram_max: must be at least 1, got {self.span_max_words}, {self.ngram_max}"
-            )
-        for level in (self.knowledge_level, *self.knowledge_schedule):
-            if level not in KNOWLEDGE_LEVELS:
-                raise ConfigError(
-                    f"knowledge_level: expected one of {', '.join(KNOWLEDGE_LEVELS)}, got {level!r}"
-                )
+        check_units(
+            self.span_p, self.span_max_words, self.ngram_max, (self.knowledge_level, *self.knowledge_schedule)
+        )
         self.knowledge_schedule = tuple(self.knowledge_schedule)
         self.phrases = tuple(tuple(int(t) for t in p) for p in self.phrases if len(p))
         self.entities = tuple(tuple(int(t) for t in e) for e in self.entities if len(e))
@@ -111,6 +103,21 @@ class MaskingConfig:
             return self
         level = self.knowledge_schedule[min(k, len(self.knowledge_schedule) - 1)]
         return replace(self, knowledge_level=level, knowledge_schedule=())
+
+
+def check_units(span_p: float, span_max_words: int, ngram_max: int, levels: Iterable[str]) -> None:
+    """The parameters of the span, n-gram and knowledge strategies, each a one-line ConfigError when wrong."""
+    if not 0.0 < span_p <= 1.0:
+        raise ConfigError(f"span_p: must be in (0, 1], got {span_p}")
+    if span_max_words < 1 or ngram_max < 1:
+        raise ConfigError(
+            f"span_max_words and ngram_max: must be at least 1, got {span_max_words}, {ngram_max}"
+        )
+    for level in levels:
+        if level not in KNOWLEDGE_LEVELS:
+            raise ConfigError(
+                f"knowledge_level: expected one of {', '.join(KNOWLEDGE_LEVELS)}, got {level!r}"
+            )
 
 
 def budget(special, cfg: MaskingConfig) -> int:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Literal
 
 from seq2bert.data import gpt_bpe
-from seq2bert.data.masking import KNOWLEDGE_LEVELS, STRATEGIES, MaskingConfig
+from seq2bert.data.masking import STRATEGIES, MaskingConfig, check_units
 from seq2bert.data.phrases import collocations
 from seq2bert.data.pretraining import Corpus, text_files
 from seq2bert.data.tokenization import Tokenizer
@@ -90,17 +90,9 @@ class PretrainDataConfig:
             )
         if self.whole_word_masking and self.masking_strategy not in ("auto", "token", "whole_word"):
             raise ConfigError(f"whole_word_masking: set, but masking_strategy is {self.masking_strategy!r}")
-        if not 0.0 < self.span_p <= 1.0:
-            raise ConfigError(f"span_p: must be in (0, 1], got {self.span_p}")
-        if self.span_max_words < 1 or self.ngram_max < 1:
-            raise ConfigError(
-                f"span_max_words and ngram_max: must be at least 1, got {self.span_max_words}, {self.ngram_max}"
-            )
-        for level in (self.knowledge_level, *self.knowledge_schedule):
-            if level not in KNOWLEDGE_LEVELS:
-                raise ConfigError(
-                    f"knowledge_level: expected one of {', '.join(KNOWLEDGE_LEVELS)}, got {level!r}"
-                )
+        check_units(
+            self.span_p, self.span_max_words, self.ngram_max, (self.knowledge_level, *self.knowledge_schedule)
+        )
         if self.phrase_ngrams < 0:
             raise ConfigError(f"phrase_ngrams: must be at least 0, got {self.phrase_ngrams}")
         knowledge = self.phrases or self.entities or self.knowledge_schedule or self.phrase_ngrams
