@@ -8,9 +8,11 @@ make the segments of each instance, and the label of the sentence task.
            sentences go back to the pool.
     sop    ALBERT (Lan et al. 2019, Sect. 3.1, sentence-order prediction): the same two consecutive segments
            of one document, "as negative examples the same two consecutive segments but with their order
-           swapped" — half the time, label 1 = swapped, 0 = in order. Both segments always come from the
-           same document, so the task is coherence, not topic. A chunk of one sentence has no order to
-           predict and makes no instance.
+           swapped" — half the time, label 1 = swapped, 0 = in order; both segments from one document, so the
+           task is coherence, not topic. A chunk of one sentence has no order to swap: as in ALBERT's released
+           create_pretraining_data.py (``len(current_chunk) == 1`` → ``is_random_next``), its B is a span of a
+           random other document, as NSP's, labelled 1 (not in order) — a corpus of one-sentence documents
+           still gives instances.
     none   RoBERTa (Liu et al. 2019, Sect. 4.2, without NSP) and SpanBERT (Joshi et al. 2019, Sect. 3.3,
            single-sequence training): one segment of full sentences of one document, packed up to
            max_seq_length − 2 tokens ([CLS] A [SEP]); a document's last chunk may be shorter. (RoBERTa's
@@ -70,14 +72,13 @@ def instance_table(corpus, documents: np.ndarray, *, max_seq_length: int, short_
                 n = i + 1 - chunk_start  # sentences in the chunk
                 if sentence_task == "none":
                     rows.extend((chunk_start, i + 1, i + 1, i + 1, 0))
-                elif sentence_task == "sop":
-                    if n >= 2:
-                        a_end = chunk_start + int(rng.integers(1, n))
-                        if rng.random() < 0.5:  # the negative: B before A
-                            rows.extend((a_end, i + 1, chunk_start, a_end, 1))
-                        else:
-                            rows.extend((chunk_start, a_end, a_end, i + 1, 0))
-                else:
+                elif sentence_task == "sop" and n >= 2:
+                    a_end = chunk_start + int(rng.integers(1, n))
+                    if rng.random() < 0.5:  # the negative: B before A
+                        rows.extend((a_end, i + 1, chunk_start, a_end, 1))
+                    else:
+                        rows.extend((chunk_start, a_end, a_end, i + 1, 0))
+                else:  # NSP, and SOP's chunk of one sentence: B from another document (ALBERT's released code)
                     i = next_sentence_rows(
                         rows, corpus, documents, d, chunk_start, i, target, lens, first, rng
                     )

@@ -61,7 +61,9 @@ class MaskingConfig:
     mask_token_id: int = 103
     pad_token_id: int = 0
     vocab_size: int = 30522
-    continuation: tuple[int, ...] = ()  # ids of "##" WordPieces (whole-word masking)
+    # ids of the pieces that continue the word before them: "##" WordPieces, SentencePiece and byte-level pieces
+    # without their word-start mark (data/word_pieces.py); the words of every strategy but token
+    continuation: tuple[int, ...] = ()
     strategy: str = "token"  # a key of STRATEGIES
     span_p: float = 0.2  # span: ℓ ~ Geo(span_p), in words …
     span_max_words: int = 10  # … clipped at span_max_words
@@ -86,17 +88,9 @@ class MaskingConfig:
                 and self.mask_fraction + self.random_fraction <= 1.0):  # fmt: skip
             raise ConfigError(f"mask_fraction, random_fraction: must be >= 0 with a sum <= 1, got "
                               f"{self.mask_fraction}, {self.random_fraction}")  # fmt: skip
-        if not 0.0 < self.span_p <= 1.0:
-            raise ConfigError(f"span_p: must be in (0, 1], got {self.span_p}")
-        if self.span_max_words < 1 or self.ngram_max < 1:
-            raise ConfigError(
-                f"span_max_words and ngram_max: must be at least 1, got {self.span_max_words}, {self.ngram_max}"
-            )
-        for level in (self.knowledge_level, *self.knowledge_schedule):
-            if level not in KNOWLEDGE_LEVELS:
-                raise ConfigError(
-                    f"knowledge_level: expected one of {', '.join(KNOWLEDGE_LEVELS)}, got {level!r}"
-                )
+        check_units(
+            self.span_p, self.span_max_words, self.ngram_max, (self.knowledge_level, *self.knowledge_schedule)
+        )
         self.knowledge_schedule = tuple(self.knowledge_schedule)
         self.phrases = tuple(tuple(int(t) for t in p) for p in self.phrases if len(p))
         self.entities = tuple(tuple(int(t) for t in e) for e in self.entities if len(e))
@@ -111,6 +105,21 @@ class MaskingConfig:
         return replace(self, knowledge_level=level, knowledge_schedule=())
 
 
+def check_units(span_p: float, span_max_words: int, ngram_max: int, levels: Iterable[str]) -> None:
+    """The parameters of the span, n-gram and knowledge strategies, each a one-line ConfigError when wrong."""
+    if not 0.0 < span_p <= 1.0:
+        raise ConfigError(f"span_p: must be in (0, 1], got {span_p}")
+    if span_max_words < 1 or ngram_max < 1:
+        raise ConfigError(
+            f"span_max_words and ngram_max: must be at least 1, got {span_max_words}, {ngram_max}"
+        )
+    for level in levels:
+        if level not in KNOWLEDGE_LEVELS:
+            raise ConfigError(
+                f"knowledge_level: expected one of {', '.join(KNOWLEDGE_LEVELS)}, got {level!r}"
+            )
+
+
 def budget(special, cfg: MaskingConfig) -> int:
     """How many positions are predicted: 15 % of the candidates (not [CLS] / [SEP]), at least 1, at most
     max_predictions_per_seq."""
@@ -119,8 +128,10 @@ def budget(special, cfg: MaskingConfig) -> int:
 
 
 def words(tokens: list[int], special, is_continuation: Callable[[int], bool] | None) -> list[list[int]]:
-    """The non-special positions grouped into words: a "##" piece joins the word before it, never across a
-    special token (truncation may have cut a word's head off after [SEP])."""
+    """The non-special positions grouped into words: a continuation piece (a "##" WordPiece, a SentencePiece
+    or byte-level piece without its "▁" / "Ġ": data/word_pieces.py) joins the word before it, never across a
+    special token — the first piece of a segment starts a word whatever it is (a byte-level text's first
+    word has no "Ġ"; truncation may have cut a word's head off after [SEP])."""
     groups: list[list[int]] = []
     after_special = True
     for i, special_i in enumerate(special):

@@ -22,7 +22,9 @@ Unit = tuple[int, ...]  # the token ids of a word or a phrase
 
 
 def word_units(sentence: list[int], is_continuation: Callable[[int], bool]) -> list[Unit]:
-    """The words of a sentence of token ids: a "##" piece joins the word before it."""
+    """The words of a sentence of token ids: a continuation piece (data/word_pieces.py: "##x", or a
+    SentencePiece / byte-level piece without its "▁" / "Ġ") joins the word before it; the sentence's first
+    piece starts a word."""
     out: list[list[int]] = []
     for t in sentence:
         if out and is_continuation(t):

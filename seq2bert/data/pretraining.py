@@ -223,14 +223,16 @@ def prepare_corpus(
     skip_bad: bool = False,
     progress: bool = True,
     spaces: bool = False,
+    paragraph_break: str = "\n\n",
 ) -> dict:
     """Tokenize ``files`` once into ``out_dir`` (see the module docstring); returns corpus.json's content.
     Written into a temporary folder renamed at the end: an interrupted preparation leaves nothing half-made.
 
     ``spaces``: keep the whitespace between the pieces of a document in its tokens — a sentence after another
-    is tokenized with its leading space, a paragraph after another after a blank line — so that the tokens of
-    a document decode back to its text (what a byte-level BPE, GPT-2's, reads and writes; WordPiece ignores
-    whitespace)."""
+    is tokenized with its leading space, a paragraph after another after ``paragraph_break`` (a blank line)
+    — so that the tokens of a document decode back to its text (what a byte-level BPE, GPT-2's, reads and
+    writes; WordPiece ignores whitespace). A masked LM's byte-level corpus takes a space there too, so that
+    every word but a document's first carries its "Ġ", as in fine-tuning text."""
     if documents not in ("blank_line", "file"):
         raise DataError(f"documents: expected blank_line or file, got {documents!r}")
     paths = [Path(f) for f in files]
@@ -284,7 +286,7 @@ def prepare_corpus(
                     sentences = split_sentences(para)
                     if spaces and sentences:
                         sentences = [
-                            ("\n\n" if later else "") + sentences[0],
+                            (paragraph_break if later else "") + sentences[0],
                             *(" " + x for x in sentences[1:]),
                         ]
                         later = True
@@ -308,6 +310,7 @@ def prepare_corpus(
             "vocab_size": tokenizer.vocab_size,
             "documents_mode": documents,
             "spaces": spaces,
+            "paragraph_break": paragraph_break if spaces else None,
             "shards": shards,
             "tokens": sum(s["tokens"] for s in shards),
             "sentences": sum(s["sentences"] for s in shards),

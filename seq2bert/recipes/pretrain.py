@@ -10,6 +10,8 @@ Read top to bottom:
    Family.train_tokenizer); a causal LM's vocabulary gets an end-of-text token if it has none;
 2. the corpus: tokenized once into shards of token arrays on disk (seq2bert/data/pretraining.py), reused on
    resume — for the causal LM with the whitespace between sentences kept, so that its tokens decode to the text;
+   on a byte-level BPE (RoBERTa) with the space before each sentence, as fine-tuning text has it (the data
+   section, the masking and the corpus's spaces: recipes/pretrain_data.py);
 3. documents split into training and held-out ones; then, by objective:
    masked_lm  instances of the sentence task (data.sentence_task: BERT's NSP pairs, ALBERT's sentence-order
               pairs, or single segments without one: SpanBERT's and RoBERTa's DOC-SENTENCES within a document,
@@ -41,18 +43,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
-from typing import Any, Literal, Union
+from typing import Any, Union
 
 import numpy as np
 import torch
 from torch import nn
 
 from seq2bert.config import ARM_DEFAULTS
-from seq2bert.data import gpt_bpe
 from seq2bert.data.lm import Blocks, TokenStream
-from seq2bert.data.masking import KNOWLEDGE_LEVELS, STRATEGIES, MaskingConfig
-from seq2bert.data.phrases import collocations
-from seq2bert.data.pretraining import Corpus, PretrainingData, prepare_corpus, shuffled, text_files
+from seq2bert.data.pretraining import Corpus, PretrainingData, prepare_corpus, shuffled
 from seq2bert.data.tokenization import KINDS as TOKENIZER_KINDS
 from seq2bert.data.tokenization import Tokenizer
 from seq2bert.errors import ConfigError, DataError
@@ -68,6 +67,15 @@ from seq2bert.models.spanbert.config import spanbert_mini
 from seq2bert.objectives.cross_entropy import IGNORE_INDEX
 from seq2bert.recipes import pretrain_electra
 from seq2bert.recipes.pretrain_causal import continuations, evaluate_causal_lm, left_to_right, words_per_token
+from seq2bert.recipes.pretrain_data import (
+    PretrainDataConfig,
+    build_tokenizer,
+    corpus_sentences,
+    corpus_spaces,
+    family_data,
+    masking_config,
+    with_end_of_text,
+)
 from seq2bert.recipes.pretrain_electra import ElectraSettings
 from seq2bert.training import checkpoint as ckpt
 from seq2bert.training.config import TrainConfig
@@ -77,103 +85,6 @@ from seq2bert.training.trainer import Trainer
 from seq2bert.viz.curves import plot_training_curves
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class PretrainDataConfig:
-    """Where the text comes from and how instances are made (defaults: the original BERT recipe at 128)."""
-
-    files: list[str] = field(default_factory=list)  # text files or folders of them (*.txt, recursively)
-    # a vocab.txt, tokenizer.json, vocab.json + merges.txt or folder; empty: train one of the model's kind
-    tokenizer: str = ""
-    vocab_size: int = 30522
-    lowercase: bool | None = None  # None: the kind's own (WordPiece uncased; GPT-2's BPE keeps the case)
-    documents: Literal["blank_line", "file"] = "blank_line"
-    skip_bad: bool = False
-    shard_tokens: int = 50_000_000
-    max_seq_length: int = 128  # BERT: the longest instance; GPT: the length of a block
-    # BERT's instances (the causal LM reads blocks and ignores them)
-    short_seq_prob: float = 0.1
-    masked_lm_prob: float = 0.15
-    max_predictions_per_seq: int = 20
-    # of the positions chosen: the share [MASK]ed and the share given a random token, the rest kept; auto: the
-    # family's (BERT's 0.8 / 0.1; ELECTRA's generator input 0.85 / 0)
-    mask_fraction: float | Literal["auto"] = "auto"
-    random_fraction: float | Literal["auto"] = "auto"
-    whole_word_masking: bool = False  # the same as masking_strategy=whole_word
-    # positions masked together (data/masking.py): token, whole_word, span, ngram, knowledge; auto: the
-    # family's (SpanBERT span, else token)
-    masking_strategy: str = "auto"
-    span_p: float = 0.2  # span (SpanBERT): lengths ~ Geo(span_p) in whole words …
-    span_max_words: int = 10  # … clipped at span_max_words
-    ngram_max: int = 3  # ngram (ALBERT): n ≤ ngram_max whole words, p(n) ∝ 1/n
-    # knowledge (ERNIE 1.0): text files of phrases / named entities, one a line, masked as whole units
-    phrases: str = ""
-    entities: str = ""
-    phrase_ngrams: int = 0  # knowledge: also this many phrases found by n-gram statistics (data/phrases.py)
-    knowledge_level: str = "entity"  # word (basic), phrase, or entity (entities, phrases and words)
-    # ERNIE's stages: the level of each epoch in turn, the last one kept (e.g. [word, phrase, entity]);
-    # needs masking=dynamic (static masking repeats its dupe_factor passes); empty: knowledge_level throughout
-    knowledge_schedule: list[str] = field(default_factory=list)
-    # NSP (BERT), sentence order (ALBERT), none (one document's sentences: SpanBERT, RoBERTa's DOC-SENTENCES;
-    # ELECTRA), full_sentences (across documents: RoBERTa's FULL-SENTENCES); auto: the family's (ALBERT SOP,
-    # RoBERTa full_sentences, ELECTRA none, else NSP)
-    sentence_task: Literal["auto", "nsp", "sop", "none", "full_sentences"] = "auto"
-    masking: Literal["auto", "static", "dynamic"] = (
-        "auto"  # auto: the family's (RoBERTa dynamic, else static)
-    )
-    dupe_factor: int = 10
-    batch_size: int = 32
-    valid_fraction: float = 0.02  # documents held out for evaluation
-    max_valid_instances: int = 1024  # held-out instances (GPT: blocks) scored at each evaluation
-
-    def validate(self) -> None:
-        if not 0.0 < self.masked_lm_prob < 1.0:
-            raise ConfigError(f"masked_lm_prob: must be in (0, 1), got {self.masked_lm_prob}")
-        if not 0.0 <= self.short_seq_prob <= 1.0:
-            raise ConfigError(f"short_seq_prob: must be in [0, 1], got {self.short_seq_prob}")
-        if not 0.0 <= self.valid_fraction < 1.0:
-            raise ConfigError(f"valid_fraction: must be in [0, 1), got {self.valid_fraction}")
-        for name in ("max_seq_length", "max_predictions_per_seq", "dupe_factor", "batch_size", "vocab_size",
-                     "shard_tokens", "max_valid_instances"):  # fmt: skip
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{name}: must be at least 1, got {getattr(self, name)}")
-        if self.masking_strategy != "auto" and self.masking_strategy not in STRATEGIES:
-            raise ConfigError(
-                f"masking_strategy: expected one of {', '.join(STRATEGIES)}, got {self.masking_strategy!r}"
-            )
-        if self.whole_word_masking and self.masking_strategy not in ("auto", "token", "whole_word"):
-            raise ConfigError(f"whole_word_masking: set, but masking_strategy is {self.masking_strategy!r}")
-        if not 0.0 < self.span_p <= 1.0:
-            raise ConfigError(f"span_p: must be in (0, 1], got {self.span_p}")
-        if self.span_max_words < 1 or self.ngram_max < 1:
-            raise ConfigError(
-                f"span_max_words and ngram_max: must be at least 1, got {self.span_max_words}, {self.ngram_max}"
-            )
-        for level in (self.knowledge_level, *self.knowledge_schedule):
-            if level not in KNOWLEDGE_LEVELS:
-                raise ConfigError(
-                    f"knowledge_level: expected one of {', '.join(KNOWLEDGE_LEVELS)}, got {level!r}"
-                )
-        if self.phrase_ngrams < 0:
-            raise ConfigError(f"phrase_ngrams: must be at least 0, got {self.phrase_ngrams}")
-        knowledge = self.phrases or self.entities or self.knowledge_schedule or self.phrase_ngrams
-        if knowledge and self.masking_strategy != "knowledge":
-            raise ConfigError(f"phrases, entities, phrase_ngrams, knowledge_schedule: set, but masking_strategy is "
-                              f"{self.masking_strategy!r} (knowledge reads them)")  # fmt: skip
-        if self.knowledge_schedule and self.masking != "dynamic":  # said, not the family's default
-            raise ConfigError("knowledge_schedule: needs masking=dynamic (static masking repeats its passes)")
-        if self.max_seq_length < 8:
-            raise ConfigError(f"max_seq_length: must be at least 8, got {self.max_seq_length}")
-
-    def __post_init__(self) -> None:
-        self.validate()
-
-    def text_files(self) -> list[Path]:
-        out = text_files(self.files, "data.files")
-        if not out:
-            raise DataError("data.files: no text files to pretrain on")
-        return out
 
 
 @dataclass
@@ -225,30 +136,6 @@ class PretrainConfig:
     electra: ElectraSettings = field(default_factory=ElectraSettings)  # replaced token detection's pair
 
 
-def family_data(data: PretrainDataConfig, defaults: dict) -> PretrainDataConfig:
-    """The data section with the family's ``defaults`` (Family.pretraining_data) for the settings left at
-    "auto" (data.sentence_task, data.masking)."""
-    return replace(data, **{k: v for k, v in defaults.items() if getattr(data, k) == "auto"})
-
-
-def build_tokenizer(data: PretrainDataConfig, files: list[Path], kind: str) -> Tokenizer:
-    """data.tokenizer, or a ``kind`` vocabulary trained on ``files``."""
-    if data.tokenizer:
-        return Tokenizer.from_file(data.tokenizer)
-    lowercase = data.lowercase if data.lowercase is not None else kind == "wordpiece"
-    log.info("training a%s %s vocabulary of %d on %d files", "n uncased" if lowercase else "", kind,
-             data.vocab_size, len(files))  # fmt: skip
-    return Tokenizer.train(files, kind=kind, vocab_size=data.vocab_size, lowercase=lowercase)
-
-
-def with_end_of_text(tok: Tokenizer) -> Tokenizer:
-    """A causal LM's vocabulary ends each document with its end-of-text token ([EOS], [SEP] or <|endoftext|>,
-    Tokenizer.eos_token_id); one without (GPT-1's BPE) gets <|endoftext|>, GPT-2's, added."""
-    if tok.eos_token_id is not None:
-        return tok
-    return Tokenizer(gpt_bpe.with_special(tok.backend, [gpt_bpe.ENDOFTEXT]))
-
-
 @dataclass
 class Objective:
     """What a pretraining objective gives the run: its batches (``plan.batches(epoch)``, ``plan.collate``), the
@@ -264,72 +151,6 @@ class Objective:
     pretrainer_options: dict | None = None  # None: the "pretraining" head is the model
     save_model: Callable[[nn.Module, Path], None] | None = None
     load_model: Callable[[nn.Module, Path], None] | None = None
-
-
-def lexicon(path: str, tok: Tokenizer, key: str) -> tuple[tuple[int, ...], ...]:
-    """The token ids of each line (a phrase or entity) of a text file; none for an empty path."""
-    if not path:
-        return ()
-    if not Path(path).is_file():
-        raise DataError(f"{path}: no such file ({key})")
-    lines = [line.strip() for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
-    return tuple(tuple(ids) for ids in tok.ids_batch(lines) if ids)
-
-
-PHRASE_SENTENCES = 200_000  # the sentences whose n-gram statistics give data.phrase_ngrams phrases
-
-
-def corpus_sentences(corpus: Corpus, documents, limit: int = PHRASE_SENTENCES) -> list[list[int]]:
-    """The sentences of the first ``documents``, up to ``limit``, as lists of token ids."""
-    out: list[list[int]] = []
-    for d in documents:
-        first, last = int(corpus.doc_sentences[d]), int(corpus.doc_sentences[d + 1])
-        last = min(last, first + limit - len(out))
-        tokens = corpus.tokens(first, last).tolist()
-        for n in corpus.lengths[first:last].tolist():
-            out.append(tokens[:n])
-            tokens = tokens[n:]
-        if len(out) >= limit:
-            break
-    return out
-
-
-def masking_config(
-    data: PretrainDataConfig, tok: Tokenizer, sentences: list[list[int]] = (), default_strategy: str = "token"
-) -> MaskingConfig:
-    """The masking the data section asks for; ``sentences`` (token ids): the text whose n-gram statistics give
-    ``data.phrase_ngrams`` phrases; ``default_strategy``: the family's, for masking_strategy=auto."""
-    vocab = tok.backend.get_vocab()
-    continuation = tuple(sorted(i for t, i in vocab.items() if t.startswith("##")))
-    phrases = lexicon(data.phrases, tok, "data.phrases")
-    if data.phrase_ngrams and sentences:
-        found = collocations(sentences, set(continuation).__contains__, top=data.phrase_ngrams)
-        log.info(
-            "%d phrases from n-gram statistics, e.g. %s", len(found), [tok.decode(list(p)) for p in found[:5]]
-        )
-        phrases += tuple(found)
-    return MaskingConfig(
-        max_seq_length=data.max_seq_length,
-        masked_lm_prob=data.masked_lm_prob,
-        max_predictions_per_seq=data.max_predictions_per_seq,
-        mask_fraction=0.8 if data.mask_fraction == "auto" else data.mask_fraction,
-        random_fraction=0.1 if data.random_fraction == "auto" else data.random_fraction,
-        whole_word_masking=data.whole_word_masking,
-        strategy=default_strategy if data.masking_strategy == "auto" else data.masking_strategy,
-        cls_token_id=tok.cls_token_id,
-        sep_token_id=tok.sep_token_id,
-        mask_token_id=tok.mask_token_id,
-        pad_token_id=tok.pad_token_id,
-        vocab_size=tok.vocab_size,
-        continuation=continuation,
-        span_p=data.span_p,
-        span_max_words=data.span_max_words,
-        ngram_max=data.ngram_max,
-        knowledge_level=data.knowledge_level,
-        knowledge_schedule=tuple(data.knowledge_schedule),
-        phrases=phrases,
-        entities=lexicon(data.entities, tok, "data.entities"),
-    )
 
 
 @torch.no_grad()
@@ -409,6 +230,9 @@ def masked_instances(cfg: PretrainConfig, corpus: Corpus, train_docs, valid_docs
                   sentence_task=sentence_task, label_key=label_key, span_boundaries=span_boundaries)  # fmt: skip
     train = PretrainingData(corpus, train_docs, masking, batch_size=cfg.data.batch_size, seed=cfg.train.seed,
                             rank=dist.rank, world=dist.world_size, **common)  # fmt: skip
+    if not len(train.table(0)):
+        raise DataError(f"{', '.join(cfg.data.files)}: no training instances of data.sentence_task={sentence_task} "
+                        f"in {len(train_docs)} documents")  # fmt: skip
     valid = PretrainingData(corpus, valid_docs, masking, batch_size=cfg.data.batch_size, seed=cfg.train.seed + 1,
                             shuffle=False, **common)  # fmt: skip
     indices = [i for b in valid.batches(0) for i in b][: cfg.data.max_valid_instances]
@@ -508,15 +332,18 @@ def pretrain(
     if dist.is_main:
         tok.save(tok_dir)
     # 2. the corpus, tokenized once
-    corpus_dir = out_dir / "corpus"
+    corpus_dir, spaces = out_dir / "corpus", corpus_spaces(tok, causal)
     if not (corpus_dir / "corpus.json").is_file():
         if dist.is_main:
             prepare_corpus(files, tok, corpus_dir, documents=cfg.data.documents, shard_tokens=cfg.data.shard_tokens,
-                           skip_bad=cfg.data.skip_bad, progress=progress_bar, spaces=causal)  # fmt: skip
+                           skip_bad=cfg.data.skip_bad, progress=progress_bar, **spaces)  # fmt: skip
         from seq2bert.training.distributed import barrier
 
         barrier(dist)
     corpus = Corpus(corpus_dir)
+    if corpus.info.get("spaces", False) != spaces["spaces"]:  # a corpus of an older version, resumed
+        log.warning("%s: tokenized %s the spaces between sentences, unlike this version; kept for the resume",
+                    corpus_dir, "with" if corpus.info.get("spaces") else "without")  # fmt: skip
     # 3. held-out documents, and the objective's batches and evaluation
     order = shuffled(corpus.num_documents, np.random.default_rng(cfg.train.seed))
     n_valid = int(round(cfg.data.valid_fraction * corpus.num_documents))

@@ -29,6 +29,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from seq2bert.config import atomic_write_text
+from seq2bert.errors import DataError
 from seq2bert.precision import use_bf16
 from seq2bert.training import checkpoint as ckpt
 from seq2bert.training.config import TrainConfig
@@ -169,7 +170,10 @@ class Trainer:
         self.progress_bar = progress_bar and self.dist.is_main
         self.bf16 = use_bf16(cfg.bf16, self.device)  # auto: only where bf16 is native (seq2bert/precision.py)
         self.optimizer = build_optimizer(self.model, cfg)
-        self.steps_per_epoch = max(1, math.ceil(len(plan.batches(0)) / cfg.accumulate))
+        batches = len(plan.batches(0))
+        if not batches:  # else zero steps, a run that "trains" without a word
+            raise DataError("no training batches: the training data makes no instances (files, settings)")
+        self.steps_per_epoch = math.ceil(batches / cfg.accumulate)
         self.total_steps = cfg.max_steps or cfg.max_epochs * self.steps_per_epoch
         # with a token budget the number of batches varies a little between epochs: epoch 0 sets the schedule
         self.scheduler = build_scheduler(self.optimizer, cfg, self.total_steps, self.steps_per_epoch)

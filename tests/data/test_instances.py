@@ -58,18 +58,33 @@ def test_sop_labels_swapped_pairs_1_and_pairs_in_order_0():
     assert labels == {0, 1}
 
 
-def test_sop_is_50_50_and_never_pairs_two_documents():
+def test_sop_is_50_50_within_a_document_and_a_one_sentence_chunk_takes_a_random_b():
     rng = np.random.default_rng(0)
     corpus = HandMade([rng.integers(2, 9, size=rng.integers(1, 30)).tolist() for _ in range(1000)])
     table = sop_table(corpus)
     assert len(table) > 2000
-    assert abs(table[:, 4].mean() - 0.5) < 0.03
     doc_of = np.searchsorted(corpus.doc_sentences, np.arange(len(corpus.lengths)), side="right") - 1
-    assert (doc_of[table[:, 0]] == doc_of[table[:, 2]]).all()
-    swapped, kept = table[table[:, 4] == 1], table[table[:, 4] == 0]
+    within = doc_of[table[:, 0]] == doc_of[table[:, 2]]
+    pairs, random_b = table[within], table[~within]
+    assert abs(pairs[:, 4].mean() - 0.5) < 0.03
+    swapped, kept = pairs[pairs[:, 4] == 1], pairs[pairs[:, 4] == 0]
     assert (swapped[:, 3] == swapped[:, 0]).all() and (kept[:, 1] == kept[:, 2]).all()  # consecutive
+    # ALBERT's released code: a chunk of one sentence is A, B a span of another document, labelled 1
+    assert len(random_b) and (random_b[:, 1] - random_b[:, 0] == 1).all() and (random_b[:, 4] == 1).all()
+    assert (doc_of[random_b[:, 2]] == doc_of[random_b[:, 3] - 1]).all()  # B within its own document
     assert np.array_equal(table, sop_table(corpus))  # the same seed, the same instances
     assert not np.array_equal(table, sop_table(corpus, seed=1))
+
+
+def test_documents_of_one_sentence_still_make_sop_instances():
+    corpus = HandMade([[5]] * 20)  # before: no chunk had two sentences, so no instance at all
+    table = sop_table(corpus)
+    assert len(table) == 20 and (table[:, 4] == 1).all()
+    assert (table[:, 0] != table[:, 2]).all()  # B from another document
+    data = PretrainingData(corpus, np.arange(20), masking_config(), batch_size=20, short_seq_prob=0.0,
+                           sentence_task="sop", shuffle=False)  # fmt: skip
+    b = data.collate(data.batches(0)[0])
+    assert b["next_sentence_label"].tolist() == [1] * 20 and b["input_ids"].shape == (20, 13)
 
 
 def test_nsp_is_the_default_and_an_unknown_task_is_an_error():

@@ -1,8 +1,11 @@
-"""Replaced token detection (ELECTRA): labels on hand-made cases, seeded sampling, the loss over real
-positions only, and no gradient through the sample."""
+"""Replaced token detection (ELECTRA): labels on hand-made cases, sampling that follows the generator's
+distribution (a chi-square test) and is seeded, the loss over real positions only. (No gradient through the
+sample: tests/models/test_electra.py, on the generator's parameters.)"""
 
+import numpy as np
 import torch
 import torch.nn.functional as F
+from scipy import stats
 
 from seq2bert.objectives.replaced_token_detection import (
     LAMBDA,
@@ -34,15 +37,22 @@ def test_original_tokens_come_from_the_mlm_labels():
     assert masked.tolist() == [[False, True, False, True, False]]
 
 
-def test_sampling_is_seeded_and_follows_the_distribution():
-    logits = torch.tensor([[0.0, 50.0, 0.0], [50.0, 0.0, 0.0], [0.0, 0.0, 50.0]], requires_grad=True)
-    draw = sample_replacements(logits, generator=torch.Generator().manual_seed(0))
-    assert draw.tolist() == [1, 0, 2] and not draw.requires_grad
+def test_sampling_follows_the_distribution_and_is_seeded():
+    # x̂ ~ softmax(logits): 20,000 draws at p = (.5, .3, .2) pass a chi-square test (an argmax sampler, or
+    # one that ignored the temperature, would not: its counts are far off at any reasonable level)
+    logits = torch.tensor([0.5, 0.3, 0.2]).log().expand(20_000, 3)
+    for temperature, p in [(1.0, np.array([0.5, 0.3, 0.2])), (0.5, np.array([25, 9, 4]) / 38)]:
+        seeded = torch.Generator().manual_seed(0)
+        draw = sample_replacements(logits, generator=seeded, temperature=temperature)
+        counts = np.bincount(draw.numpy(), minlength=3)
+        assert stats.chisquare(counts, 20_000 * p).pvalue > 1e-3, (temperature, counts)
     flat = torch.zeros(4, 7)
     a = sample_replacements(flat, generator=torch.Generator().manual_seed(5))
     b = sample_replacements(flat, generator=torch.Generator().manual_seed(5))
-    assert torch.equal(a, b)
+    assert torch.equal(a, b) and a.dtype == torch.long
     assert sample_replacements(torch.zeros(0, 7)).shape == (0,)
+    # that the discriminator's loss gives the generator no gradient through the sample:
+    # tests/models/test_electra.py, test_no_gradient_flows_from_the_discriminator_loss_into_the_generator
 
 
 def test_loss_is_the_bce_over_real_positions_only():

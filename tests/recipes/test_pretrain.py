@@ -142,7 +142,7 @@ def test_span_ngram_and_knowledge_masking_and_their_parameters_come_from_the_dat
             "phrases, entities, phrase_ngrams, knowledge_schedule: set, but masking_strategy is 'auto'",
         ),
         (
-            dict(masking_strategy="knowledge", knowledge_schedule=["word"]),
+            dict(masking_strategy="knowledge", knowledge_schedule=["word"], masking="static"),
             "knowledge_schedule: needs masking=dynamic",
         ),
         (
@@ -290,3 +290,12 @@ def test_ltr_pretraining_refuses_a_sentence_task_and_a_family_without_the_lm(boo
     assert main(["pretrain", str(books), "--out", str(tmp_path / "x"), *TINY, *args]) == 2
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_no_training_instance_is_a_one_line_error_naming_the_files(books, tmp_path, capsys, monkeypatch):
+    from seq2bert.data import pretraining
+
+    monkeypatch.setattr(pretraining, "instance_table", lambda *a, **kw: np.zeros((0, 5), np.int32))
+    assert main(["pretrain", str(books), "--out", str(tmp_path / "x"), *TINY]) == 2  # before: zero steps
+    err = capsys.readouterr().err.strip().splitlines()[-1]  # after the progress bar
+    assert err == f"seq2bert: error: {books}: no training instances of data.sentence_task=nsp in 24 documents"

@@ -6,6 +6,7 @@ resumes exactly."""
 import json
 import shutil
 
+import numpy as np
 import pytest
 import torch
 from safetensors.torch import load_file
@@ -13,10 +14,13 @@ from safetensors.torch import load_file
 import seq2bert
 from seq2bert.cli import main
 from seq2bert.config import apply_overrides
+from seq2bert.data.masking import knowledge_groups
+from seq2bert.data.pretraining import Corpus
 from seq2bert.data.tokenization import Tokenizer
 from seq2bert.models import registry
 from seq2bert.recipes.pretrain import PretrainConfig, family_data
-from tests.recipes.test_pretrain import TINY, books  # noqa: F401 (a fixture)
+from seq2bert.recipes.pretrain_data import PretrainDataConfig, masking_config
+from tests.recipes.test_pretrain import TINY, WORDS, books  # noqa: F401 (a fixture)
 
 ROBERTA = ["--set", "model.model_type=roberta", *TINY, "--set", "data.vocab_size=300",
            "--set", "model.max_position_embeddings=34", "--set", "train.accumulate=2"]  # fmt: skip
@@ -87,3 +91,34 @@ def test_pretrain_roberta_on_doc_sentences_with_static_masking(books, tmp_path):
     assert (run["data"]["sentence_task"], run["data"]["masking"]) == ("none", "static")
     results = json.loads((tmp_path / "d" / "results.json").read_text())
     assert results["steps"] == 2 and results["valid_loss"] == pytest.approx(results["valid_mlm_loss"])
+
+
+def test_roberta_corpus_keeps_the_space_before_a_sentence_and_an_entity_is_found_mid_sentence(tmp_path):
+    """RoBERTa's byte-level BPE reads the space before a word: the corpus keeps it before each sentence (but a
+    document's first), so a sentence-initial "The" is "ĠThe" as in fine-tuning text, and data.entities
+    lines are matched as the words mid-sentence are tokenized; with ERNIE's stages and no data.masking, as
+    RoBERTa's own masking is dynamic."""
+    (tmp_path / "text").mkdir()
+    docs = [
+        f"The {w} sat in New York. The dog ran to New York and back. It saw New York twice." for w in WORDS
+    ]
+    (tmp_path / "text" / "a.txt").write_text("\n\n".join(docs) + "\n")
+    (tmp_path / "entities.txt").write_text("New York\n")
+    knowledge = ["--set", "data.masking_strategy=knowledge", "--set", f"data.entities={tmp_path / 'entities.txt'}",
+                 "--set", 'data.knowledge_schedule=["word","entity"]', "--set", "train.max_steps=1"]  # fmt: skip
+    out = tmp_path / "r"
+    assert main(["pretrain", str(tmp_path / "text"), "--out", str(out), *ROBERTA, *knowledge]) == 0
+    tok, corpus = Tokenizer.load(out / "tokenizer"), Corpus(out / "corpus")
+    firsts = [tok.id_to_token(int(corpus.sentence(s)[0])) for s in range(3)]
+    assert firsts[1:] == ["ĠThe", "ĠIt"] and not firsts[0].startswith("Ġ")  # before: "The", "It"
+    data = PretrainDataConfig(masking_strategy="knowledge", entities=str(tmp_path / "entities.txt"))
+    cfg = masking_config(data, tok)
+    entity = tok.encode(" New York", add_special_tokens=False).ids
+    assert tuple(entity) in cfg.entities
+    sentence = corpus.sentence(1).tolist()  # "ĠThe Ġdog Ġran Ġto ĠNew ĠYork …"
+    tokens = [tok.cls_token_id, *sentence, tok.sep_token_id]
+    special = np.array([True] + [False] * len(sentence) + [True])
+    groups = knowledge_groups(
+        tokens, special, cfg, np.random.default_rng(0), set(cfg.continuation).__contains__
+    )
+    assert [tokens[i] for i in next(g for g in groups if tokens[g[0]] == entity[0])] == entity

@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch import nn
 
-from seq2bert.errors import CheckpointError
+from seq2bert.errors import CheckpointError, DataError
 from seq2bert.models.outputs import Seq2SeqLMOutput
 from seq2bert.training import checkpoint as ckpt
 from seq2bert.training.config import TrainConfig
@@ -234,3 +234,9 @@ def test_average_last_evaluates_the_average_and_keeps_it_as_best_only_if_better(
     assert torch.equal(trainer.model.lin.weight, last)  # the model ends with the last checkpoint's weights
     records = [json.loads(line) for line in (tmp_path / "log.jsonl").read_text().splitlines()]
     assert [r["loss"] for r in records if r["split"] == "averaged"] == [averaged_score]
+
+
+def test_training_data_without_a_batch_is_a_one_line_data_error(tmp_path):
+    with pytest.raises(DataError, match="no training batches") as e:  # before: zero steps and no word
+        Trainer(Toy(), TrainConfig(), plan=Plan(0, 8), collate=collate, out_dir=tmp_path, progress_bar=False)
+    assert "\n" not in str(e.value)
