@@ -111,7 +111,8 @@ def test_neither_init_nor_model_and_an_unknown_model_are_one_line(tmp_path, caps
         ([], "init: give the checkpoint to start from (--init DIR), or a model to train from random weights"),
         (
             ["--model", "lstm"],
-            "model: expected an encoder family (bert, electra, roberta, albert, bilstm), got 'lstm'",
+            "model: expected an encoder family (bert, electra, roberta, albert, distilbert, mobilebert, bilstm), "
+            "got 'lstm'",
         ),
         (["--model", "seq2seq"], "model: expected an encoder family"),
         (["--set", "model_config.hidden_size=8"], "model_config: the fields of a model trained from scratch"),
