@@ -90,7 +90,9 @@ def init_task_model(
     relabelled = id2label is not None and id2label != cfg.id2label
     trained_labels = cfg.id2label
     cfg = replace(cfg, id2label=id2label or cfg.id2label, problem_type=problem_type or cfg.problem_type)
-    if getattr(cfg, "is_decoder", False):  # a [CLS] classifier under a left-only mask sees [CLS] alone
+    # A departure from Devlin et al. Sect. 5.1, who kept the left-only mask at fine-tuning ("removing it
+    # introduced a pre-train/fine-tune mismatch"): here a [CLS] classifier under that mask would see [CLS] alone
+    if getattr(cfg, "is_decoder", False):
         log.info("%s: pretrained left to right (is_decoder); the task model reads it as a bidirectional encoder",
                  path)  # fmt: skip
         cfg = replace(cfg, is_decoder=False)
