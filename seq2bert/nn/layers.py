@@ -98,6 +98,13 @@ class TransformerLayer(nn.Module):
     def norm_first(self) -> bool:
         return self.self_attn_sublayer.norm_first
 
+    def attention_scores(self, x: torch.Tensor) -> torch.Tensor:
+        """The self-attention scores before the softmax (MultiHeadAttention.scores) of this layer's input x
+        (B, T, d_model) → (B, h, T, T): of x itself after a post-norm layer's previous sub-layer, of norm(x)
+        in a pre-norm layer."""
+        y = self.self_attn_sublayer.norm(x) if self.norm_first else x
+        return self.self_attn.scores(y)
+
     def forward(
         self,
         x: torch.Tensor,

@@ -199,6 +199,19 @@ class MultiHeadAttention(nn.Module):
         B, T, _ = x.shape
         return x.view(B, T, self.h, d).transpose(1, 2)
 
+    def scores(self, x: torch.Tensor) -> torch.Tensor:
+        """The self-attention scores before the softmax, QKᵀ/√d_k of Eq. 1 (times ``scale`` when given),
+        unmasked: x (B, T, d_model) → (B, h, T, T). What TinyBERT distils (Jiao et al. 2019, Eq. 7); the
+        forward never builds them on its fused path, so they are computed again from the layer's input."""
+        if self.cross:
+            raise ValueError("scores: of self-attention (a cross-attention's keys come from the memory)")
+        hk = self.h * self.d_k
+        q, k, _ = self.qkv(x).split([hk, hk, self.h * self.d_v], dim=-1)
+        q, k = self.split_heads(q, self.d_k), self.split_heads(k, self.d_k)  # (B, h, T, d_k)
+        with full_precision(q):
+            qk = widen(q) @ widen(k).transpose(-2, -1)  # QKᵀ: (B, h, T, T)
+        return qk / math.sqrt(self.d_k) if self.scale is None else qk * self.scale
+
     def project_memory(self, memory: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Cross-attention keys and values of the encoder output (B, S, d_model) → (B, h, S, d_k), (B, h, S, d_v)."""
         k, v = self.kv(memory).split([self.h * self.d_k, self.h * self.d_v], dim=-1)

@@ -247,6 +247,17 @@ def subset(examples: list, n: int, seed: int | None) -> list:
     return [examples[i] for i in keep]
 
 
+def task_examples(data: FinetuneDataConfig, seed: int) -> tuple[list, list]:
+    """The task's training and dev examples (``data``'s subsets of them), every one labelled."""
+    splits = read_task(data)
+    if "train" not in splits:
+        raise DataError(f"{data.path}: no {data.task} training file")
+    train, dev = subset(splits["train"], data.max_train_examples, seed), subset(splits["dev"], data.max_eval_examples, None)  # fmt: skip
+    for split, examples in (("train", train), ("dev", dev)):
+        require_labels(split, examples, data)
+    return train, dev
+
+
 def problem_type_of(data: FinetuneDataConfig) -> str | None:
     """Regression or single-label classification for GLUE tasks, so that a checkpoint fine-tuned on another
     task (transformers saves ``problem_type`` in config.json) cannot impose its own loss."""
@@ -326,11 +337,7 @@ def predict(
     targets = ("labels", "mc_labels", "lm_labels", "start_positions", "end_positions")
     for indices in plan.batches(0):
         chunk = [features[i] for i in indices]
-        batch = (
-            gpt.collate(chunk, pad_token_id, shape, lm=False)
-            if shape
-            else batch_of(model, chunk, pad_token_id)
-        )
+        batch = gpt.collate(chunk, pad_token_id, shape, lm=False) if shape else batch_of(model, chunk, pad_token_id)  # fmt: skip
         o = model(**{k: v.to(device) for k, v in batch.items() if k not in targets})
         rows = torch.stack([o.start_logits, o.end_logits], 1) if hasattr(o, "start_logits") else o.logits
         rows = o.mc_logits if shape == "choice" else rows  # the double-heads model's choice scores
@@ -424,13 +431,7 @@ def finetune(
     except KeyError as e:
         raise ConfigError(f"{cfg.model or cfg.init}: {e.args[0]}") from None
     # 2. the data
-    splits = read_task(data)
-    if "train" not in splits:
-        raise DataError(f"{data.path}: no {data.task} training file")
-    train_examples = subset(splits["train"], data.max_train_examples, cfg.train.seed)
-    dev_examples = subset(splits["dev"], data.max_eval_examples, None)
-    require_labels("train", train_examples, data)
-    require_labels("dev", dev_examples, data)
+    train_examples, dev_examples = task_examples(data, cfg.train.seed)
     # 3. the model
     seed_everything(cfg.train.seed)
     id2label = labels_of(data, train_examples + dev_examples)
@@ -447,7 +448,7 @@ def finetune(
     if tok is None:
         raise DataError(f"{cfg.init}: no tokenizer (vocab.txt or tokenizer.json) in the checkpoint")
     if not cfg.random_init and new:
-        log.info("new parameters (trained from scratch): %s", ", ".join(new))
+        log.info("new parameters (trained from scratch): %s", ", ".join(new))  # fmt: skip
     shape = gpt.shape_of(data.task) if decoder else None
     if decoder:
         tok = decoder_inputs(model, tok)
@@ -591,9 +592,5 @@ def evaluate_checkpoint(checkpoint: str | Path, data: FinetuneDataConfig | None 
     metrics, preds = score(data, model, examples, features, pad, torch.device(device), shape)
     if out is not None:
         write_predictions(Path(out), data, examples, preds, model.config.id2label)
-    return {
-        "task": data.task,
-        "checkpoint": str(checkpoint),
-        "examples": len(examples),
-        **{f"dev_{k}": v for k, v in metrics.items()},
-    }
+    return {"task": data.task, "checkpoint": str(checkpoint), "examples": len(examples),
+            **{f"dev_{k}": v for k, v in metrics.items()}}  # fmt: skip

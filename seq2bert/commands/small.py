@@ -1,0 +1,66 @@
+"""Small and fast models: `seq2bert distill` (a student from a fine-tuned teacher)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from seq2bert.commands.common import load_config
+
+
+def cmd_distill(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from seq2bert.recipes.distill import DistillConfig, distill
+    from seq2bert.report import format_table
+
+    cfg = load_config(DistillConfig, args)
+    data = cfg.data
+    if args.task:
+        data = replace(data, task=args.task)
+    if args.data:
+        data = replace(data, path=str(Path(args.data).resolve()))
+    teacher = str(Path(args.teacher).resolve()) if args.teacher else cfg.teacher
+    cfg = replace(cfg, data=data, teacher=teacher)
+    row = distill(cfg, args.out, resume=args.resume)
+    print(format_table([row], distill_columns(row)))
+    return 0
+
+
+def distill_columns(row: dict) -> list[tuple[str, str]]:
+    """The student (method, size), its dev metrics, the teacher's, and the share of the teacher's kept."""
+    head = [("task", "task"), ("method", "method"), ("layers", "layers"), ("hidden_size", "width"),
+            ("params", "params"), ("teacher_params", "teacher params"), ("train_seconds", "train time"),
+            ("best_step", "best step")]  # fmt: skip
+    dev = [(k, "dev " + k[4:].replace("_", " ")) for k in row if k.startswith("dev_")]
+    teacher = [(k, "teacher " + k[12:].replace("_", " ")) for k in row if k.startswith("teacher_dev_")]
+    return head + dev + teacher + [("of_teacher", "% of teacher")]
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "distill",
+        help="distil a fine-tuned teacher into a smaller student on its task (DistilBERT, TinyBERT)",
+        description="Train a student with fewer (and, if asked, narrower) layers on a task from a fine-tuned "
+        "teacher's outputs: DistilBERT's soft targets + task loss + cosine loss (method=distilbert), TinyBERT's "
+        "attention and hidden-state distillation then its prediction layer (method=tinybert), or the student "
+        "fine-tuned alone (method=none). A student of the teacher's width starts from its embeddings and every "
+        "other layer. OUT/best is the student's Hugging Face directory; results.json holds its dev scores and "
+        "the teacher's.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n"
+        "  seq2bert distill --teacher runs/minilm-sst2/best --task sst2 --data ../shared/data/sst2 --out runs/sst2-l3\n"
+        "  seq2bert distill --teacher runs/minilm-sst2/best --task sst2 --data ../shared/data/sst2 --out runs/sst2-tiny4 "
+        "--set method=tinybert --set student.num_hidden_layers=4 --set student.hidden_size=256\n"
+        "  seq2bert distill --teacher runs/minilm-conll/best --task conll2003 --data ../shared/data/conll2003 "
+        "--out runs/conll-l3 --set method=none",
+    )
+    p.add_argument("--teacher", help="the fine-tuned teacher's directory (sets teacher)")
+    p.add_argument("--task", help="the task (sets data.task): a GLUE task, conll2003, squad, …")
+    p.add_argument("--data", metavar="DIR", help="the task's data folder (sets data.path)")
+    p.add_argument("--out", required=True, help="run directory")
+    p.add_argument("--resume", action="store_true", help="continue a killed run from its last checkpoint")
+    p.add_argument("--config", metavar="FILE", help="a YAML or JSON distillation configuration")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override one config key, e.g. --set student.num_hidden_layers=3 --set loss.temperature=4")  # fmt: skip
+    p.set_defaults(func=cmd_distill)

@@ -1,0 +1,343 @@
+"""Recipe: distil a fine-tuned teacher into a smaller student on its task — DistilBERT's loss (Sanh et al. 2019)
+or TinyBERT's two-stage task-specific distillation (Jiao et al. 2019, Sect. 3.2) — or fine-tune the same
+student without a teacher, the comparison that says what distillation buys.
+
+Read top to bottom:
+1. the teacher: a fine-tuned task model directory (BertForSequenceClassification, …ForTokenClassification,
+   …ForQuestionAnswering) whose head fits the task; its tokenizer and labels are the student's;
+2. the student: the teacher's config with fewer layers (``student.num_hidden_layers``; half by default, as
+   DistilBERT) and, if asked, a narrower width (TinyBERT-4: 4 layers of 256). Of the teacher's width it
+   starts from the teacher's weights — the embeddings, layer g(m) = m·N/M for its layer m (TinyBERT's
+   uniform map; DistilBERT's "one layer out of two" for M = N/2), the pooler and the task head; narrower, from
+   random weights, or from ``student.init`` (a directory: a student distilled before, say);
+3. the task's data as `seq2bert finetune` reads it (recipes/finetune.py), batches bucketed by length;
+4. the loss (objectives/distillation.py), by ``method``:
+     distilbert  5 · T² · L_ce(T = 2) + 2 · L_task + 1 · L_cos — DistilBERT's weights, its L_mlm the task's loss
+     tinybert    stage 1, ``tinybert.intermediate_epochs`` epochs at ``tinybert.intermediate_lr``: L_embd +
+                 Σ_m (L_attn + L_hidn) (Eq. 7–9), into OUT/intermediate; stage 2 from its last weights,
+                 train.max_epochs: L_pred (Eq. 10, t = 1) alone, into OUT
+     none        L_task alone: fine-tuning the student, no teacher
+   ``loss.<term>`` overrides a weight of the method's last stage (soft, hard, cos, attention, hidden,
+   temperature);
+5. the engine as fine-tuning's (AdamW, linear warm-up over 10 % then decay, dev scored every evaluation, the
+   best student kept): OUT/best is a Hugging Face directory of the student; results.json has its dev scores,
+   the teacher's (scored here, on the same features) and the share of the teacher's it keeps.
+
+    seq2bert distill --teacher runs/minilm-sst2/best --task sst2 --data ../shared/data/sst2 --out runs/sst2-l3
+    seq2bert distill … --set method=tinybert --set student.num_hidden_layers=4 --set student.hidden_size=256
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+from dataclasses import dataclass, field, replace
+from functools import partial
+from pathlib import Path
+from typing import Any, Literal
+
+from safetensors.torch import load_file, save_file
+from torch import nn
+
+from seq2bert.config import from_dict, to_dict
+from seq2bert.data.batching import BucketBatchSampler
+from seq2bert.data.finetuning import feature_length
+from seq2bert.errors import ConfigError, DataError
+from seq2bert.models import registry
+from seq2bert.models.pretrained import init_task_model, load_hf_weights, write_hf_files
+from seq2bert.objectives.distillation import Distiller, DistillWeights, layer_map
+from seq2bert.recipes.finetune import (
+    FinetuneDataConfig,
+    encode,
+    fit_length,
+    main_metric,
+    score,
+    task_examples,
+    write_predictions,
+)
+from seq2bert.recipes.scratch import batch_of
+from seq2bert.training import checkpoint as ckpt
+from seq2bert.training.config import TrainConfig
+from seq2bert.training.distributed import cleanup, setup
+from seq2bert.training.run import count_parameters, seed_everything, write_results, write_run_config
+from seq2bert.training.trainer import Trainer
+from seq2bert.viz.curves import plot_training_curves
+
+log = logging.getLogger(__name__)
+
+METHODS = ("distilbert", "tinybert", "none")
+STAGE_WEIGHTS = {
+    "distilbert": DistillWeights(soft=5.0, hard=2.0, cos=1.0, temperature=2.0),  # DistilBERT's train.py
+    "intermediate": DistillWeights(attention=1.0, hidden=1.0),  # TinyBERT, stage 1
+    "prediction": DistillWeights(soft=1.0, temperature=1.0),  # TinyBERT, stage 2
+    "none": DistillWeights(hard=1.0),
+}
+PROJECTIONS = "projections.safetensors"  # W_h / W_e of a checkpoint of a student narrower than its teacher
+
+
+@dataclass
+class StudentConfig:
+    """The student: the teacher's config with these fields changed (0: the default said)."""
+
+    init: str = ""  # a directory to start from (its weights, the task head new if it has none)
+    num_hidden_layers: int = 0  # 0: half the teacher's (DistilBERT)
+    hidden_size: int = 0  # 0: the teacher's
+    # 0: the teacher's at its width; narrower, the largest divisor of the teacher's that divides hidden_size
+    # (each student head then learns the mean of a group of teacher heads: objectives/distillation.py)
+    num_attention_heads: int = 0
+    intermediate_size: int = 0  # 0: the teacher's at its width, else 4 × hidden_size
+
+    def validate(self) -> None:
+        for name in ("num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"student.{name}: must be >= 0 (0: the default), got {getattr(self, name)}")
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+
+@dataclass
+class TinyBertConfig:
+    intermediate_epochs: int = 4  # stage 1 (TinyBERT: 20 on GLUE; a CPU budget here)
+    intermediate_lr: float = 5e-5  # TinyBERT's stage-1 learning rate
+
+    def __post_init__(self) -> None:
+        if self.intermediate_epochs < 1 or not self.intermediate_lr > 0:
+            raise ConfigError("tinybert: intermediate_epochs must be >= 1 and intermediate_lr > 0")
+
+
+@dataclass
+class DistillConfig:
+    teacher: str = ""  # a fine-tuned task model directory
+    method: Literal["distilbert", "tinybert", "none"] = "distilbert"
+    student: StudentConfig = field(default_factory=StudentConfig)
+    loss: dict[str, float] = field(default_factory=dict)  # overrides of the method's weights (DistillWeights)
+    tinybert: TinyBertConfig = field(default_factory=TinyBertConfig)
+    data: FinetuneDataConfig = field(default_factory=FinetuneDataConfig)
+    train: TrainConfig = field(
+        default_factory=lambda: TrainConfig(
+            lr=1e-4, weight_decay=0.01, schedule="linear", max_epochs=3, metric="main"
+        )
+    )
+    warmup_ratio: float = 0.1
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise ConfigError(f"method: expected one of {', '.join(METHODS)}, got {self.method!r}")
+        known = set(to_dict(DistillWeights()))
+        unknown = sorted(set(self.loss) - known)
+        if unknown:
+            raise ConfigError(
+                f"loss: unknown term(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}"
+            )
+        for stage in self.stages():
+            try:
+                self.weights(stage).validate()
+            except ValueError as e:
+                raise ConfigError(f"loss: {e}") from None
+
+    def stages(self) -> list[str]:
+        return ["intermediate", "prediction"] if self.method == "tinybert" else [self.method]
+
+    def weights(self, stage: str) -> DistillWeights:
+        """The stage's weights; ``loss`` overrides those of the last stage (TinyBERT's prediction stage)."""
+        overrides = self.loss if stage == self.stages()[-1] else {}
+        return from_dict(DistillWeights, {**to_dict(STAGE_WEIGHTS[stage]), **overrides})
+
+
+# --- 2. the student
+def student_config(teacher: Any, s: StudentConfig) -> Any:
+    """The teacher's config with the student's fields."""
+    H_t, A_t = teacher.hidden_size, teacher.num_attention_heads
+    H = s.hidden_size or H_t
+    heads = s.num_attention_heads or (
+        A_t if H == H_t else max(a for a in range(1, A_t + 1) if A_t % a == 0 and H % a == 0)
+    )
+    layers = s.num_hidden_layers or max(1, teacher.num_hidden_layers // 2)
+    if layers > teacher.num_hidden_layers:
+        raise ConfigError(
+            f"student.num_hidden_layers: {layers}, more than the teacher's {teacher.num_hidden_layers}"
+        )
+    config = replace(teacher, num_hidden_layers=layers, hidden_size=H, num_attention_heads=heads,
+                     intermediate_size=s.intermediate_size or (teacher.intermediate_size if H == H_t else 4 * H))  # fmt: skip
+    try:
+        config.validate()
+    except (ValueError, ConfigError) as e:
+        raise ConfigError(f"student: {e}") from None
+    return config
+
+
+LAYER_KEY = re.compile(r"(?:^|\.)layers\.(\d+)\.")
+
+
+def copy_from_teacher(student: nn.Module, teacher: nn.Module, mapping: list[int]) -> list[str]:
+    """Load into the student every teacher tensor of the same name and shape, its layer m (1-based) from the
+    teacher's layer mapping[m − 1]; returns the names of the student's tensors left as they were."""
+    source, state = teacher.state_dict(), student.state_dict()
+    copied = {}
+    for key, value in state.items():
+        m = LAYER_KEY.search(key)
+        src = key if m is None else key[: m.start(1)] + str(mapping[int(m.group(1))] - 1) + key[m.end(1) :]
+        if src in source and source[src].shape == value.shape:
+            copied[key] = source[src]
+    student.load_state_dict(copied, strict=False)
+    return [k for k in state if k not in copied]
+
+
+def make_student(cfg: DistillConfig, family, teacher: nn.Module, architecture: str) -> nn.Module:
+    """The student of step 2 (see the module docstring)."""
+    config = student_config(teacher.config, cfg.student)
+    if cfg.student.init:
+        student, _, new = init_task_model(family, cfg.student.init, architecture, id2label=teacher.config.id2label,
+                                          problem_type=getattr(teacher.config, "problem_type", None))  # fmt: skip
+        log.info("student from %s%s", cfg.student.init, f"; new: {', '.join(new)}" if new else "")
+        return student
+    student = family.make(config, architecture)
+    if config.hidden_size == teacher.config.hidden_size:
+        mapping = layer_map(config.num_hidden_layers, teacher.config.num_hidden_layers)
+        left = copy_from_teacher(student, teacher, mapping)
+        log.info("student initialised from the teacher's embeddings and layers %s%s", mapping,
+                 f"; not from the teacher: {', '.join(left)}" if left else "")  # fmt: skip
+    else:
+        log.info("student of width %d (teacher %d): random initial weights", config.hidden_size,
+                 teacher.config.hidden_size)  # fmt: skip
+    return student
+
+
+# --- checkpoints: the student as a Hugging Face directory, W_h / W_e beside it
+def save_distiller(family, tok, model: Distiller, directory: Path) -> None:
+    write_hf_files(family, model.student, directory)
+    tok.save(directory)
+    projections = {k: v for k, v in model.state_dict().items() if k.startswith(("W_h.", "W_e."))}
+    if projections:
+        save_file({k: v.contiguous() for k, v in projections.items()}, str(directory / PROJECTIONS))
+
+
+def load_distiller(family, model: Distiller, directory: Path) -> None:
+    load_hf_weights(family, model.student, directory)
+    if (directory / PROJECTIONS).is_file():
+        model.load_state_dict(load_file(str(directory / PROJECTIONS)), strict=False)
+
+
+# --- the run
+def load_teacher(cfg: DistillConfig, device) -> tuple[nn.Module, Any, Any, str]:
+    """(teacher, tokenizer, family, architecture): a task model whose head is the task's."""
+    if not cfg.teacher:
+        raise ConfigError("teacher: give the fine-tuned teacher's directory (--teacher DIR)")
+    teacher, tok = registry.load(
+        ckpt.resolve_checkpoint(cfg.teacher), device=device
+    )  # a run directory: its best/
+    family = registry.family_of(teacher)
+    architecture = family.heads.get(cfg.data.kind)
+    if architecture is None or type(teacher).__name__ != architecture:
+        raise ConfigError(f"{cfg.teacher}: a {type(teacher).__name__}; task {cfg.data.task} needs a fine-tuned "
+                          f"{architecture or cfg.data.kind + ' model'} as the teacher")  # fmt: skip
+    if tok is None:
+        raise DataError(f"{cfg.teacher}: no tokenizer in the teacher's directory")
+    return teacher, tok, family, architecture
+
+
+def distill(
+    cfg: DistillConfig, out_dir: str | Path, *, resume: bool = False, progress_bar: bool = True
+) -> dict:
+    """Distil ``cfg.teacher`` into a student on ``cfg.data.task``; returns a results row (the student's dev
+    metrics, the teacher's, the share kept, both sizes)."""
+    out_dir = Path(out_dir)
+    if not resume:
+        ckpt.check_fresh_run_dir(out_dir)
+    dist, device = setup(cfg.train.device)
+    seed_everything(cfg.train.seed)
+    teacher, tok, family, architecture = load_teacher(cfg, device)
+    data = fit_length(cfg.data, teacher.config, cfg.teacher)
+    train_examples, dev_examples = task_examples(data, cfg.train.seed)
+    id2label = teacher.config.id2label
+    train_features = encode(data, train_examples, tok, id2label, progress=progress_bar)
+    dev_features = encode(data, dev_examples, tok, id2label, progress=progress_bar)
+    pad = tok.pad_token_id if tok.pad_token_id is not None else 0
+    teacher.eval()
+    teacher_metrics, _ = score(data, teacher, dev_examples, dev_features, pad, device)
+    log.info("teacher %s on %s dev: %s", cfg.teacher, data.task, teacher_metrics)
+    seed_everything(cfg.train.seed)
+    student = make_student(cfg, family, teacher, architecture).to(device)
+    plan = BucketBatchSampler([feature_length(f) for f in train_features], batch_size=data.batch_size,
+                              shuffle=True, seed=cfg.train.seed, num_replicas=dist.world_size, rank=dist.rank)  # fmt: skip
+    base = partial(family.base_model)
+    metric = main_metric(data)
+
+    def evaluate(m: Distiller) -> dict:
+        return score(data, m.student, dev_examples, dev_features, pad, device)[0]
+
+    def collate(indices: list[int]) -> dict:
+        return batch_of(student, [train_features[i] for i in indices], pad)
+
+    def write_extra(directory: Path) -> None:
+        write_run_config(directory, cfg)
+
+    result = None
+    stages = cfg.stages()
+    for i, stage in enumerate(stages):
+        last = i == len(stages) - 1
+        stage_dir = out_dir if last else out_dir / stage
+        train_cfg = cfg.train if last else replace(cfg.train, max_epochs=cfg.tinybert.intermediate_epochs,
+                                                   lr=cfg.tinybert.intermediate_lr, max_steps=0)  # fmt: skip
+        train_cfg = (
+            replace(train_cfg, metric=metric, higher_is_better=True)
+            if train_cfg.metric == "main"
+            else train_cfg
+        )
+        total = train_cfg.max_steps or train_cfg.max_epochs * math.ceil(
+            len(plan.batches(0)) / train_cfg.accumulate
+        )
+        if train_cfg.warmup_steps == 0 and cfg.warmup_ratio > 0:
+            train_cfg = replace(train_cfg, warmup_steps=max(1, round(cfg.warmup_ratio * total)))
+        try:
+            model = Distiller(student, teacher, base(student), base(teacher), cfg.weights(stage))
+        except ValueError as e:  # L_cos between widths, heads that do not group
+            raise ConfigError(f"student: {e} (method {cfg.method}; loss.cos=0 drops L_cos)") from None
+        if not last and (stage_dir / "results.json").is_file():  # a resumed run past this stage
+            load_distiller(family, model, ckpt.latest_checkpoint(stage_dir))
+            continue
+        trainer = Trainer(
+            model,
+            train_cfg,
+            plan=plan,
+            collate=collate,
+            out_dir=stage_dir,
+            evaluate=evaluate,
+            write_extra=write_extra,
+            loss_fn=lambda m, batch: m(**batch),
+            count_tokens=lambda batch: int(batch["attention_mask"].sum()),
+            device=device,
+            dist=dist,
+            progress_bar=progress_bar,
+            save_model=partial(save_distiller, family, tok),
+            load_model=partial(load_distiller, family),
+            plot_curves=plot_training_curves,
+        )
+        log.info("%s: stage %s, weights %s; student %s parameters, teacher %s", cfg.method, stage,
+                 to_dict(cfg.weights(stage)), f"{count_parameters(student):,}", f"{count_parameters(teacher):,}")  # fmt: skip
+        stage_resume = resume and ckpt.latest_checkpoint(stage_dir) is not None
+        result = trainer.fit(resume=stage_resume)
+        if not last:  # stage 2 starts from stage 1's last weights (its task head was not trained)
+            load_distiller(family, model, ckpt.latest_checkpoint(stage_dir))
+            if dist.is_main:
+                write_results(stage_dir, {"stage": stage, "steps": result.progress.step})
+    row = {"task": data.task, "method": cfg.method, "teacher": cfg.teacher,
+           "params": count_parameters(student), "teacher_params": count_parameters(teacher),
+           "layers": student.config.num_hidden_layers, "hidden_size": student.config.hidden_size,
+           "steps": result.progress.step, "train_seconds": result.progress.train_seconds,
+           **{f"teacher_dev_{k}": v for k, v in teacher_metrics.items()}}  # fmt: skip
+    if dist.is_main and (out_dir / "best").is_dir():
+        load_hf_weights(family, student, out_dir / "best")
+        student.eval()
+        metrics, preds = score(data, student, dev_examples, dev_features, pad, device)
+        row.update({f"dev_{k}": v for k, v in metrics.items()}, best_step=result.progress.best_step)
+        row["of_teacher"] = (
+            100.0 * metrics[metric] / teacher_metrics[metric] if teacher_metrics[metric] else None
+        )
+        write_predictions(out_dir / "predictions.jsonl", data, dev_examples, preds, id2label)
+        row["run_dir"] = str(out_dir)
+        write_results(out_dir, row)
+    cleanup()
+    return row
