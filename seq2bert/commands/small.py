@@ -1,4 +1,5 @@
-"""Small and fast models: `seq2bert distill` (a student from a fine-tuned teacher)."""
+"""Small and fast models: `seq2bert distill` (a student from a fine-tuned teacher on its task, or from a
+pretrained one on raw text)."""
 
 from __future__ import annotations
 
@@ -6,12 +7,14 @@ import argparse
 from pathlib import Path
 
 from seq2bert.commands.common import load_config
+from seq2bert.errors import UserError
 
 
 def cmd_distill(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from seq2bert.recipes.distill import DistillConfig, distill
+    from seq2bert.recipes.distill_corpus import distill_corpus
     from seq2bert.report import format_table
 
     cfg = load_config(DistillConfig, args)
@@ -22,9 +25,23 @@ def cmd_distill(args: argparse.Namespace) -> int:
         data = replace(data, path=str(Path(args.data).resolve()))
     teacher = str(Path(args.teacher).resolve()) if args.teacher else cfg.teacher
     cfg = replace(cfg, data=data, teacher=teacher)
+    if args.corpus:  # general distillation on raw text
+        if args.task or args.data:
+            raise UserError(
+                "--corpus distils on raw text; --task and --data on a task: give one or the other"
+            )
+        cfg = replace(cfg, corpus=replace(cfg.corpus, files=[str(Path(f).resolve()) for f in args.corpus]))
+        row = distill_corpus(cfg, args.out, resume=args.resume)
+        print(format_table([row], CORPUS_COLUMNS))
+        return 0
     row = distill(cfg, args.out, resume=args.resume)
     print(format_table([row], distill_columns(row)))
     return 0
+
+
+CORPUS_COLUMNS = [("method", "method"), ("layers", "layers"), ("hidden_size", "width"), ("params", "params"),
+                  ("teacher_params", "teacher params"), ("steps", "steps"), ("train_seconds", "train time"),
+                  ("tokens_per_s", "tokens/s"), ("valid_loss", "held-out loss"), ("valid_mlm_accuracy", "MLM acc %")]  # fmt: skip
 
 
 def distill_columns(row: dict) -> list[tuple[str, str]]:
@@ -53,11 +70,15 @@ def register(sub) -> None:
         "  seq2bert distill --teacher runs/minilm-sst2/best --task sst2 --data ../shared/data/sst2 --out runs/sst2-tiny4 "
         "--set method=tinybert --set student.num_hidden_layers=4 --set student.hidden_size=256\n"
         "  seq2bert distill --teacher runs/minilm-conll/best --task conll2003 --data ../shared/data/conll2003 "
-        "--out runs/conll-l3 --set method=none",
+        "--out runs/conll-l3 --set method=none\n"
+        "  seq2bert distill --teacher $MINILM --corpus ../shared/data/corpus --out runs/tiny4-general --set method=tinybert "
+        "--set student.num_hidden_layers=4 --set student.hidden_size=256",
     )
     p.add_argument("--teacher", help="the fine-tuned teacher's directory (sets teacher)")
     p.add_argument("--task", help="the task (sets data.task): a GLUE task, conll2003, squad, …")
     p.add_argument("--data", metavar="DIR", help="the task's data folder (sets data.path)")
+    p.add_argument("--corpus", nargs="+", metavar="FILE", help="in place of --task: general distillation from a "
+                   "pretrained teacher on text files or folders (sets corpus.files)")  # fmt: skip
     p.add_argument("--out", required=True, help="run directory")
     p.add_argument("--resume", action="store_true", help="continue a killed run from its last checkpoint")
     p.add_argument("--config", metavar="FILE", help="a YAML or JSON distillation configuration")

@@ -56,6 +56,7 @@ from seq2bert.recipes.finetune import (
     task_examples,
     write_predictions,
 )
+from seq2bert.recipes.pretrain_data import PretrainDataConfig
 from seq2bert.recipes.scratch import batch_of
 from seq2bert.training import checkpoint as ckpt
 from seq2bert.training.config import TrainConfig
@@ -115,6 +116,8 @@ class DistillConfig:
     loss: dict[str, float] = field(default_factory=dict)  # overrides of the method's weights (DistillWeights)
     tinybert: TinyBertConfig = field(default_factory=TinyBertConfig)
     data: FinetuneDataConfig = field(default_factory=FinetuneDataConfig)
+    # general distillation (recipes/distill_corpus.py): the text files and how they are read and masked
+    corpus: PretrainDataConfig = field(default_factory=PretrainDataConfig)
     train: TrainConfig = field(
         default_factory=lambda: TrainConfig(
             lr=1e-4, weight_decay=0.01, schedule="linear", max_epochs=3, metric="main"
@@ -221,6 +224,28 @@ def load_distiller(family, model: Distiller, directory: Path) -> None:
 
 
 # --- the run
+def distiller_trainer(model: Distiller, train_cfg: TrainConfig, family, tok, out_dir: Path, plan, collate, evaluate,
+                      write_extra, device, dist, progress_bar: bool) -> Trainer:  # fmt: skip
+    """The engine over a Distiller: its loss, the student's tokens, checkpoints of the student (and W_h)."""
+    return Trainer(
+        model,
+        train_cfg,
+        plan=plan,
+        collate=collate,
+        out_dir=out_dir,
+        evaluate=evaluate,
+        write_extra=write_extra,
+        loss_fn=lambda m, batch: m(**batch),
+        count_tokens=lambda batch: int(batch["attention_mask"].sum()),
+        device=device,
+        dist=dist,
+        progress_bar=progress_bar,
+        save_model=partial(save_distiller, family, tok),
+        load_model=partial(load_distiller, family),
+        plot_curves=plot_training_curves,
+    )
+
+
 def load_teacher(cfg: DistillConfig, device) -> tuple[nn.Module, Any, Any, str]:
     """(teacher, tokenizer, family, architecture): a task model whose head is the task's."""
     if not cfg.teacher:
@@ -298,23 +323,8 @@ def distill(
         if not last and (stage_dir / "results.json").is_file():  # a resumed run past this stage
             load_distiller(family, model, ckpt.latest_checkpoint(stage_dir))
             continue
-        trainer = Trainer(
-            model,
-            train_cfg,
-            plan=plan,
-            collate=collate,
-            out_dir=stage_dir,
-            evaluate=evaluate,
-            write_extra=write_extra,
-            loss_fn=lambda m, batch: m(**batch),
-            count_tokens=lambda batch: int(batch["attention_mask"].sum()),
-            device=device,
-            dist=dist,
-            progress_bar=progress_bar,
-            save_model=partial(save_distiller, family, tok),
-            load_model=partial(load_distiller, family),
-            plot_curves=plot_training_curves,
-        )
+        trainer = distiller_trainer(model, train_cfg, family, tok, stage_dir, plan, collate, evaluate,
+                                    write_extra, device, dist, progress_bar)  # fmt: skip
         log.info("%s: stage %s, weights %s; student %s parameters, teacher %s", cfg.method, stage,
                  to_dict(cfg.weights(stage)), f"{count_parameters(student):,}", f"{count_parameters(teacher):,}")  # fmt: skip
         stage_resume = resume and ckpt.latest_checkpoint(stage_dir) is not None

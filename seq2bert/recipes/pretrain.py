@@ -79,7 +79,7 @@ from seq2bert.recipes.pretrain_data import (
 from seq2bert.recipes.pretrain_electra import ElectraSettings
 from seq2bert.training import checkpoint as ckpt
 from seq2bert.training.config import TrainConfig
-from seq2bert.training.distributed import DistInfo, cleanup, setup
+from seq2bert.training.distributed import DistInfo, barrier, cleanup, setup
 from seq2bert.training.run import count_parameters, seed_everything, write_results, write_run_config
 from seq2bert.training.trainer import Trainer
 from seq2bert.viz.curves import plot_training_curves
@@ -288,6 +288,41 @@ def replaced_token_detection(cfg: PretrainConfig, train: PretrainingData, valid:
     )
 
 
+def tokenized_corpus(files: list[Path], tok: Tokenizer, corpus_dir: Path, data: PretrainDataConfig, causal: bool,
+                     dist: DistInfo, progress: bool) -> Corpus:  # fmt: skip
+    """The text tokenized once into ``corpus_dir`` (by the main process; reused when it is there already)."""
+    spaces = corpus_spaces(tok, causal)
+    if not (corpus_dir / "corpus.json").is_file():
+        if dist.is_main:
+            prepare_corpus(files, tok, corpus_dir, documents=data.documents, shard_tokens=data.shard_tokens,
+                           skip_bad=data.skip_bad, progress=progress, **spaces)  # fmt: skip
+        barrier(dist)
+    corpus = Corpus(corpus_dir)
+    if corpus.info.get("spaces", False) != spaces["spaces"]:  # a corpus of an older version, resumed
+        log.warning("%s: tokenized %s the spaces between sentences, unlike this version; kept for the resume",
+                    corpus_dir, "with" if corpus.info.get("spaces") else "without")  # fmt: skip
+    return corpus
+
+
+def held_out(
+    corpus: Corpus, data: PretrainDataConfig, seed: int, least: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(training, held-out) documents: data.valid_fraction of them, drawn with ``seed``; fewer than ``least``
+    held out (BERT draws a held-out B from another held-out document: 2), the first training ones, said."""
+    order = shuffled(corpus.num_documents, np.random.default_rng(seed))
+    n_valid = int(round(data.valid_fraction * corpus.num_documents))
+    if corpus.num_documents - n_valid < 2:
+        raise DataError(
+            f"{', '.join(data.files)}: {corpus.num_documents} documents; pretraining needs at least 2"
+        )
+    valid_docs, train_docs = np.sort(order[:n_valid]), np.sort(order[n_valid:])
+    if n_valid < least:
+        log.warning("fewer than %d held-out documents (data.valid_fraction): evaluating on training documents",
+                    least)  # fmt: skip
+        valid_docs = train_docs[:50]
+    return train_docs, valid_docs
+
+
 def pretrain(
     cfg: PretrainConfig, out_dir: str | Path, *, resume: bool = False, progress_bar: bool = True
 ) -> dict:
@@ -332,31 +367,9 @@ def pretrain(
     if dist.is_main:
         tok.save(tok_dir)
     # 2. the corpus, tokenized once
-    corpus_dir, spaces = out_dir / "corpus", corpus_spaces(tok, causal)
-    if not (corpus_dir / "corpus.json").is_file():
-        if dist.is_main:
-            prepare_corpus(files, tok, corpus_dir, documents=cfg.data.documents, shard_tokens=cfg.data.shard_tokens,
-                           skip_bad=cfg.data.skip_bad, progress=progress_bar, **spaces)  # fmt: skip
-        from seq2bert.training.distributed import barrier
-
-        barrier(dist)
-    corpus = Corpus(corpus_dir)
-    if corpus.info.get("spaces", False) != spaces["spaces"]:  # a corpus of an older version, resumed
-        log.warning("%s: tokenized %s the spaces between sentences, unlike this version; kept for the resume",
-                    corpus_dir, "with" if corpus.info.get("spaces") else "without")  # fmt: skip
+    corpus = tokenized_corpus(files, tok, out_dir / "corpus", cfg.data, causal, dist, progress_bar)
     # 3. held-out documents, and the objective's batches and evaluation
-    order = shuffled(corpus.num_documents, np.random.default_rng(cfg.train.seed))
-    n_valid = int(round(cfg.data.valid_fraction * corpus.num_documents))
-    if corpus.num_documents - n_valid < 2:
-        raise DataError(
-            f"{', '.join(cfg.data.files)}: {corpus.num_documents} documents; pretraining needs at least 2"
-        )
-    valid_docs, train_docs = np.sort(order[:n_valid]), np.sort(order[n_valid:])
-    least = 1 if causal else 2  # BERT draws a held-out B from another held-out document
-    if n_valid < least:
-        log.warning("fewer than %d held-out documents (data.valid_fraction): evaluating on training documents",
-                    least)  # fmt: skip
-        valid_docs = train_docs[:50]
+    train_docs, valid_docs = held_out(corpus, cfg.data, cfg.train.seed, least=1 if causal else 2)
     if causal:
         objective = causal_lm(cfg, corpus, train_docs, valid_docs, tok, dist, device)
         special = dict(bos_token_id=tok.eos_token_id, eos_token_id=tok.eos_token_id)

@@ -13,6 +13,7 @@ from seq2bert.cli import main
 from seq2bert.models import registry
 from seq2bert.recipes.distill import StudentConfig, copy_from_teacher, student_config
 from tests.recipes.test_finetune import init_dir, write_conll, write_sst2  # noqa: F401 (a fixture)
+from tests.recipes.test_pretrain import TINY, books  # noqa: F401 (a fixture)
 
 FAST = ["--set", "data.batch_size=16", "--set", "train.log_every=5"]
 
@@ -116,3 +117,59 @@ def test_bad_input_is_one_clear_line(teacher, tmp_path, init_dir, capsys):  # no
     assert "loss: unknown term(s) warmth" in capsys.readouterr().err
     assert distill(teacher_dir, data, tmp_path / "c", "--set", "student.num_hidden_layers=9") == 2
     assert "more than the teacher's 2" in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def pretrained(tmp_path_factory, books):  # noqa: F811
+    """A 4-layer BERT pretrained for a few steps on the tiny books (a masked-LM teacher)."""
+    out = tmp_path_factory.mktemp("pretrained") / "run"
+    tiny = [a.replace("num_hidden_layers=2", "num_hidden_layers=4") for a in TINY]
+    assert main(["pretrain", str(books), "--out", str(out), *tiny, "--set", "train.max_steps=20"]) == 0
+    return out / "best"
+
+
+CORPUS = ["--set", "corpus.max_seq_length=32", "--set", "corpus.batch_size=4", "--set", "corpus.valid_fraction=0.2",
+          "--set", "train.lr=1e-3", "--set", "train.warmup_steps=2", "--set", "train.log_every=1"]  # fmt: skip
+
+
+def test_distilberts_triple_loss_on_text(pretrained, books, tmp_path, capsys):  # noqa: F811
+    """General distillation with DistilBERT's loss lowers the held-out loss; the student starts a task."""
+    transformers = pytest.importorskip("transformers")
+    assert main(["distill", "--teacher", str(pretrained), "--corpus", str(books), "--out", str(tmp_path / "g"), *CORPUS,
+                 "--set", "train.max_steps=30", "--set", "train.eval_every=10"]) == 0  # fmt: skip
+    assert "MLM acc %" in capsys.readouterr().out
+    evals = [json.loads(x) for x in (tmp_path / "g" / "log.jsonl").read_text().splitlines()]
+    evals = [e for e in evals if e["split"] == "valid"]
+    assert {"soft", "hard", "cos", "mlm_accuracy"} <= set(evals[0])
+    assert evals[-1]["loss"] < evals[0]["loss"]
+    r = json.loads((tmp_path / "g" / "results.json").read_text())
+    assert (r["layers"], r["method"]) == (2, "distilbert")
+    hf = transformers.BertForMaskedLM.from_pretrained(tmp_path / "g" / "best")  # a student transformers reads
+    assert hf.config.num_hidden_layers == 2
+    # and its encoder starts a task distillation
+    write_sst2(tmp_path / "sst2", np.random.default_rng(0))
+    assert main(["finetune", "--task", "sst2", "--init", str(pretrained), "--data", str(tmp_path / "sst2"), "--out",
+                 str(tmp_path / "t"), "--set", "train.lr=2e-3", "--set", "train.max_epochs=1", *FAST]) == 0  # fmt: skip
+    assert distill(tmp_path / "t" / "best", tmp_path / "sst2", tmp_path / "s", "--set",
+                   f"student.init={tmp_path / 'g' / 'best'}", "--set", "train.max_epochs=1") == 0  # fmt: skip
+
+
+def test_tinyberts_general_distillation(pretrained, books, tmp_path, capsys):  # noqa: F811
+    """TinyBERT's reads the layers only: a teacher without an MLM head (a BertModel, as all-MiniLM-L6-v2)
+    serves it, and DistilBERT's loss refuses one in a clear line."""
+    from seq2bert.models.bert.pretrained import save_bert
+
+    encoder, tok = registry.load(pretrained, head="base")
+    save_bert(encoder, tmp_path / "enc", tok)
+    args = ["--set", "student.num_hidden_layers=2", "--set", "student.hidden_size=16", "--set", "train.max_steps=20",
+            "--set", "train.eval_every=10"]  # fmt: skip
+    assert main(["distill", "--teacher", str(tmp_path / "enc"), "--corpus", str(books), "--out", str(tmp_path / "a"),
+                 *CORPUS, *args]) == 2  # fmt: skip
+    assert "method=tinybert reads the layers only" in capsys.readouterr().err
+    assert main(["distill", "--teacher", str(tmp_path / "enc"), "--corpus", str(books), "--out", str(tmp_path / "b"),
+                 *CORPUS, *args, "--set", "method=tinybert"]) == 0  # fmt: skip
+    evals = [json.loads(x) for x in (tmp_path / "b" / "log.jsonl").read_text().splitlines()]
+    evals = [e for e in evals if e["split"] == "valid"]
+    assert {"attention", "hidden"} <= set(evals[0]) and evals[-1]["loss"] < evals[0]["loss"]
+    assert json.loads((tmp_path / "b" / "best" / "config.json").read_text())["architectures"] == ["BertModel"]
+    assert (tmp_path / "b" / "best" / "projections.safetensors").is_file()  # W_h, W_e: 16 → 32
