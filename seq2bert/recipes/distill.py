@@ -17,6 +17,8 @@ Read top to bottom:
                  Σ_m (L_attn + L_hidn) (Eq. 7–9), into OUT/intermediate; stage 2 from its last weights,
                  train.max_epochs: L_pred (Eq. 10, t = 1) alone, into OUT
      none        L_task alone: fine-tuning the student, no teacher
+   with ``augment.copies`` = N_a, TinyBERT's augmented copies of each training sentence join them
+   (data/augment.py, recipes/distill_augment.py);
    ``loss.<term>`` overrides a weight of the method's last stage (soft, hard, cos, attention, hidden,
    temperature);
 5. the engine as fine-tuning's (AdamW, linear warm-up over 10 % then decay, dev scored every evaluation, the
@@ -41,12 +43,14 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from seq2bert.config import from_dict, to_dict
+from seq2bert.data.augment import AugmentConfig, augment_examples
 from seq2bert.data.batching import BucketBatchSampler
 from seq2bert.data.finetuning import feature_length
 from seq2bert.errors import ConfigError, DataError
 from seq2bert.models import registry
 from seq2bert.models.pretrained import init_task_model, load_hf_weights, write_hf_files
 from seq2bert.objectives.distillation import Distiller, DistillWeights, layer_map
+from seq2bert.recipes.distill_augment import candidates_for
 from seq2bert.recipes.finetune import (
     FinetuneDataConfig,
     encode,
@@ -115,6 +119,7 @@ class DistillConfig:
     student: StudentConfig = field(default_factory=StudentConfig)
     loss: dict[str, float] = field(default_factory=dict)  # overrides of the method's weights (DistillWeights)
     tinybert: TinyBertConfig = field(default_factory=TinyBertConfig)
+    augment: AugmentConfig = field(default_factory=AugmentConfig)  # TinyBERT's (data/augment.py)
     data: FinetuneDataConfig = field(default_factory=FinetuneDataConfig)
     # general distillation (recipes/distill_corpus.py): the text files and how they are read and masked
     corpus: PretrainDataConfig = field(default_factory=PretrainDataConfig)
@@ -139,6 +144,11 @@ class DistillConfig:
                 self.weights(stage).validate()
             except ValueError as e:
                 raise ConfigError(f"loss: {e}") from None
+
+        if self.augment.copies and self.data.kind != "sequence":
+            raise ConfigError(
+                f"augment.copies: sentence and pair tasks only (TinyBERT's GLUE), not {self.data.task}"
+            )
 
     def stages(self) -> list[str]:
         return ["intermediate", "prediction"] if self.method == "tinybert" else [self.method]
@@ -276,6 +286,16 @@ def distill(
     teacher, tok, family, architecture = load_teacher(cfg, device)
     data = fit_length(cfg.data, teacher.config, cfg.teacher)
     train_examples, dev_examples = task_examples(data, cfg.train.seed)
+    if cfg.augment.copies:  # TinyBERT's augmentation of the training sentences
+        if data.kind != "sequence":
+            raise ConfigError(
+                f"augment.copies: sentence and pair tasks only (TinyBERT's GLUE), not {data.task}"
+            )
+        words = candidates_for(cfg.augment, teacher, tok, family.base_model, device)
+        train_examples = augment_examples(train_examples, cfg.augment, words, cfg.train.seed, progress_bar)
+        log.info(
+            "%d training examples with %d augmented copies each", len(train_examples), cfg.augment.copies
+        )
     id2label = teacher.config.id2label
     train_features = encode(data, train_examples, tok, id2label, progress=progress_bar)
     dev_features = encode(data, dev_examples, tok, id2label, progress=progress_bar)
@@ -336,7 +356,7 @@ def distill(
     row = {"task": data.task, "method": cfg.method, "teacher": cfg.teacher,
            "params": count_parameters(student), "teacher_params": count_parameters(teacher),
            "layers": student.config.num_hidden_layers, "hidden_size": student.config.hidden_size,
-           "steps": result.progress.step, "train_seconds": result.progress.train_seconds,
+           "train_examples": len(train_examples), "steps": result.progress.step, "train_seconds": result.progress.train_seconds,
            **{f"teacher_dev_{k}": v for k, v in teacher_metrics.items()}}  # fmt: skip
     if dist.is_main and (out_dir / "best").is_dir():
         load_hf_weights(family, student, out_dir / "best")

@@ -173,3 +173,18 @@ def test_tinyberts_general_distillation(pretrained, books, tmp_path, capsys):  #
     assert {"attention", "hidden"} <= set(evals[0]) and evals[-1]["loss"] < evals[0]["loss"]
     assert json.loads((tmp_path / "b" / "best" / "config.json").read_text())["architectures"] == ["BertModel"]
     assert (tmp_path / "b" / "best" / "projections.safetensors").is_file()  # W_h, W_e: 16 → 32
+
+
+def test_tinyberts_augmentation_adds_copies_of_the_training_sentences(teacher, tmp_path, capsys):
+    teacher_dir, data = teacher
+    assert distill(teacher_dir, data, tmp_path / "a", "--set", "augment.copies=2", "--set", "method=tinybert",
+                   "--set", "student.num_hidden_layers=1", "--set", "tinybert.intermediate_epochs=1",
+                   "--set", "train.max_epochs=1") == 0  # fmt: skip
+    r = json.loads((tmp_path / "a" / "results.json").read_text())
+    assert r["train_examples"] == 3 * 400  # the tiny SST-2's 400 and two copies of each
+    write_conll(tmp_path / "conll", np.random.default_rng(2))
+    capsys.readouterr()
+    assert main(["distill", "--teacher", str(teacher_dir), "--task", "conll2003", "--data", str(tmp_path / "conll"),
+                 "--out", str(tmp_path / "c"), "--set", "augment.copies=2"]) == 2  # fmt: skip
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "augment.copies: sentence and pair tasks only" in err
