@@ -127,12 +127,22 @@ def latest_checkpoint(run_dir: Path) -> Path | None:
     return ckpts[-1] if ckpts else None
 
 
+WEIGHT_FILES = (
+    "model.safetensors",
+    "model.int8.safetensors",
+)  # float weights; int8 ones (models/quantized.py)
+
+
+def is_checkpoint(path: Path) -> bool:
+    return any((path / name).is_file() for name in WEIGHT_FILES)
+
+
 def resolve_checkpoint(path: str | Path) -> Path:
     """A checkpoint directory itself, or a run directory (its ``best/``, else its latest checkpoint)."""
     path = Path(path)
-    if (path / "model.safetensors").is_file():
+    if is_checkpoint(path):
         return path
-    if (path / "best" / "model.safetensors").is_file():
+    if is_checkpoint(path / "best"):
         return path / "best"
     latest = latest_checkpoint(path)
     if latest is not None:

@@ -21,6 +21,7 @@ the class with the head the pipeline needs.
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 from pathlib import Path
@@ -34,24 +35,30 @@ from seq2bert.data.finetuning import aligned_words
 from seq2bert.data.qa import strip_span
 from seq2bert.decoding.generation import GREEDY, Decoding
 from seq2bert.errors import CheckpointError, ConfigError, UserError
-from seq2bert.models import registry
+from seq2bert.models import quantized, registry
 from seq2bert.models.alignment import loaded, source_ids
 from seq2bert.models.family import max_input_length
 
 log = logging.getLogger(__name__)
 
 
-def _load(model, head: str | tuple[str, ...]):
+def _load(model, head: str | tuple[str, ...], int8: bool = False):
     """(model with ``head`` — "base", "masked_lm", "sequence", "tokens" or "qa"; of several, the one the
     directory holds —, tokenizer, its directory) of a checkpoint directory of any family in the registry, or of
-    a ``(model, tokenizer)`` pair."""
+    a ``(model, tokenizer)`` pair. ``int8``: its Linear layers dynamically quantised (models/quantized.py; a
+    copy of a pair's model), unless they are already (an int8 directory)."""
     if isinstance(model, (str, Path)):
         net, tok = registry.load(model, head=head)
         if tok is None:
             raise CheckpointError(f"{model}: no tokenizer (tokenizer.json, vocab.txt, …) in the directory")
-        return net, tok, Path(model)
+        return (int8_model(net) if int8 else net), tok, Path(model)
     net, tok = model
-    return net.eval(), tok, None
+    return (int8_model(copy.deepcopy(net)) if int8 else net.eval()), tok, None
+
+
+def int8_model(net):
+    """``net`` with dynamically quantised int8 Linears (in place), on the CPU."""
+    return net if quantized.is_quantized(net) else quantized.quantize(net)
 
 
 def _base(net):
@@ -160,6 +167,7 @@ def embed(
     batch_size: int = 32,
     max_length: int | None = None,
     layer: int | str | None = None,
+    int8: bool = False,
 ) -> torch.Tensor:
     """Sentence embeddings (n, hidden): each text's token vectors pooled as the directory's
     sentence-transformers modules say — by default averaged over its tokens ([CLS] and [SEP] included,
@@ -170,7 +178,7 @@ def embed(
     BERT, the average of the layers for ELMo, unless an index or "mean" is given)."""
     if isinstance(texts, str):
         raise UserError("embed: give a list of texts")
-    net, tok, directory = _load(model, "base")
+    net, tok, directory = _load(model, "base", int8)
     encoder = _base(net)
     pooling, normalized = sentence_modules(directory)
     normalize = normalized if normalize is None else normalize
@@ -217,11 +225,11 @@ def word_vectors(texts: list[str], word: str, model, *, layer: int | str | None 
 
 
 @torch.no_grad()
-def fill_mask(text: str, model, *, top_k: int = 5) -> list[dict] | list[list[dict]]:
+def fill_mask(text: str, model, *, top_k: int = 5, int8: bool = False) -> list[dict] | list[list[dict]]:
     """The ``top_k`` most probable tokens for the [MASK] (the tokenizer's mask: RoBERTa's ``<mask>``) in
     ``text``: [{"token", "token_id", "score", "sequence"}, …] best first (one such list per [MASK] when there
     are several). Of an ELECTRA run's checkpoint, the generator (generator/) fills the mask."""
-    net, tok, _ = _load(model, "masked_lm")
+    net, tok, _ = _load(model, "masked_lm", int8)
     if getattr(net.config, "is_decoder", False):  # BERT's LTR: its LM head was trained on the next token
         raise UserError(f"fill_mask: {model if isinstance(model, (str, Path)) else 'the model'} is a left-to-right "
                         "language model (is_decoder): it predicts the next token, not a masked one; use generate")  # fmt: skip
@@ -274,7 +282,8 @@ def _word_features(net, encodings, texts) -> dict[str, torch.Tensor]:
 
 
 @torch.no_grad()
-def classify(texts, model, *, top_k: int | None = 1, batch_size: int = 32, max_length: int = 512) -> list:
+def classify(texts, model, *, top_k: int | None = 1, batch_size: int = 32, max_length: int = 512,
+             int8: bool = False) -> list:  # fmt: skip
     """Labels of texts or ``(text, pair)`` tuples with a fine-tuned sequence classifier: BERT's, or a GPT's
     (GPT-1's input transformations; a similarity model reads each pair in both orders).
 
@@ -282,8 +291,10 @@ def classify(texts, model, *, top_k: int | None = 1, batch_size: int = 32, max_l
     just the best one as a dict when ``top_k`` is 1; a regression model (one output, e.g. STS-B) gives
     {"label": its label name, "score": the predicted value}."""
     if isinstance(texts, str) or (isinstance(texts, tuple) and len(texts) == 2):
-        return classify([texts], model, top_k=top_k, batch_size=batch_size, max_length=max_length)[0]
-    net, tok, _ = _load(model, ("sequence", "similarity"))
+        return classify([texts], model, top_k=top_k, batch_size=batch_size, max_length=max_length, int8=int8)[
+            0
+        ]
+    net, tok, _ = _load(model, ("sequence", "similarity"), int8)
     max_length = positions(net.config, max_length)
     labels = net.config.id2label
     decoder = registry.family_of(net).kind == "decoder"
@@ -323,7 +334,7 @@ def _decoder_inputs(net, tok, items: list, max_length: int) -> dict:
 
 
 @torch.no_grad()
-def tag(text: str, model, *, aggregate: bool = True, max_length: int = 512) -> list[dict]:
+def tag(text: str, model, *, aggregate: bool = True, max_length: int = 512, int8: bool = False) -> list[dict]:
     """Named entities (or any tags) of ``text`` with a BertForTokenClassification directory.
 
     Each word — as the tokenizer's pre-tokenizer splits it — is labelled by its first sub-token (the
@@ -332,7 +343,7 @@ def tag(text: str, model, *, aggregate: bool = True, max_length: int = 512) -> l
     offsets into ``text``; otherwise one {"entity", "score", "word", "start", "end"} per word not tagged O."""
     if not isinstance(text, str):
         return [tag(t, model, aggregate=aggregate, max_length=max_length) for t in text]
-    net, tok, _ = _load(model, "tokens")
+    net, tok, _ = _load(model, "tokens", int8)
     max_length = positions(net.config, max_length)
     enc = tok.encode(text, max_length=max_length, truncation="longest_first")
     ids = torch.tensor([enc.ids], device=_device(net))
@@ -381,7 +392,7 @@ def tag(text: str, model, *, aggregate: bool = True, max_length: int = 512) -> l
 
 @torch.no_grad()
 def answer(question: str, context: str, model, *, max_seq_length: int = 384, doc_stride: int = 128,
-           max_answer_length: int = 30, handle_impossible_answer: bool = False) -> dict:  # fmt: skip
+           max_answer_length: int = 30, handle_impossible_answer: bool = False, int8: bool = False) -> dict:  # fmt: skip
     """The answer to ``question`` as a span of ``context`` with a BertForQuestionAnswering directory:
     {"answer", "score" (probability of the span among the n best), "start", "end"} (character offsets).
     Long contexts are read in overlapping windows (data/qa.py). ``handle_impossible_answer``: "" when the
@@ -389,7 +400,7 @@ def answer(question: str, context: str, model, *, max_seq_length: int = 384, doc
     from seq2bert.data.qa import make_features, postprocess
     from seq2bert.data.squad import QAExample
 
-    net, tok, _ = _load(model, "qa")
+    net, tok, _ = _load(model, "qa", int8)
     max_seq_length = positions(net.config, max_seq_length)
     example = QAExample(id="q", title="", context=context, question=question, answers=[])
     features = make_features([example], tok, max_seq_length=max_seq_length, doc_stride=doc_stride)
@@ -412,10 +423,13 @@ def translate(
     tokenizer=None,
     batch_size: int = 64,
     decoding: Decoding = GREEDY,
+    int8: bool = False,
 ) -> list[str]:
     """Translations of ``texts`` (greedy, or beam search with ``decoding=Decoding(num_beams=5)``) by a
-    checkpoint (path) or a loaded model with its tokenizer."""
+    checkpoint (path) or a loaded model with its tokenizer; ``int8``: with dynamically quantised Linears."""
     model, tokenizer = loaded(checkpoint_or_model, tokenizer)
+    if int8:
+        model = int8_model(model if isinstance(checkpoint_or_model, (str, Path)) else copy.deepcopy(model))
     device = next(model.parameters()).device
     out: list[str] = [""] * len(texts)
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]))

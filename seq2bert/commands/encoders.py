@@ -106,7 +106,7 @@ def cmd_classify(args: argparse.Namespace) -> int:
     model = _load_task(args.model, "sequence", "similarity")
     texts = args.text or [line.rstrip("\n") for line in sys.stdin if line.strip()]
     items = [tuple(t.split("\t", 1)) if "\t" in t else t for t in texts]  # "A<TAB>B": a pair
-    for text, result in zip(texts, classify(items, model, top_k=1), strict=True):
+    for text, result in zip(texts, classify(items, model, top_k=1, int8=args.int8), strict=True):
         print(f"{result['label']}\t{result['score']:.4f}\t{text}")
     return 0
 
@@ -118,7 +118,7 @@ def cmd_tag(args: argparse.Namespace) -> int:
     for i, text in enumerate(args.text or [line.rstrip("\n") for line in sys.stdin if line.strip()]):
         if i:
             print()
-        for e in tag(text, model, aggregate=not args.words):
+        for e in tag(text, model, aggregate=not args.words, int8=args.int8):
             print(
                 f"{e.get('entity_group', e.get('entity'))}\t{e['start']}-{e['end']}\t{e['score']:.4f}\t{e['word']}"
             )
@@ -136,7 +136,7 @@ def cmd_qa(args: argparse.Namespace) -> int:
         raise UserError("qa: give --context TEXT or --context-file FILE")
     result = answer(args.question, context, model, handle_impossible_answer=args.allow_no_answer,
                     max_seq_length=args.max_seq_length, doc_stride=args.doc_stride,
-                    max_answer_length=args.max_answer_length)  # fmt: skip
+                    max_answer_length=args.max_answer_length, int8=args.int8)  # fmt: skip
     print(f"{result['answer'] or '(no answer)'}\t{result['score']:.4f}\t{result['start']}-{result['end']}")
     return 0
 
@@ -144,7 +144,7 @@ def cmd_qa(args: argparse.Namespace) -> int:
 def cmd_fill_mask(args: argparse.Namespace) -> int:
     from seq2bert.pipelines import fill_mask
 
-    results = fill_mask(args.text, model=args.model, top_k=args.top_k)
+    results = fill_mask(args.text, model=args.model, top_k=args.top_k, int8=args.int8)
     for i, rows in enumerate(results if isinstance(results[0], list) else [results]):
         if i:
             print()
@@ -163,7 +163,7 @@ def cmd_embed(args: argparse.Namespace) -> int:
         vectors = word_vectors(texts, args.word, model=args.model, layer=args.layer)
         vectors = torch_normalize(vectors) if args.normalize else vectors
     else:
-        vectors = embed(texts, model=args.model, normalize=args.normalize, layer=args.layer)
+        vectors = embed(texts, model=args.model, normalize=args.normalize, layer=args.layer, int8=args.int8)
     if args.out:
         import numpy as np
 
@@ -204,6 +204,11 @@ def torch_normalize(v):
     import torch.nn.functional as F
 
     return F.normalize(v, dim=-1)
+
+
+def add_int8_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--int8", action="store_true", help="run with the Linear layers dynamically quantised to int8 "
+                   "(CPU; an int8 directory of `seq2bert quantize` is int8 already)")  # fmt: skip
 
 
 def register(sub) -> None:
@@ -269,6 +274,7 @@ def register(sub) -> None:
     p = sub.add_parser("classify", help="label texts with a fine-tuned sequence classifier")
     p.add_argument("model", help="a BertForSequenceClassification directory (e.g. runs/sst2/best)")
     p.add_argument("text", nargs="*", help="texts; TEXT<TAB>PAIR for pairs (default: lines of stdin)")
+    add_int8_arg(p)
     p.set_defaults(func=cmd_classify)
 
     p = sub.add_parser("tag", help="named entities (character spans) with a fine-tuned token classifier")
@@ -277,6 +283,7 @@ def register(sub) -> None:
     p.add_argument(
         "--words", action="store_true", help="one line per tagged word instead of grouped entities"
     )
+    add_int8_arg(p)
     p.set_defaults(func=cmd_tag)
 
     p = sub.add_parser("qa", help="answer a question with a span of a context (extractive QA)")
@@ -288,6 +295,7 @@ def register(sub) -> None:
     p.add_argument("--max-seq-length", type=int, default=384, help="tokens per window (default: 384)")
     p.add_argument("--doc-stride", type=int, default=128, help="tokens between window starts (default: 128)")
     p.add_argument("--max-answer-length", type=int, default=30, help="longest answer in tokens (default: 30)")
+    add_int8_arg(p)
     p.set_defaults(func=cmd_qa)
 
     p = sub.add_parser("fill-mask", help="the most probable tokens for [MASK] (a directory with an MLM head)")
@@ -297,6 +305,7 @@ def register(sub) -> None:
         "text", help='a text with the mask token, e.g. "Paris is the [MASK] of France." (RoBERTa: <mask>)'
     )
     p.add_argument("--top-k", type=int, default=5)
+    add_int8_arg(p)
     p.set_defaults(func=cmd_fill_mask)
 
     p = sub.add_parser(
@@ -317,4 +326,5 @@ def register(sub) -> None:
                    "or mean (all layers averaged); default: the last, and for ELMo the mean")  # fmt: skip
     p.add_argument("--out", help="save the (n, hidden) vectors as a .npy file")
     p.add_argument("--plot", metavar="PNG", help="draw the cosine-similarity matrix of the texts")
+    add_int8_arg(p)
     p.set_defaults(func=cmd_embed)

@@ -1,5 +1,5 @@
 """Small and fast models: `seq2bert distill` (a student from a fine-tuned teacher on its task, or from a
-pretrained one on raw text)."""
+pretrained one on raw text), `seq2bert quantize` (int8 Linears) and `seq2bert export` (ONNX)."""
 
 from __future__ import annotations
 
@@ -54,6 +54,32 @@ def distill_columns(row: dict) -> list[tuple[str, str]]:
     return head + dev + teacher + [("of_teacher", "% of teacher")]
 
 
+def cmd_quantize(args: argparse.Namespace) -> int:
+    from seq2bert.models import quantized, registry
+
+    source = registry.checkpoint_dir(args.model)
+    model, _ = registry.load(source)
+    if quantized.is_quantized(model):
+        raise UserError(f"{args.model}: int8 already")
+    out = Path(args.out)
+    quantized.save_int8(quantized.quantize(model), source, out)
+    before = sum(f.stat().st_size for f in source.glob("model.safetensors"))
+    after = (out / quantized.INT8_WEIGHTS).stat().st_size
+    print(
+        f"{out}: {type(model).__name__} with int8 Linears; weights {before / 2**20:.1f} MiB -> {after / 2**20:.1f} MiB"
+    )
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from seq2bert.recipes.export import export_onnx
+
+    r = export_onnx(args.model, args.onnx, check=not args.no_check)
+    check = f"; ONNX Runtime max |diff| {r['max_abs_diff']:.1e}" if "max_abs_diff" in r else ""
+    print(f"{r['onnx']}: inputs {', '.join(r['inputs'])}; outputs {', '.join(r['outputs'])}{check}")
+    return 0
+
+
 def register(sub) -> None:
     p = sub.add_parser(
         "distill",
@@ -85,3 +111,23 @@ def register(sub) -> None:
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override one config key, e.g. --set student.num_hidden_layers=3 --set loss.temperature=4")  # fmt: skip
     p.set_defaults(func=cmd_distill)
+
+    p = sub.add_parser("quantize", help="a directory with its Linear layers dynamically quantised to int8 (CPU)",
+                       description="Quantise every Linear layer of a model to int8 (per-channel weights, activations "
+                       "quantised per batch: torch.ao dynamic quantisation) and write it as an int8 directory, "
+                       "which every command and pipeline loads (on the CPU).")  # fmt: skip
+    p.add_argument(
+        "model", help="a checkpoint directory (a BERT-family task model, a Transformer translation run, …)"
+    )
+    p.add_argument("--out", required=True, help="the int8 directory to write")
+    p.set_defaults(func=cmd_quantize)
+
+    p = sub.add_parser("export", help="a BERT-family task model or encoder as ONNX, checked with ONNX Runtime",
+                       description="Export to ONNX (dynamic batch and sequence axes) and check ONNX Runtime's "
+                       "outputs against ours on padded batches (max |diff| <= 1e-4). Needs the extra onnx.")  # fmt: skip
+    p.add_argument(
+        "model", help="a task model (sequence, token classification, span QA) or an encoder directory"
+    )
+    p.add_argument("--onnx", required=True, metavar="FILE", help="the .onnx file to write")
+    p.add_argument("--no-check", action="store_true", help="skip the ONNX Runtime check")
+    p.set_defaults(func=cmd_export)

@@ -168,7 +168,9 @@ def cmd_translate(args: argparse.Namespace) -> int:
                 f"{a.translation}\t{plot_alignment(a.source_tokens, a.target_tokens, a.weights, png, title=a.translation)}"
             )
         return 0
-    for line in translate(args.checkpoint, texts, batch_size=args.batch_size, decoding=decoding_of(args)):
+    for line in translate(
+        args.checkpoint, texts, batch_size=args.batch_size, decoding=decoding_of(args), int8=args.int8
+    ):
         print(line)
     return 0
 
@@ -327,6 +329,8 @@ def register(sub) -> None:
     p.add_argument("--show-alignment", nargs="?", const="alignment.png", metavar="PNG",
                    help="also draw each translation's attention alignment (default alignment.png; -N per text)")  # fmt: skip
     add_decoding_args(p)
+    p.add_argument("--int8", action="store_true", help="decode with the Linear layers dynamically quantised to "
+                   "int8 (CPU)")  # fmt: skip
     p.set_defaults(func=cmd_translate)
 
     p = sub.add_parser(

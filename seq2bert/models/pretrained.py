@@ -23,6 +23,7 @@ from seq2bert import config as config_io
 from seq2bert.data.tokenization import Tokenizer
 from seq2bert.errors import CheckpointError, ConfigError
 from seq2bert.io import load_weights, read_json, resolve_checkpoint, write_dir_atomically
+from seq2bert.models import quantized
 from seq2bert.models.family import Family
 from seq2bert.models.hf import read_config, read_weights, write_model_files
 
@@ -43,6 +44,10 @@ def load_hf(
     if architecture not in family.architectures:
         raise CheckpointError(
             f"architecture {architecture!r}: expected one of {', '.join(family.architectures)}"
+        )
+    if quantized.is_int8_dir(path):  # `seq2bert quantize`'s directory: int8 Linears, on the CPU
+        return quantized.load_int8(lambda: family.make(cfg, architecture), path, device), hf_tokenizer(
+            family, path
         )
     weights = read_weights(path)
     model = family.make(cfg, architecture, weights)
@@ -189,8 +194,11 @@ def load_native(
     """The model (eval mode) and tokenizer of a seq2bert checkpoint (or a run directory's best one)."""
     path = resolve_checkpoint(path)
     cfg = config_from_dict(family, read_json(path / "config.json"), source=path / "config.json")
-    model = family.make(cfg)
-    load_weights(model, path)
+    if quantized.is_int8_dir(path):
+        model = quantized.load_int8(lambda: family.make(cfg), path, device)
+    else:
+        model = family.make(cfg)
+        load_weights(model, path)
     if not (path / "tokenizer.json").is_file():
         raise CheckpointError(f"{path}: no tokenizer.json")
     return model.to(device).eval(), Tokenizer.load(path)
