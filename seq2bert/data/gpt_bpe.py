@@ -24,7 +24,7 @@ builds the same pipeline as training does, so the same tokenizer.json.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import tokenizers
@@ -48,9 +48,10 @@ Merges = list[tuple[str, str]]
 
 
 def train(
-    kind: str, texts: Iterable[str], vocab_size: int, min_frequency: int, lowercase: bool
+    kind: str, texts: Callable[[], Iterable[str]], vocab_size: int, min_frequency: int, lowercase: bool
 ) -> tokenizers.Tokenizer:
-    """Learn a ``kind`` vocabulary of at most ``vocab_size`` tokens (special token included) from ``texts``.
+    """Learn a ``kind`` vocabulary of at most ``vocab_size`` tokens (special token included) from ``texts()``
+    (called once, twice for GPT-1's BPE).
 
     The byte-level alphabet holds all 256 bytes, so ``"bytelevel-bpe"`` needs ``vocab_size >= 257``.
     ``"gpt1-bpe"`` always lower-cases; ``"bytelevel-bpe"`` never does (``lowercase=True`` is a UserError).
@@ -73,15 +74,23 @@ def train(
             show_progress=False,
         )
     else:
+        # The trainer numbers the word-final symbols ("e</w>") in a hash map's order, which changes from
+        # process to process, and breaks ties between merges of equal count by those numbers
+        # (huggingface/tokenizers#1794): a first pass without merges finds them all, and the real one is given
+        # them, sorted, so that the same text always learns the same merges (``_renumbered`` then orders ids).
+        probe = pipeline(kind, {}, [], with_special=False)
+        probe.train_from_iterator(_without(special, texts()), trainer=trainers.BpeTrainer(
+            vocab_size=1, special_tokens=[UNK], end_of_word_suffix=SUFFIX, show_progress=False))  # fmt: skip
+        finals = sorted(t for t in probe.get_vocab() if t.endswith(SUFFIX))
         trainer = trainers.BpeTrainer(
             vocab_size=vocab_size,
             min_frequency=min_frequency,
-            special_tokens=[UNK],
+            special_tokens=[UNK, *finals],
             end_of_word_suffix=SUFFIX,
             show_progress=False,
         )
     backend = pipeline(kind, {}, [], with_special=False)
-    backend.train_from_iterator(_without(special, texts), trainer=trainer)
+    backend.train_from_iterator(_without(special, texts()), trainer=trainer)
     vocab, merges = vocab_and_merges(backend)
     vocab = _renumbered(vocab, merges, [] if kind == BYTE_LEVEL else [UNK])
     if kind == BYTE_LEVEL:

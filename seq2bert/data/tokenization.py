@@ -37,7 +37,7 @@ import logging
 import os
 import tempfile
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -157,7 +157,13 @@ class Tokenizer:
             raise UserError(f"min_frequency={min_frequency!r} must be a positive integer")
 
         counter = [0]
-        texts = _counted(training_texts(files_or_texts), counter)
+        # a one-shot iterator of texts is kept: WordPiece and GPT-1's BPE read the texts twice
+        source = list(files_or_texts) if isinstance(files_or_texts, Iterator) else files_or_texts
+
+        def texts() -> Iterator[str]:
+            counter[0] = 0
+            return _counted(training_texts(source), counter)
+
         if kind in gpt_bpe.KINDS:
             backend = gpt_bpe.train(kind, texts, vocab_size, min_frequency, lowercase)
         else:
@@ -479,28 +485,45 @@ def _new_pipeline(kind: str, lowercase: bool) -> tokenizers.Tokenizer:
 
 
 def _train_with_specials(
-    texts: Iterator[str], kind: str, vocab_size: int, min_frequency: int, lowercase: bool
+    texts: Callable[[], Iterator[str]], kind: str, vocab_size: int, min_frequency: int, lowercase: bool
 ) -> tokenizers.Tokenizer:
-    """A "bpe", "wordpiece" or "word" vocabulary: SPECIAL_TOKENS first, the BERT template."""
-    backend = _new_pipeline(kind, lowercase)
-    common = dict(
-        vocab_size=vocab_size,
-        min_frequency=min_frequency,
-        special_tokens=SPECIAL_TOKENS,
-        show_progress=False,
-    )
-    if kind == "wordpiece":
-        trainer = trainers.WordPieceTrainer(continuing_subword_prefix="##", **common)
-    elif kind == "bpe":
-        trainer = trainers.BpeTrainer(**common)
-    else:
-        trainer = trainers.WordLevelTrainer(**common)
+    """A "bpe", "wordpiece" or "word" vocabulary: SPECIAL_TOKENS first, the BERT template. ``texts()``: the
+    training texts, as often as asked.
 
-    backend.train_from_iterator(texts, trainer=trainer)
+    WordPiece is trained twice, so that the same text always gives the same vocabulary: the library's trainer
+    numbers the word-continuing pieces ("##e") in the order of a hash map, which changes from process to
+    process, and breaks ties between merges of equal count by those numbers (huggingface/tokenizers#1794).
+    A first pass without merges finds every "##" piece; the second is given them, sorted, with the special
+    tokens, so their numbers are fixed before any merge; they are then made ordinary vocabulary entries
+    again (not special: they decode, and a text's "##e" is not read as one)."""
+    backend = _new_pipeline(kind, lowercase)
+    common = dict(min_frequency=min_frequency, show_progress=False)
+    if kind == "wordpiece":
+        probe = _new_pipeline(kind, lowercase)
+        probe.train_from_iterator(texts(), trainer=trainers.WordPieceTrainer(
+            vocab_size=1, special_tokens=SPECIAL_TOKENS, continuing_subword_prefix="##", **common))  # fmt: skip
+        pieces = sorted(t for t in probe.get_vocab() if t.startswith("##"))
+        trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS + pieces,
+                                            continuing_subword_prefix="##", **common)  # fmt: skip
+    elif kind == "bpe":
+        trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS, **common)
+    else:
+        trainer = trainers.WordLevelTrainer(vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS, **common)
+
+    backend.train_from_iterator(texts(), trainer=trainer)
+    if kind == "wordpiece":
+        backend = _unmark_added(backend, set(pieces))
     ids = [backend.token_to_id(t) for t in SPECIAL_TOKENS]
     assert ids == list(range(len(SPECIAL_TOKENS))), f"special tokens not at ids 0..6: {ids}"
     set_bert_template(backend)
     return backend
+
+
+def _unmark_added(backend: tokenizers.Tokenizer, tokens: set[str]) -> tokenizers.Tokenizer:
+    """``backend`` with ``tokens`` no longer added (special) tokens, only entries of its model's vocabulary."""
+    data = json.loads(backend.to_str())
+    data["added_tokens"] = [t for t in data["added_tokens"] if t["content"] not in tokens]
+    return tokenizers.Tokenizer.from_str(json.dumps(data))
 
 
 def set_bert_template(backend: tokenizers.Tokenizer) -> None:

@@ -22,6 +22,7 @@ is given no tokenizer. A published directory's tokenizer.json loads through data
 from __future__ import annotations
 
 import itertools
+import json
 from pathlib import Path
 from typing import Any
 
@@ -80,10 +81,36 @@ def train_tokenizer(files: list[Path], vocab_size: int) -> Tokenizer:
         show_progress=False,
     )
     backend.train_from_iterator(itertools.chain([first], texts), trainer=trainer)
+    backend = canonical(backend)
     ids = [backend.token_to_id(t) for t in SPECIAL.values()]
     assert ids == list(range(len(SPECIAL))), f"ALBERT's specials not at ids 0..4: {ids}"
     set_bert_template(backend)
     return Tokenizer(backend)
+
+
+PENALTY_STEP = 1e-4  # the trainer's min_score_penalty_delta
+
+
+def canonical(backend: tokenizers.Tokenizer) -> tokenizers.Tokenizer:
+    """The trained unigram vocabulary in an order and with scores that do not depend on the process, so that
+    the same text always gives the same tokenizer.json: the trainer gives each character it must keep but did
+    not learn as a piece the lowest score plus k · 1e-4, k in the order of a hash set, which changes from
+    process to process (its finalize step). Those characters get the same scores in code-point order; every
+    score is rounded to 1e-8 (the trainer's EM sums run in a hash map's order too, so they differ in their last
+    bits, ~1e-15); and the pieces after the specials are ordered by score, then piece."""
+    data = json.loads(backend.to_str())
+    vocab = data["model"]["vocab"]  # [[piece, score], …], the specials first
+    n = len(SPECIAL)
+    pieces = vocab[n:]
+    low = min(score for _, score in pieces)
+    added = [i for i, (piece, score) in enumerate(pieces)
+             if len(piece) == 1 and abs((score - low) / PENALTY_STEP - round((score - low) / PENALTY_STEP)) < 1e-6]  # fmt: skip
+    scores = sorted(pieces[i][1] for i in added)
+    for i, score in zip(sorted(added, key=lambda i: pieces[i][0]), scores, strict=True):
+        pieces[i] = [pieces[i][0], score]
+    pieces = [[piece, round(score, 8)] for piece, score in pieces]
+    data["model"]["vocab"] = vocab[:n] + sorted(pieces, key=lambda p: (-p[1], p[0]))
+    return tokenizers.Tokenizer.from_str(json.dumps(data))
 
 
 def save_tokenizer(tokenizer: Any, directory: Path, config: AlbertConfig) -> None:
