@@ -1,17 +1,20 @@
 """The ``seq2bert`` command: thin subcommands, each calling one public function.
 
 Mistakes in the input (a bad config key, a malformed data file, a missing checkpoint) print one line
-``seq2bert: error: …`` and exit with status 2, without a traceback.
+``seq2bert: error: …`` and exit with status 2, without a traceback; a run that fails through no mistake of
+its input (a non-finite loss, a full or read-only disk, memory that cannot be allocated) prints one line
+``seq2bert: failed: …`` and exits with status 1, what it wrote before kept.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import re
 import sys
 
 from seq2bert.commands import COMMANDS
-from seq2bert.errors import UserError
+from seq2bert.errors import RunFailure, UserError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -46,6 +49,24 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as e:
         print(f"seq2bert: error: {e}", file=sys.stderr)
         return 2
+    except RunFailure as e:
+        print(f"seq2bert: failed: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:  # a full or read-only disk, a missing permission: what failed, and where
+        where = f": {e.filename}" if e.filename else ""
+        print(f"seq2bert: failed: {e.strerror or e}{where}", file=sys.stderr)
+        return 1
+    except (MemoryError, RuntimeError) as e:  # torch's allocators raise RuntimeErrors
+        message = str(e)
+        if not isinstance(e, MemoryError) and "allocate" not in message and "out of memory" not in message:
+            raise
+        asked = re.search(r"allocate (?:memory: you tried to allocate )?(\d+) bytes", message)
+        size = f" ({int(asked.group(1)) / 2**30:,.1f} GiB asked)" if asked else ""
+        print(
+            f"seq2bert: failed: out of memory{size}; a smaller model, batch or sequence length fits",
+            file=sys.stderr,
+        )
+        return 1
     except KeyboardInterrupt:
         print("seq2bert: interrupted (resume with --resume)", file=sys.stderr)
         return 130

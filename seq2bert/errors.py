@@ -3,6 +3,9 @@
 Every mistake a user can make (a bad config key, a malformed data file, a missing checkpoint) raises a
 subclass of :class:`UserError`. The CLI prints its message on one line and exits with status 2, without a
 traceback; library users can catch it. Messages name the file, line or key and say what was expected.
+
+A run that fails through no mistake in its input — its loss turned non-finite, the disk filled up, memory ran
+out — raises :class:`RunFailure` (the CLI: one line, exit status 1); what it wrote before stays usable.
 """
 
 
@@ -21,3 +24,8 @@ class DataError(UserError):
 
 class CheckpointError(UserError):
     """A checkpoint directory that is missing, incomplete or of the wrong kind."""
+
+
+class RunFailure(Exception):
+    """A run that cannot go on (a non-finite loss, a full disk, too little memory); the message says what failed,
+    where, and what is kept."""

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Literal
 
 from seq2bert.errors import ConfigError
@@ -47,10 +48,19 @@ class TrainConfig:
     higher_is_better: bool | None = None  # None: False for loss / perplexity, True otherwise
     patience: int = 0  # evaluations without improvement before stopping; 0: never stop early
     log_every: int = 20
+    # a step whose loss or gradient is not finite: stop the run (its last checkpoint holds the last good
+    # weights) or skip the step (no update; counted in the log and results as skipped_steps)
+    nonfinite: Literal["stop", "skip"] = "stop"
     seed: int = 0
     device: str = "auto"  # auto: cuda when available, else cpu
 
     def validate(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ConfigError(f"{f.name}: expected a finite number, got {value}")
+        if self.nonfinite not in ("stop", "skip"):
+            raise ConfigError(f"nonfinite: expected stop or skip, got {self.nonfinite!r}")
         if not self.lr > 0:
             raise ConfigError(f"lr: must be > 0, got {self.lr}")
         if not all(0.0 <= b < 1.0 for b in self.betas):

@@ -29,7 +29,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from seq2bert.config import atomic_write_text
-from seq2bert.errors import DataError
+from seq2bert.errors import DataError, RunFailure
 from seq2bert.precision import use_bf16
 from seq2bert.training import checkpoint as ckpt
 from seq2bert.training.config import TrainConfig
@@ -75,6 +75,7 @@ class Progress:
     eval_step: int = -1  # step of the last evaluation
     stopped_early: bool = False
     averaged: list[str] = field(default_factory=list)  # the checkpoints best/ averages, if it is an average
+    skipped_steps: int = 0  # steps whose loss or gradient was not finite, skipped (train.nonfinite=skip)
 
 
 @dataclass
@@ -338,6 +339,7 @@ class Trainer:
                 t0 = time.perf_counter()
                 # one optimizer step = `accumulate` micro-batches (fewer at the end of an epoch)
                 group = min(cfg.accumulate, len(batches) - p.batch)
+                group_loss, group_tokens = 0.0, 0
                 for k in range(group):
                     batch = self.collate(batches[p.batch])
                     batch = {name: v.to(self.device, non_blocking=True) for name, v in batch.items()}
@@ -350,12 +352,16 @@ class Trainer:
                         with self.autocast():
                             loss = self.loss_fn(self.wrapped, batch)
                         (loss / group).backward()
-                    n_tok = self.count_tokens(batch)
-                    window["tokens"] += n_tok
-                    window["loss"] += float(loss.detach())
-                    window["n"] += 1
-                    p.tokens += n_tok
-                grad_norm = self._optimizer_step()
+                    group_tokens += self.count_tokens(batch)
+                    group_loss += float(loss.detach())
+                p.tokens += group_tokens
+                grad_norm = self._optimizer_step(group_loss / group)
+                if grad_norm is None:  # a non-finite step, skipped: no update, not counted as a step
+                    p.train_seconds += time.perf_counter() - t0
+                    continue
+                window["tokens"] += group_tokens
+                window["loss"] += group_loss
+                window["n"] += group
                 p.step += 1
                 p.train_seconds += time.perf_counter() - t0
                 bar.update(1)
@@ -405,16 +411,33 @@ class Trainer:
             "grad_norm": grad_norm,
             "tokens_per_s": window["tokens"] / max(p.train_seconds - window.get("seconds0", 0.0), 1e-9),
             "train_seconds": p.train_seconds,
+            **({"skipped_steps": p.skipped_steps} if p.skipped_steps else {}),
         }
         self.log.write(record)
         bar.set_postfix(loss=f"{record['loss']:.3f}", tok_s=f"{record['tokens_per_s']:.0f}")
         window.update(tokens=0, loss=0.0, n=0, seconds0=p.train_seconds)
 
-    def _optimizer_step(self) -> float:
+    def _optimizer_step(self, loss: float) -> float | None:
+        """Clip, step the optimizer and the schedule; the gradient norm. A step whose ``loss`` or gradient norm
+        is not finite updates nothing: with train.nonfinite=skip it is counted and skipped (None), else the run
+        stops with a RunFailure naming the step (its checkpoints hold the last good weights). Under DDP every
+        rank sees the same all-reduced gradient, so all take the same way."""
         cfg = self.cfg
-        grad_norm = 0.0
-        if cfg.clip_norm:
-            grad_norm = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.clip_norm))
+        grad_norm = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.clip_norm or math.inf))
+        if not (math.isfinite(loss) and math.isfinite(grad_norm)):
+            self.optimizer.zero_grad(set_to_none=True)
+            p = self.progress
+            what = f"loss {loss}" if not math.isfinite(loss) else f"gradient norm {grad_norm}"
+            if cfg.nonfinite == "skip":
+                p.skipped_steps += 1
+                log.warning("step %d: %s, not finite: skipped (%d so far)", p.step + 1, what, p.skipped_steps)
+                return None
+            last = ckpt.latest_checkpoint(self.out_dir)
+            kept = (
+                f"{last} holds the last good weights" if last is not None else "no checkpoint was written yet"
+            )
+            raise RunFailure(f"step {p.step + 1}: {what}, not finite; the run stops ({kept}; lower train.lr and "
+                             "--resume, or set train.nonfinite=skip)")  # fmt: skip
         self.optimizer.step()
         self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
