@@ -8,6 +8,8 @@ made durable (fsync) and renamed.
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import json
 import os
 import re
@@ -54,7 +56,12 @@ def read_json(path: str | Path) -> dict[str, Any]:
 
 
 def write_dir_atomically(target: Path, write: Callable[[Path], None]) -> None:
-    """Call ``write(tmp_dir)`` on a fresh temporary directory, then rename it to ``target`` (replacing it)."""
+    """Call ``write(tmp_dir)`` on a fresh temporary directory, then put it in place of ``target``.
+
+    A new target is one rename. An existing one (a run's best/) is swapped with the new directory in one
+    atomic exchange (Linux's renameat2 RENAME_EXCHANGE), so that ``target`` is never missing, even for a
+    process killed at any point; where the exchange is not available, the old one is renamed aside first
+    (a window in which ``target`` is absent, which ``clean_leftovers`` repairs at the run's next start)."""
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.tmp-"))
@@ -64,6 +71,10 @@ def write_dir_atomically(target: Path, write: Callable[[Path], None]) -> None:
             if f.is_file():
                 with open(f, "rb") as fh:
                     os.fsync(fh.fileno())
+        os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes it 0700; a directory the user writes is not
+        if target.exists() and _exchange(tmp, target):
+            shutil.rmtree(tmp, ignore_errors=True)  # tmp now holds the old target
+            return
         old = None
         if target.exists():
             old = target.parent / f".{target.name}.old-{os.getpid()}"
@@ -74,6 +85,50 @@ def write_dir_atomically(target: Path, write: Callable[[Path], None]) -> None:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Atomically swap two paths of one filesystem (renameat2 with RENAME_EXCHANGE); False where the system
+    cannot (not Linux, an old kernel or C library, a filesystem without it)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    AT_FDCWD, RENAME_EXCHANGE = -100, 2
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    if renameat2(AT_FDCWD, os.fsencode(a), AT_FDCWD, os.fsencode(b), RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSUP):
+        return False
+    raise OSError(err, os.strerror(err), str(b))
+
+
+def clean_leftovers(directory: Path) -> list[str]:
+    """Remove what interrupted atomic writes leave in ``directory``: temporary files and folders
+    (``.<name>.tmp-*``, ``.<name>.*.tmp``), and old folders renamed aside (``.<name>.old-<pid>``) — one whose
+    ``<name>`` is missing is put back first (a kill between the two renames of write_dir_atomically's
+    fallback). Returns the names removed or restored."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        return []
+    done = []
+    for p in sorted(directory.iterdir()):
+        m = re.fullmatch(r"\.(.+)\.old-\d+", p.name)
+        if m and not (directory / m.group(1)).exists():
+            os.replace(p, directory / m.group(1))
+            done.append(f"{p.name} → {m.group(1)}")
+        elif m or re.fullmatch(r"\..+\.tmp-.*|\..+\.tmp", p.name):
+            shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
+            done.append(p.name)
+    return done
 
 
 def save_weights(model: nn.Module, directory: Path) -> None:

@@ -273,6 +273,7 @@ def load_teacher(cfg: DistillConfig, device) -> tuple[nn.Module, Any, Any, str]:
     return teacher, tok, family, architecture
 
 
+@ckpt.holds_run_dir
 def distill(
     cfg: DistillConfig, out_dir: str | Path, *, resume: bool = False, progress_bar: bool = True
 ) -> dict:

@@ -87,6 +87,7 @@ def evaluate(model: Distiller, data, indices: list[int], keep: tuple[str, ...], 
     return out | ({"mlm_accuracy": 100.0 * correct / total} if total else {})
 
 
+@ckpt.holds_run_dir
 def distill_corpus(
     cfg: DistillConfig, out_dir: str | Path, *, resume: bool = False, progress_bar: bool = True
 ) -> dict:

@@ -409,6 +409,7 @@ def write_predictions(path: Path, data: FinetuneDataConfig, examples: list, pred
 
 
 # --- the run
+@ckpt.holds_run_dir
 def finetune(
     cfg: FinetuneConfig, out_dir: str | Path, *, resume: bool = False, progress_bar: bool = True
 ) -> dict:

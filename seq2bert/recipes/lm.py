@@ -321,6 +321,7 @@ def words_per_token(tok: Tokenizer, files: list[Path], limit: int = 2_000_000) -
     return len(text.split()) / max(tokens, 1)
 
 
+@ckpt.holds_run_dir
 def train_lm(cfg: LMConfig, out_dir: str | Path, *, resume: bool = False, progress_bar: bool = True) -> dict:
     """Train; returns a results row (parameters, steps, tokens/s, held-out perplexity per token and word)."""
     out_dir = Path(out_dir)

@@ -323,6 +323,7 @@ def held_out(
     return train_docs, valid_docs
 
 
+@ckpt.holds_run_dir
 def pretrain(
     cfg: PretrainConfig, out_dir: str | Path, *, resume: bool = False, progress_bar: bool = True
 ) -> dict:

@@ -266,6 +266,7 @@ def write_checkpoint_extras(cfg: TranslationConfig, model_cfg: ModelConfig, tok:
     return write
 
 
+@ckpt.holds_run_dir
 def train(
     cfg: TranslationConfig, out_dir: str | Path, *, resume: bool = False, progress_bar: bool = True
 ) -> dict:

@@ -11,15 +11,23 @@ Layout of a checkpoint directory::
 
 A run directory holds ``checkpoint-<step>/`` folders (the last ``keep_last`` are kept) and ``best/``, and
 ``averaged/`` when the last checkpoints are averaged (``average_checkpoints``).
-Every directory is first written as a hidden temporary folder beside its target, then renamed into place,
-so a crash never leaves a half-written checkpoint where a resume would find it.
+Every directory is first written as a hidden temporary folder beside its target, then renamed into place
+(best/ swapped with its successor in one atomic exchange: io.write_dir_atomically), so a crash never leaves
+a half-written checkpoint where a resume would find it, nor a run without best/. A run holds its directory
+for its lifetime (``run_dir_lock``: ``.lock``), so two runs never write into one.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
+import logging
+import os
 import random
 import shutil
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +36,14 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from seq2bert.errors import CheckpointError
+
+try:
+    import fcntl
+except ImportError:  # Windows: runs are not locked
+    fcntl = None
 from seq2bert.io import (  # noqa: F401 (re-exported)
     CHECKPOINT_RE,
+    clean_leftovers,
     latest_checkpoint,
     list_checkpoints,
     load_weights,
@@ -99,6 +113,63 @@ def load_trainer_state(directory: Path) -> dict[str, Any]:
     if not path.is_file():
         raise CheckpointError(f"{directory}: no trainer_state.pt (a model-only checkpoint cannot be resumed)")
     return torch.load(path, map_location="cpu", weights_only=True)  # never executes pickled code
+
+
+log = logging.getLogger(__name__)
+LOCK = ".lock"
+_HELD: dict[Path, list] = {}  # run directories this process holds: [lock file descriptor, depth]
+
+
+@contextlib.contextmanager
+def run_dir_lock(run_dir: str | Path) -> Iterator[None]:
+    """Hold ``run_dir`` for this process: an exclusive lock on ``run_dir``/.lock (flock, released by the
+    kernel however the process ends, so a dead run never leaves a stale lock), which a second run on the
+    directory meets as a one-line CheckpointError naming the holder; then the leftovers of interrupted
+    atomic writes are cleaned (io.clean_leftovers). Re-entrant within a process; under torchrun rank 0
+    holds it for all ranks."""
+    path = Path(run_dir).resolve()
+    if int(os.environ.get("RANK", "0")) != 0 or fcntl is None:  # other ranks; no flock (Windows)
+        yield
+        return
+    if path in _HELD:
+        _HELD[path][1] += 1
+        try:
+            yield
+        finally:
+            _HELD[path][1] -= 1
+        return
+    path.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path / LOCK, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip() or "another process"
+        os.close(fd)
+        raise CheckpointError(f"{path}: in use by another run ({holder}); wait for it to end, or choose "
+                              "another --out") from None  # fmt: skip
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"process {os.getpid()}, since {time.strftime('%Y-%m-%d %H:%M:%S')}\n".encode(), 0)
+    _HELD[path] = [fd, 1]
+    try:
+        cleaned = clean_leftovers(path)
+        if cleaned:
+            log.info("%s: cleaned what interrupted writes left: %s", path, ", ".join(cleaned))
+        yield
+    finally:
+        del _HELD[path]
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def holds_run_dir(recipe: Callable) -> Callable:
+    """A recipe ``recipe(cfg, out_dir, …)`` run holding ``out_dir`` (run_dir_lock) from start to end."""
+
+    @functools.wraps(recipe)
+    def run(cfg, out_dir, *args, **kwargs):
+        with run_dir_lock(out_dir):
+            return recipe(cfg, out_dir, *args, **kwargs)
+
+    return run
 
 
 def check_fresh_run_dir(run_dir: Path) -> None:
