@@ -43,7 +43,8 @@ from seq2bert.recipes.distill import (
     distiller_trainer,
     make_student,
 )
-from seq2bert.recipes.pretrain import PretrainConfig, held_out, masked_instances, tokenized_corpus
+from seq2bert.recipes.pretrain import PretrainConfig, masked_instances
+from seq2bert.recipes.pretrain_data import file_stamp, held_out, inputs_of, prepared_from, tokenized_corpus
 from seq2bert.training import checkpoint as ckpt
 from seq2bert.training.distributed import cleanup, setup
 from seq2bert.training.run import count_parameters, seed_everything, write_results, write_run_config
@@ -115,6 +116,10 @@ def distill_corpus(
     seed_everything(cfg.train.seed)
     student = make_student(replace(cfg, student=replace(cfg.student, init="")), family, teacher, architecture)
     # 3. the corpus, masked single segments
+    teacher_tokenizer = {
+        "teacher": [file_stamp(f) for f in sorted(ckpt.resolve_checkpoint(cfg.teacher).glob("*.json"))]
+    }
+    prepared_from(out_dir, inputs_of(files, cfg.corpus, teacher_tokenizer, False), resume, dist)
     corpus = tokenized_corpus(files, tok, out_dir / "corpus", cfg.corpus, False, dist, progress_bar)
     train_docs, valid_docs = held_out(corpus, cfg.corpus, cfg.train.seed, least=1)
     data = replace(cfg.corpus, sentence_task="none", masking="dynamic")

@@ -45,13 +45,12 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Union
 
-import numpy as np
 import torch
 from torch import nn
 
 from seq2bert.config import ARM_DEFAULTS
 from seq2bert.data.lm import Blocks, TokenStream
-from seq2bert.data.pretraining import Corpus, PretrainingData, prepare_corpus, shuffled
+from seq2bert.data.pretraining import Corpus, PretrainingData
 from seq2bert.data.tokenization import KINDS as TOKENIZER_KINDS
 from seq2bert.data.tokenization import Tokenizer
 from seq2bert.errors import ConfigError, DataError
@@ -71,15 +70,19 @@ from seq2bert.recipes.pretrain_data import (
     PretrainDataConfig,
     build_tokenizer,
     corpus_sentences,
-    corpus_spaces,
     family_data,
+    file_stamp,
+    held_out,
+    inputs_of,
     masking_config,
+    prepared_from,
+    tokenized_corpus,
     with_end_of_text,
 )
 from seq2bert.recipes.pretrain_electra import ElectraSettings
 from seq2bert.training import checkpoint as ckpt
 from seq2bert.training.config import TrainConfig
-from seq2bert.training.distributed import DistInfo, barrier, cleanup, setup
+from seq2bert.training.distributed import DistInfo, cleanup, setup
 from seq2bert.training.run import count_parameters, seed_everything, write_results, write_run_config
 from seq2bert.training.trainer import Trainer
 from seq2bert.viz.curves import plot_training_curves
@@ -288,41 +291,6 @@ def replaced_token_detection(cfg: PretrainConfig, train: PretrainingData, valid:
     )
 
 
-def tokenized_corpus(files: list[Path], tok: Tokenizer, corpus_dir: Path, data: PretrainDataConfig, causal: bool,
-                     dist: DistInfo, progress: bool) -> Corpus:  # fmt: skip
-    """The text tokenized once into ``corpus_dir`` (by the main process; reused when it is there already)."""
-    spaces = corpus_spaces(tok, causal)
-    if not (corpus_dir / "corpus.json").is_file():
-        if dist.is_main:
-            prepare_corpus(files, tok, corpus_dir, documents=data.documents, shard_tokens=data.shard_tokens,
-                           skip_bad=data.skip_bad, progress=progress, **spaces)  # fmt: skip
-        barrier(dist)
-    corpus = Corpus(corpus_dir)
-    if corpus.info.get("spaces", False) != spaces["spaces"]:  # a corpus of an older version, resumed
-        log.warning("%s: tokenized %s the spaces between sentences, unlike this version; kept for the resume",
-                    corpus_dir, "with" if corpus.info.get("spaces") else "without")  # fmt: skip
-    return corpus
-
-
-def held_out(
-    corpus: Corpus, data: PretrainDataConfig, seed: int, least: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """(training, held-out) documents: data.valid_fraction of them, drawn with ``seed``; fewer than ``least``
-    held out (BERT draws a held-out B from another held-out document: 2), the first training ones, said."""
-    order = shuffled(corpus.num_documents, np.random.default_rng(seed))
-    n_valid = int(round(data.valid_fraction * corpus.num_documents))
-    if corpus.num_documents - n_valid < 2:
-        raise DataError(
-            f"{', '.join(data.files)}: {corpus.num_documents} documents; pretraining needs at least 2"
-        )
-    valid_docs, train_docs = np.sort(order[:n_valid]), np.sort(order[n_valid:])
-    if n_valid < least:
-        log.warning("fewer than %d held-out documents (data.valid_fraction): evaluating on training documents",
-                    least)  # fmt: skip
-        valid_docs = train_docs[:50]
-    return train_docs, valid_docs
-
-
 @ckpt.holds_run_dir
 def pretrain(
     cfg: PretrainConfig, out_dir: str | Path, *, resume: bool = False, progress_bar: bool = True
@@ -349,6 +317,12 @@ def pretrain(
                           "positions")  # fmt: skip
     dist, device = setup(cfg.train.device)
     seed_everything(cfg.train.seed)
+    # what the tokenizer and corpus below are made from: one left by another attempt is made again
+    tokenizer_source = (
+        {"file": file_stamp(Path(cfg.data.tokenizer))} if cfg.data.tokenizer else
+        {"trained": family.model_type, "vocab_size": cfg.data.vocab_size, "lowercase": cfg.data.lowercase}
+    )  # fmt: skip
+    prepared_from(out_dir, inputs_of(files, cfg.data, tokenizer_source, causal), resume, dist)
     # 1. the tokenizer (kept with the run: a resumed run must see the same ids)
     tok_dir = out_dir / "tokenizer"
     if (tok_dir / "tokenizer.json").is_file():

@@ -1,23 +1,30 @@
 """The data side of `seq2bert pretrain` (recipes/pretrain.py): the ``data`` section of its config, the family's
 defaults for its "auto" settings, the tokenizer a run trains or reads, and the masking it asks for — the
 budget (``max_predictions_per_seq``), the strategy, where words start in the vocabulary (data/word_pieces.py)
-and the lexicon of knowledge masking."""
+and the lexicon of knowledge masking; the corpus tokenized once into the run directory, tied to the inputs
+it was made from (``prepared_from``), and the held-out documents."""
 
 from __future__ import annotations
 
+import json
 import logging
 import math
+import shutil
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
+import numpy as np
+
 from seq2bert.data import gpt_bpe
 from seq2bert.data.masking import STRATEGIES, MaskingConfig, check_units
 from seq2bert.data.phrases import collocations
-from seq2bert.data.pretraining import Corpus, text_files
+from seq2bert.data.pretraining import Corpus, prepare_corpus, shuffled, text_files
 from seq2bert.data.tokenization import Tokenizer
 from seq2bert.data.word_pieces import continuation_ids, reads_spaces
 from seq2bert.errors import ConfigError, DataError
+from seq2bert.io import read_json, write_json
+from seq2bert.training.distributed import DistInfo, barrier
 
 log = logging.getLogger("seq2bert.recipes.pretrain")  # the run's log lines
 
@@ -231,3 +238,80 @@ def masking_config(
         phrases=phrases,
         entities=lexicon(data.entities, tok, "data.entities"),
     )
+
+
+PREPARED = "prepared.json"  # what a run's tokenizer/ and corpus/ were made from
+
+
+def file_stamp(path: Path) -> list:
+    """[resolved path, size, modification time]: what tells one input file from another."""
+    if not path.exists():
+        raise DataError(f"{path}: no such file")
+    stat = path.stat()
+    return [str(path.resolve()), stat.st_size, stat.st_mtime_ns]
+
+
+def inputs_of(files: list[Path], data: PretrainDataConfig, tokenizer: dict, causal: bool) -> dict:
+    """The fingerprint of a prepared corpus: its text files, the tokenizer's source and how the text is read."""
+    return {"files": [file_stamp(f) for f in files], "tokenizer": tokenizer, "documents": data.documents,
+            "skip_bad": data.skip_bad, "shard_tokens": data.shard_tokens, "causal": causal}  # fmt: skip
+
+
+def prepared_from(out_dir: Path, inputs: dict, resume: bool, dist: DistInfo) -> None:
+    """Tie ``out_dir``'s tokenizer/ and corpus/ to ``inputs`` (PREPARED). A fresh run finding them from other
+    inputs — or from an attempt that never said what it read — makes them again (a killed or failed run leaves
+    them, and they must not pass for this run's); a resumed run keeps what it trained on, saying so when
+    its inputs have changed since."""
+    path = out_dir / PREPARED
+    before = read_json(path) if path.is_file() else None
+    parts = [out_dir / "tokenizer", out_dir / "corpus"]
+    if resume:
+        if before is not None and before != json.loads(json.dumps(inputs)):
+            log.warning("%s: the input files or tokenizer changed since the run began; it resumes on the "
+                        "tokenizer and corpus it prepared then", out_dir)  # fmt: skip
+        if before is not None:
+            return
+    elif any(p.exists() for p in parts) and before != json.loads(json.dumps(inputs)):
+        log.warning(
+            "%s: a tokenizer and corpus left by an earlier attempt from other inputs; made again", out_dir
+        )
+        if dist.is_main:
+            for p in parts:
+                shutil.rmtree(p, ignore_errors=True)
+    if dist.is_main:
+        write_json(path, inputs)
+
+
+def tokenized_corpus(files: list[Path], tok: Tokenizer, corpus_dir: Path, data: PretrainDataConfig, causal: bool,
+                     dist: DistInfo, progress: bool) -> Corpus:  # fmt: skip
+    """The text tokenized once into ``corpus_dir`` (by the main process; reused when it is there already)."""
+    spaces = corpus_spaces(tok, causal)
+    if not (corpus_dir / "corpus.json").is_file():
+        if dist.is_main:
+            prepare_corpus(files, tok, corpus_dir, documents=data.documents, shard_tokens=data.shard_tokens,
+                           skip_bad=data.skip_bad, progress=progress, **spaces)  # fmt: skip
+        barrier(dist)
+    corpus = Corpus(corpus_dir)
+    if corpus.info.get("spaces", False) != spaces["spaces"]:  # a corpus of an older version, resumed
+        log.warning("%s: tokenized %s the spaces between sentences, unlike this version; kept for the resume",
+                    corpus_dir, "with" if corpus.info.get("spaces") else "without")  # fmt: skip
+    return corpus
+
+
+def held_out(
+    corpus: Corpus, data: PretrainDataConfig, seed: int, least: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(training, held-out) documents: data.valid_fraction of them, drawn with ``seed``; fewer than ``least``
+    held out (BERT draws a held-out B from another held-out document: 2), the first training ones, said."""
+    order = shuffled(corpus.num_documents, np.random.default_rng(seed))
+    n_valid = int(round(data.valid_fraction * corpus.num_documents))
+    if corpus.num_documents - n_valid < 2:
+        raise DataError(
+            f"{', '.join(data.files)}: {corpus.num_documents} documents; pretraining needs at least 2"
+        )
+    valid_docs, train_docs = np.sort(order[:n_valid]), np.sort(order[n_valid:])
+    if n_valid < least:
+        log.warning("fewer than %d held-out documents (data.valid_fraction): evaluating on training documents",
+                    least)  # fmt: skip
+        valid_docs = train_docs[:50]
+    return train_docs, valid_docs
