@@ -51,7 +51,12 @@ def load_hf(
         )
     weights = read_weights(path)
     model = family.make(cfg, architecture, weights)
-    model.load_state_dict(family.read_state(weights, cfg, architecture, str(path), False))
+    state = family.read_state(weights, cfg, architecture, str(path), False)
+    try:
+        model.load_state_dict(state)
+    except RuntimeError as e:  # config.json and the weights disagree
+        first = next((line.strip() for line in str(e).splitlines()[1:] if line.strip()), str(e))
+        raise CheckpointError(f"{path}: the weights do not fit config.json ({first})") from None
     if family.load_files is not None:
         family.load_files(model, path)
     return model.to(device).eval(), hf_tokenizer(family, path)

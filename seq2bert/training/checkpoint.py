@@ -24,6 +24,7 @@ import functools
 import json
 import logging
 import os
+import pickle
 import random
 import shutil
 import time
@@ -108,11 +109,28 @@ def save_trainer_state(
     write_progress(directory, progress)
 
 
+TRAINER_STATE_KEYS = ("optimizer", "scheduler", "rng", "progress")
+
+
 def load_trainer_state(directory: Path) -> dict[str, Any]:
+    """The trainer state of a checkpoint, read without executing pickled code; a file that is truncated, not
+    a torch archive, holds more than plain tensors and values, or lacks TRAINER_STATE_KEYS is a one-line
+    CheckpointError (never torch's own advice to load it unsafely)."""
     path = Path(directory) / "trainer_state.pt"
     if not path.is_file():
         raise CheckpointError(f"{directory}: no trainer_state.pt (a model-only checkpoint cannot be resumed)")
-    return torch.load(path, map_location="cpu", weights_only=True)  # never executes pickled code
+    earlier = "resume from an earlier checkpoint-<step>/ (move this one aside) or start a new run"
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)  # never executes pickled code
+    except pickle.UnpicklingError:
+        raise CheckpointError(f"{path}: holds more than tensors and plain values (not written by seq2bert); "
+                              f"{earlier}") from None  # fmt: skip
+    except Exception:  # torch raises RuntimeErrors of its zip reader, EOFError, …
+        raise CheckpointError(f"{path}: truncated or not a torch archive; {earlier}") from None
+    missing = [k for k in TRAINER_STATE_KEYS if not isinstance(state, dict) or k not in state]
+    if missing:
+        raise CheckpointError(f"{path}: not a trainer state (no {', '.join(missing)}); {earlier}")
+    return state
 
 
 log = logging.getLogger(__name__)

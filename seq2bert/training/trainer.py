@@ -29,7 +29,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from seq2bert.config import atomic_write_text
-from seq2bert.errors import DataError, RunFailure
+from seq2bert.errors import CheckpointError, DataError, RunFailure
 from seq2bert.precision import use_bf16
 from seq2bert.training import checkpoint as ckpt
 from seq2bert.training.config import TrainConfig
@@ -221,8 +221,14 @@ class Trainer:
     def restore(self, path: Path) -> None:
         self.load_model(self.model, path)
         state = ckpt.load_trainer_state(path)
-        self.optimizer.load_state_dict(state["optimizer"])
-        self.scheduler.load_state_dict(state["scheduler"])
+        try:
+            self.optimizer.load_state_dict(state["optimizer"])
+            self.scheduler.load_state_dict(state["scheduler"])
+            progress = Progress(**state["progress"])
+        except (KeyError, ValueError, TypeError, RuntimeError) as e:
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise CheckpointError(f"{path / 'trainer_state.pt'}: does not fit this run's optimizer, schedule or "
+                                  f"progress ({first})") from None  # fmt: skip
         rngs = state["rng"]
         if len(rngs) != self.dist.world_size:
             log.warning(
@@ -231,7 +237,7 @@ class Trainer:
                 self.dist.world_size,
             )
         ckpt.set_rng_state(rngs[self.dist.rank % len(rngs)])
-        self.progress = Progress(**state["progress"])
+        self.progress = progress
         self.log.truncate_after(self.progress.step)
         log.info(
             "resumed from %s (step %d, epoch %d, batch %d)",
