@@ -8,6 +8,7 @@ made durable (fsync) and renamed.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import json
@@ -19,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from safetensors.torch import load_file, save_model
+from safetensors.torch import load_file, save_file, save_model
 from torch import nn
 
 from seq2bert.errors import CheckpointError
@@ -133,7 +134,29 @@ def clean_leftovers(directory: Path) -> list[str]:
 
 def save_weights(model: nn.Module, directory: Path) -> None:
     """``model``'s state dict as ``directory``/model.safetensors (tied weights stored once)."""
-    save_model(model, str(Path(directory) / "model.safetensors"))
+    path = Path(directory) / "model.safetensors"
+    with _io_errors(path):
+        save_model(model, str(path))
+
+
+def save_tensors(tensors: dict, path: str | Path, metadata: dict[str, str] | None = None) -> None:
+    """``tensors`` as the safetensors file ``path``."""
+    with _io_errors(path):
+        save_file(tensors, str(path), metadata=metadata)
+
+
+@contextlib.contextmanager
+def _io_errors(path: str | Path):
+    """safetensors reports a failed write (a full disk, a file-size limit) as its own error: an OSError here,
+    with the system's reason and the file, as every other failed write (the CLI's one line, exit 1)."""
+    try:
+        yield
+    except Exception as e:
+        if type(e).__name__ != "SafetensorError" or "I/O error" not in str(e):
+            raise
+        found = re.search(r"os error (\d+)", str(e))
+        code = int(found.group(1)) if found else errno.EIO
+        raise OSError(code, os.strerror(code), str(path)) from None
 
 
 def load_weights(model: nn.Module, directory: Path) -> None:

@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
 
 from seq2bert.errors import CheckpointError
-from seq2bert.io import read_json, write_dir_atomically
+from seq2bert.io import read_json, save_tensors, write_dir_atomically
 
 
 def model_type_of(path: str | Path) -> str | None:
@@ -65,7 +65,7 @@ def write_model_files(directory: Path, config: dict[str, Any], weights: dict[str
     their names (transformers reads either)."""
     weights = {k: v.detach().cpu().contiguous().clone() for k, v in weights.items()}
     (Path(directory) / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
-    save_file(weights, str(Path(directory) / "model.safetensors"), metadata={"format": "pt"})
+    save_tensors(weights, str(Path(directory) / "model.safetensors"), metadata={"format": "pt"})
 
 
 def write_model_dir(

@@ -28,14 +28,14 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
 from torch import nn
 from torch.ao.nn.quantized.dynamic import Linear as QuantizedLinear
 from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
 
 from seq2bert.config import atomic_write_text
 from seq2bert.errors import CheckpointError
-from seq2bert.io import WEIGHT_FILES, read_json
+from seq2bert.io import WEIGHT_FILES, read_json, save_tensors
 
 QUANTIZATION = "quantization.json"
 INT8_WEIGHTS = WEIGHT_FILES[1]
@@ -129,7 +129,7 @@ def save_int8(model: nn.Module, source: Path, out: Path) -> None:
     for f in Path(source).iterdir():
         if f.is_file() and f.name not in ("model.safetensors", "pytorch_model.bin", "trainer_state.pt"):
             shutil.copy2(f, tmp / f.name)
-    save_file(int8_state(model), str(tmp / INT8_WEIGHTS))
+    save_tensors(int8_state(model), str(tmp / INT8_WEIGHTS))
     info = {"method": METHOD, "weights": "int8, per-channel symmetric", "modules": "Linear",
             "activations": "quantised per batch for each matmul, fp32 elsewhere"}  # fmt: skip
     atomic_write_text(tmp / QUANTIZATION, json.dumps(info, indent=2) + "\n")

@@ -39,7 +39,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
 from torch import nn
 
 from seq2bert.config import from_dict, to_dict
@@ -47,6 +47,7 @@ from seq2bert.data.augment import AugmentConfig, augment_examples
 from seq2bert.data.batching import BucketBatchSampler
 from seq2bert.data.finetuning import feature_length
 from seq2bert.errors import ConfigError, DataError
+from seq2bert.io import save_tensors
 from seq2bert.models import registry
 from seq2bert.models.pretrained import init_task_model, load_hf_weights, write_hf_files
 from seq2bert.objectives.distillation import Distiller, DistillWeights, layer_map
@@ -224,7 +225,7 @@ def save_distiller(family, tok, model: Distiller, directory: Path) -> None:
     tok.save(directory)
     projections = {k: v for k, v in model.state_dict().items() if k.startswith(("W_h.", "W_e."))}
     if projections:
-        save_file({k: v.contiguous() for k, v in projections.items()}, str(directory / PROJECTIONS))
+        save_tensors({k: v.contiguous() for k, v in projections.items()}, str(directory / PROJECTIONS))
 
 
 def load_distiller(family, model: Distiller, directory: Path) -> None:

@@ -34,13 +34,14 @@ from typing import Literal
 import numpy as np
 import torch
 import torch.nn.functional as F
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
 
 from seq2bert.data.characters import char_table
 from seq2bert.data.lm import BiStreamBatches, StreamBatches, TokenStream
 from seq2bert.data.pretraining import Corpus, prepare_corpus, shuffled, text_files
 from seq2bert.data.tokenization import Tokenizer
 from seq2bert.errors import ConfigError, DataError
+from seq2bert.io import save_tensors
 from seq2bert.models import registry
 from seq2bert.models.family import max_input_length
 from seq2bert.models.pretrained import load_hf_weights, write_hf_files
@@ -401,7 +402,7 @@ def train_lm(cfg: LMConfig, out_dir: str | Path, *, resume: bool = False, progre
         state = carried["state"]
         if state is not None:  # the state the next segment starts from, for an exact resume
             tensors = {"h": state[0], "c": state[1]} if isinstance(state, tuple) else {"h": state}
-            save_file(
+            save_tensors(
                 {k: v.detach().cpu().contiguous() for k, v in tensors.items()},
                 str(directory / "lm_state.safetensors"),
             )

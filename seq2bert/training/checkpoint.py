@@ -34,14 +34,9 @@ from typing import Any
 
 import numpy as np
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
 
 from seq2bert.errors import CheckpointError
-
-try:
-    import fcntl
-except ImportError:  # Windows: runs are not locked
-    fcntl = None
 from seq2bert.io import (  # noqa: F401 (re-exported)
     CHECKPOINT_RE,
     clean_leftovers,
@@ -50,9 +45,15 @@ from seq2bert.io import (  # noqa: F401 (re-exported)
     load_weights,
     read_json,
     resolve_checkpoint,
+    save_tensors,
     save_weights,
     write_dir_atomically,
 )
+
+try:
+    import fcntl
+except ImportError:  # Windows: runs are not locked
+    fcntl = None
 
 
 def rng_state() -> dict[str, Any]:
@@ -236,7 +237,7 @@ def average_checkpoints(directories: list[Path], target: Path) -> None:
     last = Path(directories[-1])
 
     def write(tmp: Path) -> None:
-        save_file(mean, str(tmp / "model.safetensors"), metadata={"format": "pt"})
+        save_tensors(mean, str(tmp / "model.safetensors"), metadata={"format": "pt"})
         for f in last.iterdir():
             if f.is_file() and f.name != "model.safetensors" and not f.name.startswith("trainer_state"):
                 shutil.copy2(f, tmp / f.name)

@@ -339,55 +339,59 @@ class Trainer:
         )
         window = {"tokens": 0, "loss": 0.0, "n": 0, "seconds0": p.train_seconds}
         last_saved = p.step if resume else -1
-        while not self._done():
-            batches = self.plan.batches(p.epoch)
-            while p.batch < len(batches) and not self._done():
-                t0 = time.perf_counter()
-                # one optimizer step = `accumulate` micro-batches (fewer at the end of an epoch)
-                group = min(cfg.accumulate, len(batches) - p.batch)
-                group_loss, group_tokens = 0.0, 0
-                for k in range(group):
-                    batch = self.collate(batches[p.batch])
-                    batch = {name: v.to(self.device, non_blocking=True) for name, v in batch.items()}
-                    p.batch += 1
-                    last = k == group - 1
-                    sync = (
-                        self.wrapped.no_sync() if self.dist.enabled and not last else contextlib.nullcontext()
-                    )
-                    with sync:  # DDP averages gradients only on the group's last backward
-                        with self.autocast():
-                            loss = self.loss_fn(self.wrapped, batch)
-                        (loss / group).backward()
-                    group_tokens += self.count_tokens(batch)
-                    group_loss += float(loss.detach())
-                p.tokens += group_tokens
-                grad_norm = self._optimizer_step(group_loss / group)
-                if grad_norm is None:  # a non-finite step, skipped: no update, not counted as a step
+        try:  # the bar ends its line however the loop ends: an error's message gets a line of its own
+            while not self._done():
+                batches = self.plan.batches(p.epoch)
+                while p.batch < len(batches) and not self._done():
+                    t0 = time.perf_counter()
+                    # one optimizer step = `accumulate` micro-batches (fewer at the end of an epoch)
+                    group = min(cfg.accumulate, len(batches) - p.batch)
+                    group_loss, group_tokens = 0.0, 0
+                    for k in range(group):
+                        batch = self.collate(batches[p.batch])
+                        batch = {name: v.to(self.device, non_blocking=True) for name, v in batch.items()}
+                        p.batch += 1
+                        last = k == group - 1
+                        sync = (
+                            self.wrapped.no_sync()
+                            if self.dist.enabled and not last
+                            else contextlib.nullcontext()
+                        )
+                        with sync:  # DDP averages gradients only on the group's last backward
+                            with self.autocast():
+                                loss = self.loss_fn(self.wrapped, batch)
+                            (loss / group).backward()
+                        group_tokens += self.count_tokens(batch)
+                        group_loss += float(loss.detach())
+                    p.tokens += group_tokens
+                    grad_norm = self._optimizer_step(group_loss / group)
+                    if grad_norm is None:  # a non-finite step, skipped: no update, not counted as a step
+                        p.train_seconds += time.perf_counter() - t0
+                        continue
+                    window["tokens"] += group_tokens
+                    window["loss"] += group_loss
+                    window["n"] += group
+                    p.step += 1
                     p.train_seconds += time.perf_counter() - t0
-                    continue
-                window["tokens"] += group_tokens
-                window["loss"] += group_loss
-                window["n"] += group
-                p.step += 1
-                p.train_seconds += time.perf_counter() - t0
-                bar.update(1)
-                if p.step % cfg.log_every == 0 or p.step == self.total_steps:
-                    self._log_train(window, grad_norm, bar)
-                if cfg.eval_every and p.step % cfg.eval_every == 0:
-                    self.run_evaluation()
-                if (cfg.save_every and p.step % cfg.save_every == 0) or (
-                    not cfg.save_every and p.eval_step == p.step
-                ):
-                    self.save()  # at an epoch's end, batch == len(batches): a resume runs the epoch-end part
-                    last_saved = p.step
-            if p.batch >= len(batches):
-                p.epoch, p.batch = p.epoch + 1, 0
-                if not cfg.eval_every:
-                    self.run_evaluation()
-                    if not cfg.save_every:
-                        self.save()
+                    bar.update(1)
+                    if p.step % cfg.log_every == 0 or p.step == self.total_steps:
+                        self._log_train(window, grad_norm, bar)
+                    if cfg.eval_every and p.step % cfg.eval_every == 0:
+                        self.run_evaluation()
+                    if (cfg.save_every and p.step % cfg.save_every == 0) or (
+                        not cfg.save_every and p.eval_step == p.step
+                    ):
+                        self.save()  # at an epoch's end, batch == len(batches): a resume runs the epoch-end part
                         last_saved = p.step
-        bar.close()
+                if p.batch >= len(batches):
+                    p.epoch, p.batch = p.epoch + 1, 0
+                    if not cfg.eval_every:
+                        self.run_evaluation()
+                        if not cfg.save_every:
+                            self.save()
+                            last_saved = p.step
+        finally:
+            bar.close()
         if p.eval_step != p.step:
             self.run_evaluation()
         if last_saved != p.step:

@@ -11,10 +11,11 @@ from __future__ import annotations
 from dataclasses import asdict
 from pathlib import Path
 
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
 from torch import nn
 
 from seq2bert.errors import CheckpointError
+from seq2bert.io import save_tensors
 from seq2bert.models.bert.convert import config_from_hf, config_to_hf, from_hf_state_dict, to_hf_state_dict
 from seq2bert.models.family import Family
 from seq2bert.models.spanbert.config import SpanBertConfig
@@ -35,7 +36,9 @@ def read_config(hf: dict, source: str) -> SpanBertConfig:
 
 
 def save_sbo(model: nn.Module, directory: Path) -> None:
-    save_file({k: v.contiguous() for k, v in model.sbo.state_dict().items()}, str(Path(directory) / SBO_FILE))
+    save_tensors(
+        {k: v.contiguous() for k, v in model.sbo.state_dict().items()}, str(Path(directory) / SBO_FILE)
+    )
 
 
 def read_state(hf: dict, cfg: SpanBertConfig, architecture: str, source: str, new_heads: bool) -> dict:
