@@ -215,9 +215,12 @@ class Tokenizer:
     def save(self, directory: PathLike) -> None:
         """Write ``directory/tokenizer.json`` atomically (a temporary file, then ``os.replace``); for GPT's
         BPE vocabularies also vocab.json + merges.txt, the files transformers' GPT tokenizers read."""
+        from seq2bert.io import umask_mode  # imports torch; only needed here
+
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tokenizer.", suffix=".json.tmp")
+        os.fchmod(fd, umask_mode())  # the mode of the user's other files, not mkstemp's 0600
         os.close(fd)
         try:
             self._backend.save(tmp, pretty=True)
