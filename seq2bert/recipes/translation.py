@@ -276,20 +276,14 @@ def train(
     if not resume:
         ckpt.check_fresh_run_dir(out_dir)
     dist, device = setup(cfg.train.device)
-    if dist.is_main:  # what this directory is trained with, before anything else is written (check_same_run)
-        out_dir.mkdir(parents=True, exist_ok=True)
-        config_io.save(cfg, out_dir / "run.json")
     seed_everything(cfg.train.seed)
     pairs = load_pairs(cfg.data)
     if not pairs["train"]:
         raise ConfigError("data: no training pairs")
     tok_dir = out_dir / "tokenizer"
-    if resume and (tok_dir / "tokenizer.json").is_file():
-        tok = Tokenizer.load(tok_dir)  # the vocabulary the killed run trained with
-    else:
-        tok = build_tokenizer(cfg.data, pairs["train"])
-        if dist.is_main:
-            tok.save(tok_dir)
+    resumed_tok = resume and (tok_dir / "tokenizer.json").is_file()
+    # the vocabulary the killed run trained with
+    tok = Tokenizer.load(tok_dir) if resumed_tok else build_tokenizer(cfg.data, pairs["train"])
     model_cfg = config_io.from_dict(
         type(cfg.model),
         {
@@ -301,6 +295,13 @@ def train(
             "eos_token_id": tok.eos_token_id,
         },
     )
+    if resume:
+        check_resumable(out_dir, model_cfg)
+    if dist.is_main:  # what this directory is trained with, once the data and the model are known to be sound
+        out_dir.mkdir(parents=True, exist_ok=True)  # (a failed start leaves none behind; check_same_run)
+        config_io.save(cfg, out_dir / "run.json")
+        if not resumed_tok:
+            tok.save(tok_dir)
     seed_everything(cfg.train.seed)  # the weights depend on the seed only, not on the data pipeline
     model = build_model(model_cfg)
     torch.manual_seed(cfg.train.seed + dist.rank)  # one dropout stream per process
@@ -365,6 +366,22 @@ def train(
     row["is_main"] = dist.is_main
     cleanup()
     return row
+
+
+def check_resumable(out_dir: Path, model_cfg) -> None:
+    """A resumed run must build the model its last checkpoint holds: a changed model setting is refused before
+    anything in ``out_dir`` is written (its run.json stays the one it was trained with)."""
+    last = ckpt.latest_checkpoint(out_dir)
+    if last is None or not (last / "config.json").is_file():
+        return
+    old, new = ckpt.read_json(last / "config.json"), config_io.to_dict(model_cfg)
+    differ = [k for k in new if k in old and old[k] != new[k]]
+    if differ:
+        k = differ[0]
+        raise ConfigError(
+            f"--resume: {last} holds a model with model.{k}={old[k]!r}, not {new[k]!r}; resume with the "
+            "run's own settings or choose a new --out"
+        )
 
 
 def score_best(model, tok: Tokenizer, valid: Pairs, test: Pairs, data: DataConfig, *, device=None) -> dict:
