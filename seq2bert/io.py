@@ -82,6 +82,7 @@ def write_dir_atomically(target: Path, write: Callable[[Path], None]) -> None:
             if f.is_file():
                 with open(f, "rb") as fh:
                     os.fsync(fh.fileno())
+                os.chmod(f, umask_mode())  # safetensors writes its files 0600, like tempfile
         os.chmod(tmp, umask_mode(0o777))  # mkdtemp makes it 0700; a directory the user writes is not
         if target.exists() and _exchange(tmp, target):
             shutil.rmtree(tmp, ignore_errors=True)  # tmp now holds the old target
@@ -141,12 +142,14 @@ def save_weights(model: nn.Module, directory: Path) -> None:
     path = Path(directory) / "model.safetensors"
     with _io_errors(path):
         save_model(model, str(path))
+    os.chmod(path, umask_mode())  # safetensors makes its files 0600
 
 
 def save_tensors(tensors: dict, path: str | Path, metadata: dict[str, str] | None = None) -> None:
     """``tensors`` as the safetensors file ``path``."""
     with _io_errors(path):
         save_file(tensors, str(path), metadata=metadata)
+    os.chmod(path, umask_mode())  # safetensors makes its files 0600
 
 
 @contextlib.contextmanager
