@@ -72,6 +72,7 @@ class Encoding:
     tokens: list[str]
     sequence_ids: list[int | None]  # 0 / 1 for the first / second text, None for specials and pads
     word_ids: list[int | None]
+    truncated: bool = False  # tokens were cut to max_length
 
     @classmethod
     def from_backend(cls, enc: tokenizers.Encoding) -> Encoding:
@@ -83,6 +84,7 @@ class Encoding:
             tokens=list(enc.tokens),
             sequence_ids=list(enc.sequence_ids),
             word_ids=list(enc.word_ids),
+            truncated=bool(enc.overflowing),
         )
 
     def __len__(self) -> int:

@@ -33,8 +33,9 @@ from seq2bert.decoding.generation import BEAM5, GREEDY, Decoding  # noqa: F401 (
 from seq2bert.errors import CheckpointError, ConfigError
 from seq2bert.evaluation import metrics as M
 from seq2bert.models import registry
-from seq2bert.models.alignment import Alignment, align  # noqa: F401 (re-exported: used by the recipes' users)
+from seq2bert.models.alignment import Alignment, align, source_limit, within_positions  # noqa: F401 (align re-exported)
 from seq2bert.models.encoder_decoder import ScheduledSampling
+from seq2bert.models.family import max_input_length
 from seq2bert.models.registry import ModelConfig, build_model
 from seq2bert.models.seq2seq.config import RecurrentConfig, Seq2SeqConfig
 from seq2bert.objectives.cross_entropy import IGNORE_INDEX
@@ -159,6 +160,17 @@ def encode_pairs(tok: Tokenizer, pairs: Pairs, max_length: int | None = None) ->
     return Encoded(src, tgt)
 
 
+def within_model(enc: Encoded, config) -> Encoded:
+    """Pairs a model can score: sources cut to ``source_limit`` (default: its positions, else 512), targets to
+    its decoder's positions (their [BOS] or [EOS] included), with a warning."""
+    limit, table = source_limit(config), max_input_length(config)
+    long = sum(len(s) > limit for s in enc.src) + sum(table is not None and len(t) >= table for t in enc.tgt)
+    if long:
+        log.warning("%d sentence(s) truncated to what the model reads (%d source tokens, %s target tokens)", long,
+                    limit, table - 1 if table else "any")  # fmt: skip
+    return Encoded([s[:limit] for s in enc.src], [t[: table - 1] if table else t for t in enc.tgt])
+
+
 def make_collate(enc: Encoded, tok: Tokenizer):
     """Batch of indices → input_ids / attention_mask (B, S), decoder_input_ids / labels (B, T)."""
     bos, eos, pad = tok.bos_token_id, tok.eos_token_id, tok.pad_token_id
@@ -211,7 +223,8 @@ def evaluate_pairs(
     device = device or next(model.parameters()).device
     was_training = model.training
     model.eval()
-    enc = encode_pairs(tok, pairs)
+    enc = within_model(encode_pairs(tok, pairs), model.config)
+    decoding = within_positions(decoding, model.config)
     collate = make_collate(enc, tok)
     plan = make_plan(enc, data, shuffle=False)
     nll, n_tok = 0.0, 0
