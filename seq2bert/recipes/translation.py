@@ -310,11 +310,8 @@ def train(
     )
     if resume:
         check_resumable(out_dir, model_cfg)
-    if dist.is_main:  # what this directory is trained with, once the data and the model are known to be sound
-        out_dir.mkdir(parents=True, exist_ok=True)  # (a failed start leaves none behind; check_same_run)
-        config_io.save(cfg, out_dir / "run.json")
-        if not resumed_tok:
-            tok.save(tok_dir)
+    if dist.is_main and not resumed_tok:
+        tok.save(tok_dir)
     seed_everything(cfg.train.seed)  # the weights depend on the seed only, not on the data pipeline
     model = build_model(model_cfg)
     torch.manual_seed(cfg.train.seed + dist.rank)  # one dropout stream per process
@@ -350,6 +347,9 @@ def train(
         dist=dist,
         progress_bar=progress_bar,
         plot_curves=plot_training_curves,
+        # what this directory is trained with, once training begins: a failed start or a refused --resume
+        # leaves no run.json, or the one it had (check_same_run)
+        on_start=lambda: config_io.save(cfg, out_dir / "run.json"),
     )
     epsilon = epsilon_schedule(ss, trainer.total_steps)
     if ss.enabled:
