@@ -16,6 +16,7 @@ from seq2bert.decoding.generation import Decoding
 from seq2bert.errors import UserError
 from seq2bert.models.alignment import MAX_SOURCE_LENGTH, align, source_limit
 from seq2bert.pipelines import classify, embed, fill_mask, tag, translate
+from seq2bert.viz.inspect import attention_maps
 from tests.reliability.conftest import POSITIONS
 
 LONG = "a b c d " * 2000  # 8000 source tokens
@@ -106,6 +107,15 @@ def test_fill_mask_reads_the_models_positions(bert_runs, caplog):
     assert len(rows) == 2 and truncations(caplog)
     with pytest.raises(UserError, match=f"no \\[MASK\\] in its first {POSITIONS} tokens"):
         fill_mask("the film " * 200 + "[MASK]", bert_runs["pretrained"])
+
+
+@pytest.mark.parametrize("run", ["pretrained", "translation"])
+def test_attention_maps_read_the_models_positions(run, bert_runs, translation_runs, tmp_path, capsys, caplog):
+    model = bert_runs["pretrained"] if run == "pretrained" else translation_runs["transformer"]
+    assert main(["attention", str(model), "the film " * 200, "--out", str(tmp_path / "a.png")]) == 0
+    assert (tmp_path / "a.png").stat().st_size > 0 and truncations(caplog)
+    maps = attention_maps(model, "the film " * 200)
+    assert max(w.shape[-1] for layers in maps.layers.values() for w in layers) == POSITIONS
 
 
 @pytest.mark.parametrize("pipeline, head", [(classify, "sequence"), (tag, "tokens")])
