@@ -18,7 +18,7 @@ def from_pretrained(path: str | Path, device: str = "cpu"):
 
 
 def translate(
-    texts: list[str],
+    texts: str | list[str],
     model: str | Path,
     *,
     num_beams: int = 1,
@@ -26,14 +26,19 @@ def translate(
     max_len_a: float = 1.5,
     max_len_b: int = 10,
     batch_size: int = 64,
-) -> list[str]:
-    """Translate ``texts`` with the checkpoint at ``model``: greedy decoding, or beam search with ``num_beams``;
-    at most ⌊max_len_a · |x| + max_len_b⌋ tokens per sentence."""
+    max_source_length: int | None = None,
+) -> str | list[str]:
+    """Translate ``texts`` (a string: one sentence) with the checkpoint at ``model``: greedy decoding, or beam
+    search with ``num_beams``; at most ⌊max_len_a · |x| + max_len_b⌋ tokens per sentence; sources truncated
+    to ``max_source_length`` tokens (default: the model's positions, else 512), "" for an empty text."""
     from seq2bert.decoding.generation import Decoding
     from seq2bert.pipelines import translate as _translate
 
     decoding = Decoding(num_beams, length_penalty, max_len_a, max_len_b)
-    return _translate(model, list(texts), decoding=decoding, batch_size=batch_size)
+    texts = texts if isinstance(texts, str) else list(texts)
+    return _translate(
+        model, texts, decoding=decoding, batch_size=batch_size, max_source_length=max_source_length
+    )
 
 
 def embed(

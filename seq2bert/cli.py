@@ -32,7 +32,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def not_utf8(argv: list[str]) -> str | None:
+    """The first argument that was not valid UTF-8 (Python keeps its bytes as surrogate escapes), shown."""
+    for arg in argv:
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            return repr(arg.encode("utf-8", "surrogateescape"))[2:-1]
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if (bad := not_utf8(argv)) is not None:
+        print(f"seq2bert: error: argument '{bad}' is not valid UTF-8 (expected UTF-8 text)", file=sys.stderr)
+        return 2
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if extra and isinstance(getattr(args, "text", None), list) and not any(x.startswith("-") for x in extra):
@@ -52,6 +66,10 @@ def main(argv: list[str] | None = None) -> int:
     except RunFailure as e:
         print(f"seq2bert: failed: {e}", file=sys.stderr)
         return 1
+    except (IsADirectoryError, NotADirectoryError) as e:  # a folder given for a file, or a file for a folder
+        what = "a folder, expected a file" if isinstance(e, IsADirectoryError) else "not a folder"
+        print(f"seq2bert: error: {e.filename}: {what}", file=sys.stderr)
+        return 2
     except OSError as e:  # a full or read-only disk, a missing permission: what failed, and where
         where = f": {e.filename}" if e.filename else ""
         print(f"seq2bert: failed: {e.strerror or e}{where}", file=sys.stderr)

@@ -212,6 +212,8 @@ def to_dict(obj: Any) -> dict[str, Any]:
 def read_mapping(path: str | Path) -> dict[str, Any]:
     """Read a JSON or YAML file (by extension; YAML otherwise) into a dict, with a one-line error if malformed."""
     path = Path(path)
+    if path.is_dir():
+        raise ConfigError(f"{path}: a folder, expected a YAML or JSON config file")
     if not path.is_file():
         raise ConfigError(f"{path}: no such config file")
     try:
@@ -292,14 +294,18 @@ def _free_keys(tp: Any) -> Any:
     return (get_args(tp) or (str, Any))[1]
 
 
-def _set_dotted(data: dict[str, Any], cls: type, parts: list[str], value: Any) -> None:
+def _set_dotted(data: dict[str, Any], cls: type, parts: list[str], value: Any, source: Any = None) -> None:
     """Set ``data[parts[0]][parts[1]]… = value``, checking each key against dataclass ``cls`` and its sections
-    (under a ``dict[str, V]`` field, any one key, with a value of type V)."""
+    (under a ``dict[str, V]`` field, any one key, with a value of type V); ``source``: the file ``data`` came
+    from, named when a section of it is not a mapping."""
     node, fields, prefix = data, _section_fields(cls), ""
     for i, part in enumerate(parts[:-1]):
         names = list(fields)
         if part not in names:
             raise ConfigError(f"unknown key {prefix}{part}: {_closest(part, names, prefix)}")
+        if not isinstance(node.get(part, {}), dict):  # `train: 5` in the file
+            where = f"{source}: " if source is not None else ""
+            raise ConfigError(f"{where}{prefix}{part}: expected a mapping of its keys, got {node[part]!r}")
         free = _free_keys(fields[part])
         if free is not None and i == len(parts) - 2:  # e.g. model_config.hidden_size=128
             key = f"{prefix}{part}.{parts[-1]}"
@@ -366,7 +372,7 @@ def build(
     update = read_mapping(file) if file is not None else {}
     for item in overrides:
         parts, value = parse_override(item)
-        _set_dotted(update, cls, parts, value)
+        _set_dotted(update, cls, parts, value, source=file)
     data = _merge(_restart_retagged(data, update, cls), update)
     try:
         return from_dict(cls, data)

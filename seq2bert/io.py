@@ -26,12 +26,22 @@ from torch import nn
 from seq2bert.errors import CheckpointError
 
 
+def umask_mode(bits: int = 0o666) -> int:
+    """``bits`` as the process's umask leaves them: the mode ``open`` gives a new file (0o644 under umask 022).
+    ``tempfile`` makes its files 0600 and its folders 0700; what is renamed into place gets this mode."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return bits & ~mask
+
+
 def atomic_write_text(path: str | Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same folder and an atomic rename."""
+    """Write ``text`` to ``path`` through a temporary file in the same folder and an atomic rename; the file
+    ends with the mode of any other file the user writes (``umask_mode``)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, umask_mode())
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
         os.replace(tmp, path)
@@ -72,7 +82,8 @@ def write_dir_atomically(target: Path, write: Callable[[Path], None]) -> None:
             if f.is_file():
                 with open(f, "rb") as fh:
                     os.fsync(fh.fileno())
-        os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes it 0700; a directory the user writes is not
+                os.chmod(f, umask_mode())  # safetensors writes its files 0600, like tempfile
+        os.chmod(tmp, umask_mode(0o777))  # mkdtemp makes it 0700; a directory the user writes is not
         if target.exists() and _exchange(tmp, target):
             shutil.rmtree(tmp, ignore_errors=True)  # tmp now holds the old target
             return
@@ -86,12 +97,6 @@ def write_dir_atomically(target: Path, write: Callable[[Path], None]) -> None:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def _exchange(a: Path, b: Path) -> bool:
@@ -137,12 +142,14 @@ def save_weights(model: nn.Module, directory: Path) -> None:
     path = Path(directory) / "model.safetensors"
     with _io_errors(path):
         save_model(model, str(path))
+    os.chmod(path, umask_mode())  # safetensors makes its files 0600
 
 
 def save_tensors(tensors: dict, path: str | Path, metadata: dict[str, str] | None = None) -> None:
     """``tensors`` as the safetensors file ``path``."""
     with _io_errors(path):
         save_file(tensors, str(path), metadata=metadata)
+    os.chmod(path, umask_mode())  # safetensors makes its files 0600
 
 
 @contextlib.contextmanager

@@ -36,7 +36,7 @@ from seq2bert.data.qa import strip_span
 from seq2bert.decoding.generation import GREEDY, Decoding
 from seq2bert.errors import CheckpointError, ConfigError, UserError
 from seq2bert.models import quantized, registry
-from seq2bert.models.alignment import loaded, source_ids
+from seq2bert.models.alignment import loaded, source_ids, source_limit, within_positions
 from seq2bert.models.family import max_input_length
 
 log = logging.getLogger(__name__)
@@ -74,6 +74,7 @@ def _encode(encoder, tok, texts: list[str], max_length: int) -> tuple[dict, list
         return family.text_inputs(encoder, tok, list(texts))
     batch = tok.encode_batch(list(texts), max_length=max_length, truncation="longest_first",
                              padding="longest", return_tensors="pt")  # fmt: skip
+    said_truncated(batch.encodings, max_length)
     return dict(batch), None
 
 
@@ -95,6 +96,12 @@ def _layer(encoder, batch: dict, layer: int | str | None):
 def positions(config, longest: int) -> int:
     """The longest input a model takes: ``longest``, cut to its position table (an LSTM has none)."""
     return min(longest, max_input_length(config, longest))
+
+
+def said_truncated(encodings, max_length: int) -> None:
+    """A warning for the texts the tokenizer cut to ``max_length`` tokens."""
+    if cut := sum(getattr(e, "truncated", False) for e in encodings):
+        log.warning("%d text(s) longer than %d tokens truncated (max_length)", cut, max_length)
 
 
 def default_max_length(directory: Path | None, fallback: int) -> int:
@@ -173,8 +180,8 @@ def embed(
     sentence-transformers modules say — by default averaged over its tokens ([CLS] and [SEP] included,
     padding excluded) — and L2-normalised when ``normalize``, whose default (None) is what the directory's
     modules.json says (a Normalize module: normalised, as sentence-transformers' ``encode`` gives). Texts
-    longer than ``max_length`` tokens are truncated (default: the directory's sentence-transformers setting,
-    else the model's maximum positions). ``layer``: which layer's vectors (``_layer``: the final one for
+    longer than ``max_length`` tokens are truncated, with a warning (default: the directory's
+    sentence-transformers setting, else the model's positions; never past them). ``layer``: which layer's vectors (``_layer``: the final one for
     BERT, the average of the layers for ELMo, unless an index or "mean" is given)."""
     if isinstance(texts, str):
         raise UserError("embed: give a list of texts")
@@ -182,7 +189,10 @@ def embed(
     encoder = _base(net)
     pooling, normalized = sentence_modules(directory)
     normalize = normalized if normalize is None else normalize
-    max_length = max_length or default_max_length(directory, max_input_length(encoder.config, 512))
+    table = max_input_length(
+        encoder.config, 512
+    )  # clamped to it: max_length=10**6 reads the model's positions
+    max_length = positions(encoder.config, max_length or default_max_length(directory, table))
     device = next(encoder.parameters()).device
     out = []
     for start in range(0, len(texts), batch_size):
@@ -228,7 +238,8 @@ def word_vectors(texts: list[str], word: str, model, *, layer: int | str | None 
 def fill_mask(text: str, model, *, top_k: int = 5, int8: bool = False) -> list[dict] | list[list[dict]]:
     """The ``top_k`` most probable tokens for the [MASK] (the tokenizer's mask: RoBERTa's ``<mask>``) in
     ``text``: [{"token", "token_id", "score", "sequence"}, …] best first (one such list per [MASK] when there
-    are several). Of an ELECTRA run's checkpoint, the generator (generator/) fills the mask."""
+    are several). Of an ELECTRA run's checkpoint, the generator (generator/) fills the mask. A text longer
+    than the model's positions is truncated to them, with a warning."""
     net, tok, _ = _load(model, "masked_lm", int8)
     if getattr(net.config, "is_decoder", False):  # BERT's LTR: its LM head was trained on the next token
         raise UserError(f"fill_mask: {model if isinstance(model, (str, Path)) else 'the model'} is a left-to-right "
@@ -236,11 +247,14 @@ def fill_mask(text: str, model, *, top_k: int = 5, int8: bool = False) -> list[d
     mask_id = tok.mask_token_id
     if mask_id is None:
         raise CheckpointError("fill_mask: the tokenizer has no [MASK] token")
-    enc = tok.encode_batch([text], return_tensors="pt")
+    longest = max_input_length(net.config, 512)  # a text past the model's positions: its first ones
+    enc = tok.encode_batch([text], max_length=longest, truncation="longest_first", return_tensors="pt")
+    said_truncated(enc.encodings, longest)
     ids = enc["input_ids"]
     positions = (ids[0] == mask_id).nonzero().flatten().tolist()
     if not positions:
-        raise UserError(f"fill_mask: no {tok.id_to_token(mask_id)} in {text!r}")
+        where = f" in its first {longest} tokens" if enc.encodings[0].truncated else ""
+        raise UserError(f"fill_mask: no {tok.id_to_token(mask_id)}{where} in {text[:80]!r}")
     device = next(net.parameters()).device
     logits = net(ids.to(device), enc["attention_mask"].to(device), enc["token_type_ids"].to(device)).logits
     results = []
@@ -306,6 +320,7 @@ def classify(texts, model, *, top_k: int | None = 1, batch_size: int = 32, max_l
         else:
             batch = tok.encode_batch(chunk, max_length=max_length, truncation="longest_first", padding="longest",
                                      return_tensors="pt")  # fmt: skip
+            said_truncated(batch.encodings, max_length)
             batch = {**batch, **_word_features(net, batch.encodings, chunk)}
         logits = net(**{k: v.to(_device(net)) for k, v in batch.items()}).logits.float()  # (B, K)
         for row in logits:
@@ -346,6 +361,7 @@ def tag(text: str, model, *, aggregate: bool = True, max_length: int = 512, int8
     net, tok, _ = _load(model, "tokens", int8)
     max_length = positions(net.config, max_length)
     enc = tok.encode(text, max_length=max_length, truncation="longest_first")
+    said_truncated([enc], max_length)
     ids = torch.tensor([enc.ids], device=_device(net))
     words = {k: v.to(ids.device) for k, v in _word_features(net, [enc], [text]).items()}
     probs = (
@@ -416,30 +432,30 @@ def answer(question: str, context: str, model, *, max_seq_length: int = 384, doc
 
 
 @torch.no_grad()
-def translate(
-    checkpoint_or_model,
-    texts: list[str],
-    *,
-    tokenizer=None,
-    batch_size: int = 64,
-    decoding: Decoding = GREEDY,
-    int8: bool = False,
-) -> list[str]:
+def translate(checkpoint_or_model, texts: str | list[str], *, tokenizer=None, batch_size: int = 64,
+              decoding: Decoding = GREEDY, int8: bool = False, max_source_length: int | None = None) -> str | list[str]:  # fmt: skip
     """Translations of ``texts`` (greedy, or beam search with ``decoding=Decoding(num_beams=5)``) by a
-    checkpoint (path) or a loaded model with its tokenizer; ``int8``: with dynamically quantised Linears."""
+    checkpoint (path) or a loaded model with its tokenizer; ``int8``: with dynamically quantised Linears.
+    A string is one sentence (its translation, a string); an empty text translates to "". A source longer
+    than ``max_source_length`` tokens (default: the model's positions, else 512; models/alignment.py
+    ``source_limit``) is truncated with a warning, and no translation outgrows the decoder's positions."""
+    if isinstance(texts, str):
+        return translate(checkpoint_or_model, [texts], tokenizer=tokenizer, batch_size=batch_size,
+                         decoding=decoding, int8=int8, max_source_length=max_source_length)[0]  # fmt: skip
     model, tokenizer = loaded(checkpoint_or_model, tokenizer)
     if int8:
         model = int8_model(model if isinstance(checkpoint_or_model, (str, Path)) else copy.deepcopy(model))
     device = next(model.parameters()).device
+    limit = source_limit(model.config, max_source_length)
+    decoding = within_positions(decoding, model.config)
     out: list[str] = [""] * len(texts)
-    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    order = sorted((i for i in range(len(texts)) if texts[i].strip()), key=lambda i: len(texts[i]))
     for b in range(0, len(order), batch_size):
         idx = order[b : b + batch_size]
-        input_ids, mask = pad_sequences(
-            source_ids(tokenizer, [texts[i] for i in idx]), tokenizer.pad_token_id
-        )
-        rows = decoding.ids(model, tokenizer, input_ids.to(device), mask.to(device))
-        for i, text in zip(idx, tokenizer.decode_batch(rows), strict=True):
+        rows = source_ids(tokenizer, [texts[i] for i in idx], limit)
+        input_ids, mask = pad_sequences(rows, tokenizer.pad_token_id)
+        found = decoding.ids(model, tokenizer, input_ids.to(device), mask.to(device))
+        for i, text in zip(idx, tokenizer.decode_batch(found), strict=True):
             out[i] = text
     return out
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sys
 from pathlib import Path
 
 from seq2bert.errors import UserError
@@ -124,3 +125,31 @@ def add_decoding_args(p: argparse.ArgumentParser) -> None:
         metavar="ALPHA",
         help="beam search length penalty α of Wu et al. (2016) (default 1.0; 0 = none)",
     )
+
+
+def add_source_length_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--max-source-length", type=int, metavar="N", help="truncate longer sources to their first N "
+                   "tokens, with a warning (default: the model's positions, else 512)")  # fmt: skip
+
+
+def stdin_text() -> str:
+    """All of standard input, decoded as UTF-8: text that is not is a one-line UserError naming its line."""
+    data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read()
+    try:
+        return data if isinstance(data, str) else data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n") + 1
+        raise UserError(f"<stdin>:{line}: invalid UTF-8 (expected UTF-8 text)") from None
+
+
+def stdin_lines(keep_blank: bool = True) -> list[str]:
+    """The lines of standard input, decoded as UTF-8: a line that is not is a one-line UserError naming it."""
+    out = []
+    for number, raw in enumerate(getattr(sys.stdin, "buffer", sys.stdin), 1):  # bytes, or text already
+        try:
+            line = (raw if isinstance(raw, str) else raw.decode("utf-8")).rstrip("\r\n")
+        except UnicodeDecodeError:
+            raise UserError(f"<stdin>:{number}: invalid UTF-8 (expected UTF-8 text)") from None
+        if keep_blank or line.strip():
+            out.append(line)
+    return out

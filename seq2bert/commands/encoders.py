@@ -4,10 +4,9 @@ pipelines (classify, tag, qa, fill-mask, embed)."""
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-from seq2bert.commands.common import load_config
+from seq2bert.commands.common import load_config, stdin_lines
 from seq2bert.errors import UserError
 
 
@@ -52,27 +51,39 @@ def cmd_finetune(args: argparse.Namespace) -> int:
     return 0
 
 
-def is_finetuned(checkpoint: str) -> bool:
-    """A fine-tuning run, its best/ or an encoder's task directory (rather than a translation checkpoint); of a
-    decoder (GPT), a directory whose model has a task head."""
+TASK_HEADS = ("sequence", "similarity", "tokens", "qa", "choice")
+
+
+def _architecture(checkpoint: str):
+    """(family, the architecture config.json names) of a checkpoint or run directory."""
     from seq2bert.io import read_json
     from seq2bert.models import registry
 
+    family = registry.family_at(checkpoint)
+    config = read_json(registry.checkpoint_dir(checkpoint) / "config.json")
+    return family, (config.get("architectures") or [None])[0]
+
+
+def is_finetuned(checkpoint: str) -> bool:
+    """A fine-tuning run, its best/ or an encoder's directory (rather than a translation checkpoint); of a
+    decoder (GPT), a directory whose model has a task head."""
     try:
-        family = registry.family_at(checkpoint)
-        if family.kind != "decoder":
-            return family.kind == "encoder"
-        config = read_json(registry.checkpoint_dir(checkpoint) / "config.json")
+        family, architecture = _architecture(checkpoint)
     except UserError:  # not a checkpoint at all: the translation evaluation says so
         return False
-    tasks = [family.heads.get(h) for h in ("sequence", "similarity", "tokens", "qa", "choice")]
-    return (config.get("architectures") or [None])[0] in tasks
+    if family.kind != "decoder":
+        return family.kind == "encoder"
+    return architecture in [family.heads.get(h) for h in TASK_HEADS]
 
 
 def cmd_evaluate_finetuned(args: argparse.Namespace) -> int:
     from seq2bert.recipes.finetune import FinetuneDataConfig, evaluate_checkpoint
     from seq2bert.report import format_table, task_columns
 
+    family, architecture = _architecture(args.checkpoint)
+    if architecture not in [family.heads.get(h) for h in TASK_HEADS]:  # a pretraining run, a bare encoder
+        raise UserError(f"{args.checkpoint}: a {architecture}, not a fine-tuned model; evaluate scores a task's "
+                        f"head (fine-tune it first: seq2bert finetune --init {args.checkpoint} …)")  # fmt: skip
     data = None
     if args.task or args.data:
         if not (args.task and args.data):
@@ -104,7 +115,7 @@ def cmd_classify(args: argparse.Namespace) -> int:
     from seq2bert.pipelines import classify
 
     model = _load_task(args.model, "sequence", "similarity")
-    texts = args.text or [line.rstrip("\n") for line in sys.stdin if line.strip()]
+    texts = args.text or stdin_lines(keep_blank=False)
     items = [tuple(t.split("\t", 1)) if "\t" in t else t for t in texts]  # "A<TAB>B": a pair
     for text, result in zip(texts, classify(items, model, top_k=1, int8=args.int8), strict=True):
         print(f"{result['label']}\t{result['score']:.4f}\t{text}")
@@ -115,7 +126,7 @@ def cmd_tag(args: argparse.Namespace) -> int:
     from seq2bert.pipelines import tag
 
     model = _load_task(args.model, "tokens")
-    for i, text in enumerate(args.text or [line.rstrip("\n") for line in sys.stdin if line.strip()]):
+    for i, text in enumerate(args.text or stdin_lines(keep_blank=False)):
         if i:
             print()
         for e in tag(text, model, aggregate=not args.words, int8=args.int8):
@@ -156,7 +167,7 @@ def cmd_fill_mask(args: argparse.Namespace) -> int:
 def cmd_embed(args: argparse.Namespace) -> int:
     from seq2bert.pipelines import embed
 
-    texts = args.text or [line.rstrip("\n") for line in sys.stdin if line.strip()]
+    texts = args.text or stdin_lines(keep_blank=False)
     if args.word:
         from seq2bert.pipelines import word_vectors
 

@@ -70,9 +70,10 @@ def cmd_generate(args: argparse.Namespace) -> int:
     import json
     import sys
 
+    from seq2bert.commands.common import stdin_text
     from seq2bert.pipelines import generate
 
-    prompts = args.text or [sys.stdin.read().removesuffix("\n")]
+    prompts = args.text or [stdin_text().removesuffix("\n")]
     # --stop '\n': backslash escapes read as Python reads them in a string
     stops = [s.encode("latin-1", "backslashreplace").decode("unicode_escape") for s in args.stop]
     settings = dict(max_new_tokens=args.max_new_tokens, do_sample=args.do_sample, temperature=args.temperature,

@@ -4,16 +4,17 @@ evaluation (a fine-tuned BERT run is handed to its own scorer), translation, ali
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from seq2bert.commands.common import (
     add_config_args,
     add_data_dir_args,
     add_decoding_args,
+    add_source_length_arg,
     data_dir_overrides,
     decoding_of,
     load_run_config,
+    stdin_lines,
 )
 from seq2bert.errors import UserError
 
@@ -152,7 +153,7 @@ def cmd_translate(args: argparse.Namespace) -> int:
 
         texts = read_lines(args.input)
     else:
-        texts = [line.rstrip("\n") for line in sys.stdin]
+        texts = stdin_lines()
     if args.show_alignment:
         from seq2bert.models.alignment import align
         from seq2bert.viz.attention import plot_alignment
@@ -160,7 +161,12 @@ def cmd_translate(args: argparse.Namespace) -> int:
         out = Path(args.show_alignment)
         for i, text in enumerate(texts):
             try:
-                a = align(args.checkpoint, text, decoding=decoding_of(args))
+                a = align(
+                    args.checkpoint,
+                    text,
+                    decoding=decoding_of(args),
+                    max_source_length=args.max_source_length,
+                )
             except ValueError as e:
                 raise UserError(f"{args.checkpoint}: {e}") from None
             png = out if len(texts) == 1 else out.with_name(f"{out.stem}-{i + 1}{out.suffix}")
@@ -168,9 +174,8 @@ def cmd_translate(args: argparse.Namespace) -> int:
                 f"{a.translation}\t{plot_alignment(a.source_tokens, a.target_tokens, a.weights, png, title=a.translation)}"
             )
         return 0
-    for line in translate(
-        args.checkpoint, texts, batch_size=args.batch_size, decoding=decoding_of(args), int8=args.int8
-    ):
+    for line in translate(args.checkpoint, texts, batch_size=args.batch_size, decoding=decoding_of(args),
+                          int8=args.int8, max_source_length=args.max_source_length):  # fmt: skip
         print(line)
     return 0
 
@@ -180,7 +185,9 @@ def cmd_align(args: argparse.Namespace) -> int:
     from seq2bert.viz.attention import plot_alignment
 
     try:
-        a = align(args.checkpoint, args.text, decoding=decoding_of(args))
+        a = align(
+            args.checkpoint, args.text, decoding=decoding_of(args), max_source_length=args.max_source_length
+        )
     except ValueError as e:
         raise UserError(f"{args.checkpoint}: {e}") from None
     print(a.translation)
@@ -329,6 +336,7 @@ def register(sub) -> None:
     p.add_argument("--show-alignment", nargs="?", const="alignment.png", metavar="PNG",
                    help="also draw each translation's attention alignment (default alignment.png; -N per text)")  # fmt: skip
     add_decoding_args(p)
+    add_source_length_arg(p)
     p.add_argument("--int8", action="store_true", help="decode with the Linear layers dynamically quantised to "
                    "int8 (CPU)")  # fmt: skip
     p.set_defaults(func=cmd_translate)
@@ -343,6 +351,7 @@ def register(sub) -> None:
     p.add_argument("text", help="the source sentence")
     p.add_argument("--out", default="alignment.png", help="PNG path (default: alignment.png)")
     add_decoding_args(p)
+    add_source_length_arg(p)
     p.set_defaults(func=cmd_align)
 
     p = sub.add_parser(

@@ -72,6 +72,7 @@ class Encoding:
     tokens: list[str]
     sequence_ids: list[int | None]  # 0 / 1 for the first / second text, None for specials and pads
     word_ids: list[int | None]
+    truncated: bool = False  # tokens were cut to max_length
 
     @classmethod
     def from_backend(cls, enc: tokenizers.Encoding) -> Encoding:
@@ -83,6 +84,7 @@ class Encoding:
             tokens=list(enc.tokens),
             sequence_ids=list(enc.sequence_ids),
             word_ids=list(enc.word_ids),
+            truncated=bool(enc.overflowing),
         )
 
     def __len__(self) -> int:
@@ -215,9 +217,12 @@ class Tokenizer:
     def save(self, directory: PathLike) -> None:
         """Write ``directory/tokenizer.json`` atomically (a temporary file, then ``os.replace``); for GPT's
         BPE vocabularies also vocab.json + merges.txt, the files transformers' GPT tokenizers read."""
+        from seq2bert.io import umask_mode  # imports torch; only needed here
+
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tokenizer.", suffix=".json.tmp")
+        os.fchmod(fd, umask_mode())  # the mode of the user's other files, not mkstemp's 0600
         os.close(fd)
         try:
             self._backend.save(tmp, pretty=True)

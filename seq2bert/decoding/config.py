@@ -51,6 +51,7 @@ class GenerationConfig:
     max_new_tokens: int | None = None  # one limit for every input …
     max_len_a: float | None = None  # … or ⌊max_len_a · |x| + max_len_b⌋ per input
     max_len_b: int | None = None
+    max_positions: int | None = None  # and never more new tokens than a decoder's position table holds
     min_new_tokens: int = 0  # [EOS] is forbidden before this many new tokens
     length_penalty: float = 1.0  # α; 0 ranks by log-probability alone
     length_penalty_form: str = "power"
@@ -116,6 +117,8 @@ class GenerationConfig:
                 f"batch, or max_len_b (and max_len_a) per input; got max_new_tokens={self.max_new_tokens}, "
                 f"max_len_a={self.max_len_a}, max_len_b={self.max_len_b}"
             )
+        if self.max_positions is not None and self.max_positions < 1:
+            raise ConfigError(f"max_positions: must be at least 1, got {self.max_positions}")
         if self.max_new_tokens is not None and self.max_new_tokens < 1:
             raise ConfigError(f"max_new_tokens: must be at least 1, got {self.max_new_tokens}")
         if per_input and self.max_len_b is None:
@@ -126,6 +129,8 @@ class GenerationConfig:
     def max_lengths(self, source_lengths: list[int]) -> list[int]:
         """The maximum number of new tokens of each input, [EOS] included, from its real length |x|."""
         if self.max_new_tokens is not None:
-            return [self.max_new_tokens] * len(source_lengths)
-        a, b = self.max_len_a or 0.0, self.max_len_b
-        return [math.floor(a * n + b) for n in source_lengths]
+            lengths = [self.max_new_tokens] * len(source_lengths)
+        else:
+            a, b = self.max_len_a or 0.0, self.max_len_b
+            lengths = [math.floor(a * n + b) for n in source_lengths]
+        return lengths if self.max_positions is None else [min(n, self.max_positions) for n in lengths]

@@ -120,6 +120,7 @@ class Decoding:
     length_penalty: float = 1.0
     max_len_a: float = 1.5
     max_len_b: int = 10
+    max_positions: int | None = None  # the decoder's position table, which no translation outgrows
 
     def generation_config(self, tok) -> GenerationConfig:
         return GenerationConfig(
@@ -128,6 +129,7 @@ class Decoding:
             length_penalty_form="wu",
             max_len_a=self.max_len_a,
             max_len_b=self.max_len_b,
+            max_positions=self.max_positions,
             eos_token_id=tok.eos_token_id,
             pad_token_id=tok.pad_token_id,
             decoder_start_token_id=tok.bos_token_id,

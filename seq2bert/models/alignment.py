@@ -6,14 +6,18 @@ saw (every model's attention at step t depends only on the source and the tokens
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import logging
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import torch
 
 from seq2bert.decoding.generation import GREEDY, Decoding
-from seq2bert.errors import CheckpointError
+from seq2bert.errors import CheckpointError, ConfigError
 from seq2bert.models import registry
+from seq2bert.models.family import max_input_length
+
+log = logging.getLogger(__name__)
 
 
 def loaded(checkpoint_or_model, tokenizer=None):
@@ -33,11 +37,41 @@ def loaded(checkpoint_or_model, tokenizer=None):
     return model, tokenizer
 
 
-def source_ids(tokenizer, texts: list[str]) -> list[list[int]]:
-    """The source token ids of ``texts``, as the checkpoint's tokenizer encodes a source."""
+# the most source tokens a translation reads when the model has no position table to say (a recurrent model
+# reads any length, but its search grows with the source: max_len_a · |x| + max_len_b steps over |x| tokens)
+MAX_SOURCE_LENGTH = 512
+
+
+def source_limit(config, asked: int | None = None) -> int:
+    """The most source tokens a translation by a model of ``config`` reads: ``asked``, by default the model's
+    positions (a Transformer's table, learned or sinusoidal) else MAX_SOURCE_LENGTH — never past a table."""
+    table = max_input_length(config)
+    if asked is not None and asked < 1:
+        raise ConfigError(f"max_source_length: expected at least 1 token, got {asked}")
+    limit = asked or table or MAX_SOURCE_LENGTH
+    return min(limit, table) if table else limit
+
+
+def within_positions(decoding: Decoding, config) -> Decoding:
+    """``decoding`` with no translation longer than the decoder's position table (a Transformer's; an LSTM
+    has none and keeps ⌊max_len_a · |x| + max_len_b⌋)."""
+    return replace(decoding, max_positions=max_input_length(config))
+
+
+def source_ids(tokenizer, texts: list[str], limit: int | None = None) -> list[list[int]]:
+    """The source token ids of ``texts``, as the checkpoint's tokenizer encodes a source; ``limit``: each cut
+    to its first ``limit`` tokens (a Marian source keeps its </s>), with a warning."""
     if hasattr(tokenizer, "source_ids"):  # a checkpoint's own source convention (Marian: pieces + </s>)
-        return tokenizer.source_ids(texts)
-    return [ids or [tokenizer.unk_token_id] for ids in tokenizer.ids_batch(texts)]
+        rows = tokenizer.source_ids(texts)
+    else:
+        rows = [ids or [tokenizer.unk_token_id] for ids in tokenizer.ids_batch(texts)]
+    for i, ids in enumerate(rows):
+        if limit is not None and len(ids) > limit:
+            log.warning(
+                "a source of %d tokens truncated to its first %d (max_source_length)", len(ids), limit
+            )
+            rows[i] = ids[: limit - 1] + ids[-1:] if hasattr(tokenizer, "source_ids") else ids[:limit]
+    return rows
 
 
 @dataclass
@@ -54,15 +88,18 @@ class Alignment:
 
 
 @torch.no_grad()
-def align(checkpoint_or_model, text: str, *, tokenizer=None, decoding: Decoding = GREEDY) -> Alignment:
+def align(checkpoint_or_model, text: str, *, tokenizer=None, decoding: Decoding = GREEDY,
+          max_source_length: int | None = None) -> Alignment:  # fmt: skip
     """Translate ``text`` and return the attention weights of the translation (for plotting, Bahdanau Fig. 3).
 
     The weights come from a teacher-forced pass over the model's own translation, which gives the same
-    weights as the search did. Models without attention raise ValueError.
+    weights as the search did. Models without attention raise ValueError. A source longer than
+    ``max_source_length`` tokens (``source_limit``: the model's positions, else 512) is truncated.
     """
     model, tokenizer = loaded(checkpoint_or_model, tokenizer)
     device = next(model.parameters()).device
-    src = source_ids(tokenizer, [text])[0]
+    decoding = within_positions(decoding, model.config)
+    src = source_ids(tokenizer, [text], source_limit(model.config, max_source_length))[0]
     input_ids = torch.tensor([src], device=device)
     mask = torch.ones_like(input_ids)
     bos = torch.tensor([[tokenizer.bos_token_id]], device=device)

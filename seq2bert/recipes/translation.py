@@ -33,8 +33,9 @@ from seq2bert.decoding.generation import BEAM5, GREEDY, Decoding  # noqa: F401 (
 from seq2bert.errors import CheckpointError, ConfigError
 from seq2bert.evaluation import metrics as M
 from seq2bert.models import registry
-from seq2bert.models.alignment import Alignment, align  # noqa: F401 (re-exported: used by the recipes' users)
+from seq2bert.models.alignment import Alignment, align, source_limit, within_positions  # noqa: F401 (align re-exported)
 from seq2bert.models.encoder_decoder import ScheduledSampling
+from seq2bert.models.family import max_input_length
 from seq2bert.models.registry import ModelConfig, build_model
 from seq2bert.models.seq2seq.config import RecurrentConfig, Seq2SeqConfig
 from seq2bert.objectives.cross_entropy import IGNORE_INDEX
@@ -159,6 +160,17 @@ def encode_pairs(tok: Tokenizer, pairs: Pairs, max_length: int | None = None) ->
     return Encoded(src, tgt)
 
 
+def within_model(enc: Encoded, config) -> Encoded:
+    """Pairs a model can score: sources cut to ``source_limit`` (default: its positions, else 512), targets to
+    its decoder's positions (their [BOS] or [EOS] included), with a warning."""
+    limit, table = source_limit(config), max_input_length(config)
+    long = sum(len(s) > limit for s in enc.src) + sum(table is not None and len(t) >= table for t in enc.tgt)
+    if long:
+        log.warning("%d sentence(s) truncated to what the model reads (%d source tokens, %s target tokens)", long,
+                    limit, table - 1 if table else "any")  # fmt: skip
+    return Encoded([s[:limit] for s in enc.src], [t[: table - 1] if table else t for t in enc.tgt])
+
+
 def make_collate(enc: Encoded, tok: Tokenizer):
     """Batch of indices → input_ids / attention_mask (B, S), decoder_input_ids / labels (B, T)."""
     bos, eos, pad = tok.bos_token_id, tok.eos_token_id, tok.pad_token_id
@@ -211,7 +223,8 @@ def evaluate_pairs(
     device = device or next(model.parameters()).device
     was_training = model.training
     model.eval()
-    enc = encode_pairs(tok, pairs)
+    enc = within_model(encode_pairs(tok, pairs), model.config)
+    decoding = within_positions(decoding, model.config)
     collate = make_collate(enc, tok)
     plan = make_plan(enc, data, shuffle=False)
     nll, n_tok = 0.0, 0
@@ -276,20 +289,14 @@ def train(
     if not resume:
         ckpt.check_fresh_run_dir(out_dir)
     dist, device = setup(cfg.train.device)
-    if dist.is_main:  # what this directory is trained with, before anything else is written (check_same_run)
-        out_dir.mkdir(parents=True, exist_ok=True)
-        config_io.save(cfg, out_dir / "run.json")
     seed_everything(cfg.train.seed)
     pairs = load_pairs(cfg.data)
     if not pairs["train"]:
         raise ConfigError("data: no training pairs")
     tok_dir = out_dir / "tokenizer"
-    if resume and (tok_dir / "tokenizer.json").is_file():
-        tok = Tokenizer.load(tok_dir)  # the vocabulary the killed run trained with
-    else:
-        tok = build_tokenizer(cfg.data, pairs["train"])
-        if dist.is_main:
-            tok.save(tok_dir)
+    resumed_tok = resume and (tok_dir / "tokenizer.json").is_file()
+    # the vocabulary the killed run trained with
+    tok = Tokenizer.load(tok_dir) if resumed_tok else build_tokenizer(cfg.data, pairs["train"])
     model_cfg = config_io.from_dict(
         type(cfg.model),
         {
@@ -301,6 +308,10 @@ def train(
             "eos_token_id": tok.eos_token_id,
         },
     )
+    if resume:
+        check_resumable(out_dir, model_cfg)
+    if dist.is_main and not resumed_tok:
+        tok.save(tok_dir)
     seed_everything(cfg.train.seed)  # the weights depend on the seed only, not on the data pipeline
     model = build_model(model_cfg)
     torch.manual_seed(cfg.train.seed + dist.rank)  # one dropout stream per process
@@ -336,6 +347,9 @@ def train(
         dist=dist,
         progress_bar=progress_bar,
         plot_curves=plot_training_curves,
+        # what this directory is trained with, once training begins: a failed start or a refused --resume
+        # leaves no run.json, or the one it had (check_same_run)
+        on_start=lambda: config_io.save(cfg, out_dir / "run.json"),
     )
     epsilon = epsilon_schedule(ss, trainer.total_steps)
     if ss.enabled:
@@ -365,6 +379,22 @@ def train(
     row["is_main"] = dist.is_main
     cleanup()
     return row
+
+
+def check_resumable(out_dir: Path, model_cfg) -> None:
+    """A resumed run must build the model its last checkpoint holds: a changed model setting is refused before
+    anything in ``out_dir`` is written (its run.json stays the one it was trained with)."""
+    last = ckpt.latest_checkpoint(out_dir)
+    if last is None or not (last / "config.json").is_file():
+        return
+    old, new = ckpt.read_json(last / "config.json"), config_io.to_dict(model_cfg)
+    differ = [k for k in new if k in old and old[k] != new[k]]
+    if differ:
+        k = differ[0]
+        raise ConfigError(
+            f"--resume: {last} holds a model with model.{k}={old[k]!r}, not {new[k]!r}; resume with the "
+            "run's own settings or choose a new --out"
+        )
 
 
 def score_best(model, tok: Tokenizer, valid: Pairs, test: Pairs, data: DataConfig, *, device=None) -> dict:

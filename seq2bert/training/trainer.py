@@ -136,7 +136,9 @@ class Trainer:
     write_extra(dir) writes the model config, tokenizer and run config into each checkpoint directory;
     save_model / load_model write and read the weights (default: our model.safetensors; BERT writes the
     Hugging Face layout). plot_curves(log.jsonl, curves.png), given by the recipe (seq2bert.viz.curves), draws
-    the run's curves at the end; a plot that fails is logged, never fatal.
+    the run's curves at the end; a plot that fails is logged, never fatal. on_start() writes what the recipe
+    keeps once the run has begun — restored, when resumed — (its run.json): a run refused before (a checkpoint
+    that cannot be resumed) leaves the directory as it was.
     """
 
     def __init__(
@@ -157,8 +159,10 @@ class Trainer:
         save_model: Callable[[nn.Module, Path], None] = ckpt.save_weights,
         load_model: Callable[[nn.Module, Path], None] = ckpt.load_weights,
         plot_curves: Callable[[Path, Path], object] | None = None,
+        on_start: Callable[[], None] | None = None,
     ):
         self.cfg = cfg
+        self.on_start = on_start
         self.save_model, self.load_model = save_model, load_model  # the checkpoint's weight format
         self.plot_curves = plot_curves
         self.dist = dist or DistInfo()
@@ -327,6 +331,8 @@ class Trainer:
         elif self.dist.is_main:
             ckpt.check_fresh_run_dir(self.out_dir)
         self.out_dir.mkdir(parents=True, exist_ok=True)
+        if self.on_start is not None and self.dist.is_main:
+            self.on_start()
         p = self.progress
         self.model.train()
         bar = tqdm(

@@ -44,18 +44,22 @@ class AttentionMaps:
 def attention_maps(model, text: str, *, pair: str | None = None) -> AttentionMaps:
     """The attention weights of ``model`` on ``text``: a BERT directory (or loaded ``(model, tokenizer)``) —
     its encoder self-attention, ``pair`` as segment B — or a translation checkpoint directory, whose
-    weights come from its own greedy translation of ``text`` (models/alignment.align)."""
+    weights come from its own greedy translation of ``text`` (models/alignment.align). Texts past the
+    model's positions (else 512 tokens) are truncated to them, with a warning."""
     from seq2bert.models import registry
 
     if isinstance(model, tuple) or registry.family_at(model).kind == "encoder":
-        from seq2bert.pipelines import _base, _load
+        from seq2bert.models.family import max_input_length
+        from seq2bert.pipelines import _base, _load, said_truncated
 
         net, tok, _ = _load(model, "base")
         encoder = _base(net)
         if "output_attentions" not in inspect.signature(encoder.forward).parameters:  # a BiLSTM, say
             raise UserError(f"{model if isinstance(model, (str, Path)) else 'the model'}: a "
                             f"{type(encoder).__name__} has no attention weights")  # fmt: skip
-        enc = tok.encode(text, pair)
+        longest = max_input_length(encoder.config, 512)  # a longer text: its first positions, with a warning
+        enc = tok.encode(text, pair, max_length=longest, truncation="longest_first")
+        said_truncated([enc], longest)
         ids = torch.tensor([enc.ids], device=next(encoder.parameters()).device)
         types = torch.tensor([enc.type_ids], device=ids.device)
         out = encoder(

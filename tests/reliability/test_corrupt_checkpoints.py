@@ -143,13 +143,7 @@ def digests(run):
             for p in sorted(run.rglob("*")) if p.is_file() and p.name != ".lock"}  # fmt: skip
 
 
-PENDING = pytest.mark.xfail(
-    strict=True, reason="a rejected --resume of a translation run rewrites run.json (item 10)"
-)
-PARAMS = [pytest.param(*c, marks=PENDING) if c[0] == "resume-mt" else c for c in CASES]
-
-
-@pytest.mark.parametrize("reader, name, kind", PARAMS, ids=[f"{r}-{n}-{k}" for r, n, k in CASES])
+@pytest.mark.parametrize("reader, name, kind", CASES, ids=[f"{r}-{n}-{k}" for r, n, k in CASES])
 def test_a_corrupt_checkpoint_file_is_one_clear_line(request, tmp_path, capsys, reader, name, kind):
     source, data = request.getfixturevalue("translation_run" if reader in TRANSLATION else "classifier_run")
     run = tmp_path / "run"
