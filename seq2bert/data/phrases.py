@@ -71,5 +71,6 @@ def collocations(sentences: Iterable[list[int]], is_continuation: Callable[[int]
             break
         for pair in best:
             scored[pair[0] + pair[1]] = max(scored.get(pair[0] + pair[1], 0.0), scores[pair])
-        text = [merge(units, set(best)) for units in text]
+        found = set(best)  # once: built per sentence, it cost top × sentences
+        text = [merge(units, found) for units in text]
     return sorted(scored, key=lambda phrase: (-scored[phrase], phrase))[:top]
