@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 TORCH := torch==2.13.0
 
-.PHONY: tour demo test lint install install-test clean
+.PHONY: tour demo test test-long lint install install-test clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,10 @@ lint: install-test
 
 test: lint
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q
+
+# the tests marked `long` (minutes each), left out of `make test`; CI runs both
+test-long: install-test
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -m long
 
 clean:
 	rm -rf $(VENV) runs

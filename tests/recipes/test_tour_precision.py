@@ -10,7 +10,7 @@ The models train the tour's whole budget: earlier, an attention model may be in 
 align, where the loss falls steeply and the step at which it falls varies from run to run (measured at 500
 steps: Bahdanau's loss 0.94 in fp32 and 0.39 under bf16, both at 0.01 by step 2,000). Measured with seeds 0–2
 at the end of the budget, the largest difference was 0.105 nats (Seq2Seq at 1.36), within its 0.186.
-About 5 minutes on 2 cores.
+About 8 minutes on 2 cores: marked `long`, out of the default run; CI runs it (`pytest -m long`).
 """
 
 import math
@@ -23,7 +23,7 @@ from seq2bert.recipes import tour
 from seq2bert.recipes.translation import train
 
 pytestmark = [
-    pytest.mark.slow,
+    pytest.mark.long,
     pytest.mark.skipif(
         not native_bf16("cpu"),
         reason="bf16 is emulated on this CPU (no AVX-512 BF16 / AMX): the tour's precision test runs where "
