@@ -15,13 +15,15 @@
 Same config, same weights (theirs built by transformers, loaded into ours by the family's Hugging Face
 conversion), same batch (random tokens, 15 % of positions labelled for the masked LM, random NSP / SOP labels
 where the model has a sentence task), dropout off — the script checks that the losses agree before it times
-anything (ELECTRA's: the generator's, the discriminator's and their sum, both sides sampling the replacements
-from generators seeded alike; when timed, each side samples from torch's global generator). One training
+anything (ELECTRA's: the generator's, the discriminator's and their sum, both sides drawing the replacements
+with our sampler from generators seeded alike; when timed, theirs draws with torch.multinomial, ours by
+inverse transform sampling, both from torch's global generator). One training
 step = forward, backward, fused AdamW update. Ours is the family's "pretraining" architecture with its
 ``pretraining_options`` as `seq2bert pretrain` trains it: the masked-LM head only at the labelled positions
 (``sparse_prediction``), and the last encoder layer's queries, W^O and feed-forward only there (and at [CLS]
 for a sentence task); transformers computes both at every position. ELECTRA's discriminator scores every
-position in both libraries; the sparse path is the generator's.
+position in both libraries; the sparse path is the generator's, and the sampling of its replacements
+(objectives/replaced_token_detection.py: one uniform per position, where torch.multinomial draws V).
 
 For each precision (fp32, and bf16 autocast where the CPU computes bf16 natively) it prints tokens/s of
 both and their ratio, and the achieved GFLOP/s of ours against the machine's matmul peak measured here: for
@@ -61,6 +63,7 @@ from seq2bert.models.bert.config import bert_base, bert_small, bert_tiny
 from seq2bert.models.bert.model import prediction_rows
 from seq2bert.models.electra.config import electra_base, electra_small
 from seq2bert.models.roberta.config import roberta_base, roberta_mini
+from seq2bert.objectives.replaced_token_detection import sample_replacements
 from seq2bert.precision import native_bf16
 from seq2bert.recipes.pretrain import MINI
 from seq2bert.recipes.pretrain_electra import ElectraSettings
@@ -136,13 +139,20 @@ class TransformersElectra(nn.Module):
         generator.electra.embeddings = shared  # word, position, token type embeddings and their LayerNorm
         generator.generator_lm_head.weight = shared.word_embeddings.weight
 
-    def forward(self, input_ids, attention_mask, labels, generator: torch.Generator | None = None):
-        """(L_MLM, L_Disc, L_MLM + λ L_Disc) of x^masked ``input_ids`` and the MLM ``labels`` (B, T)."""
+    def forward(
+        self, input_ids, attention_mask, labels, generator: torch.Generator | None = None, sample=None
+    ):
+        """(L_MLM, L_Disc, L_MLM + λ L_Disc) of x^masked ``input_ids`` and the MLM ``labels`` (B, T). The
+        replacements are drawn with torch.multinomial, or with ``sample(logits, generator=…)`` (the check of
+        equal losses passes ours, so that both sides draw the same tokens)."""
         g = self.generator(input_ids=input_ids, attention_mask=attention_mask, labels=labels)
         masked = labels.ne(-100)  # (B, T)
         with torch.no_grad():
-            probs = torch.softmax(g.logits[masked].float(), dim=-1)  # (N, V)
-            sampled = torch.multinomial(probs, 1, generator=generator).squeeze(-1)  # (N,)
+            if sample is not None:
+                sampled = sample(g.logits[masked], generator=generator)
+            else:
+                probs = torch.softmax(g.logits[masked].float(), dim=-1)  # (N, V)
+                sampled = torch.multinomial(probs, 1, generator=generator).squeeze(-1)  # (N,)
         original = torch.where(masked, labels, input_ids)
         corrupted = original.clone()
         corrupted[masked] = sampled
@@ -200,9 +210,9 @@ def electra_step(family, cfg, args) -> Step:
     batch = make_batch(cfg, args.batch, args.seq, torch.Generator().manual_seed(1), None)
     ids, mask, labels = batch["input_ids"], batch["attention_mask"], batch["labels"]
 
-    def losses():  # both sides draw the replacements from a generator seeded alike: the same samples
+    def losses():  # both sides draw the replacements with our sampler, seeded alike: the same samples
         o = ours(ids, mask, None, labels, generator=torch.Generator().manual_seed(2))
-        t = theirs(ids, mask, labels, generator=torch.Generator().manual_seed(2))
+        t = theirs(ids, mask, labels, generator=torch.Generator().manual_seed(2), sample=sample_replacements)
         return {"mlm": (float(o.mlm_loss), float(t[0])), "disc": (float(o.disc_loss), float(t[1])),
                 "loss": (float(o.loss), float(t[2]))}  # fmt: skip
 

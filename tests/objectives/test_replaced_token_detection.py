@@ -51,6 +51,9 @@ def test_sampling_follows_the_distribution_and_is_seeded():
     b = sample_replacements(flat, generator=torch.Generator().manual_seed(5))
     assert torch.equal(a, b) and a.dtype == torch.long
     assert sample_replacements(torch.zeros(0, 7)).shape == (0,)
+    # a token of probability 0 is never drawn, first and last of the vocabulary included
+    impossible = torch.tensor([-float("inf"), 0.0, -float("inf"), 0.0, -float("inf")]).expand(5_000, 5)
+    assert set(sample_replacements(impossible, generator=torch.Generator().manual_seed(1)).tolist()) == {1, 3}
     # that the discriminator's loss gives the generator no gradient through the sample:
     # tests/models/test_electra.py, test_no_gradient_flows_from_the_discriminator_loss_into_the_generator
 

@@ -27,8 +27,8 @@ from seq2bert.models.bert.model import (
     BertModel,
     MaskedLMHead,
     MaskedLMOutput,
+    encode_and_predict,
     init_bert_weights,
-    masked_lm,
 )
 from seq2bert.models.electra.config import ElectraConfig
 from seq2bert.models.pretrained import SavePretrained
@@ -133,8 +133,9 @@ class ElectraForMaskedLM(SavePretrained, nn.Module):
         output_attentions: bool = False,
     ) -> MaskedLMOutput:
         """labels (B, T): the original token at masked positions, −100 elsewhere. ``sparse_prediction``: the
-        head only at the labelled positions, logits (N, V) (the same loss)."""
-        out = self.electra(input_ids, attention_mask, token_type_ids, output_hidden_states=output_hidden_states,
-                           output_attentions=output_attentions)  # fmt: skip
-        logits, loss = masked_lm(self.mlm, out.last_hidden_state, labels, sparse_prediction)  # Eq. 1
+        head, and the last layer, only at the labelled positions, logits (N, V) (the same loss), as BERT's."""
+        out, logits, loss = encode_and_predict(
+            self.electra, self.mlm, input_ids, attention_mask, token_type_ids, labels, sparse_prediction,
+            output_hidden_states, output_attentions,
+        )  # Eq. 1  # fmt: skip
         return MaskedLMOutput(loss, logits, out.hidden_states, out.attentions)
