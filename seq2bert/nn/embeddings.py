@@ -30,6 +30,15 @@ def sinusoidal_table(num_positions: int, d_model: int, *, interleaved: bool = Tr
     return pe.float()
 
 
+@torch.no_grad()
+def init_sinusoidal_(positions: nn.Embedding, std: float) -> None:
+    """Learned positions (a parameter still) started from the sinusoids of Sect. 3.5 scaled to root mean
+    square ``std``, the scale of the table's usual N(0, std²) start: neighbouring positions alike from the
+    first step, where a random table leaves them unrelated until training orders them."""
+    table = sinusoidal_table(*positions.weight.shape)  # entries of root mean square 1/√2
+    positions.weight.copy_(table * (std * math.sqrt(2.0)))
+
+
 class SinusoidalPositionalEncoding(nn.Module):
     """Fixed positional encodings, looked up by position: positions (…) → (…, d_model). Not a parameter and
     not saved with the weights (it is a function of d_model) unless ``persistent`` (a checkpoint layout that

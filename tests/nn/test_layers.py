@@ -7,7 +7,12 @@ import math
 import pytest
 import torch
 
-from seq2bert.nn.embeddings import ScaledEmbedding, SinusoidalPositionalEncoding, sinusoidal_table
+from seq2bert.nn.embeddings import (
+    ScaledEmbedding,
+    SinusoidalPositionalEncoding,
+    init_sinusoidal_,
+    sinusoidal_table,
+)
 from seq2bert.nn.feed_forward import PositionwiseFeedForward
 from seq2bert.nn.layers import LayerCache, TransformerLayer
 from seq2bert.nn.masks import causal_mask, padding_mask
@@ -125,6 +130,16 @@ def test_sinusoidal_table_is_the_formula_of_section_3_5():
         3,
         7,
     )
+
+
+def test_learned_positions_start_from_scaled_sinusoids():
+    table = torch.nn.Embedding(512, 256)
+    init_sinusoidal_(table, 0.02)
+    assert table.weight.requires_grad  # still learned
+    assert table.weight.pow(2).mean().sqrt().item() == pytest.approx(0.02, rel=0.02)  # the N(0, 0.02²) scale
+    torch.testing.assert_close(table.weight / (0.02 * math.sqrt(2)), sinusoidal_table(512, 256))
+    near = torch.nn.functional.cosine_similarity(table.weight[:-1], table.weight[1:], dim=1)
+    assert near.mean() > 0.9  # neighbours alike from the start (a random table: about 0)
 
 
 def test_split_sinusoids_equal_marian():

@@ -15,6 +15,7 @@ from seq2bert.data.tokenization import Tokenizer
 from seq2bert.errors import ConfigError
 from seq2bert.models import registry
 from seq2bert.models.bert.pretrained import load_bert
+from seq2bert.nn.embeddings import sinusoidal_table
 from seq2bert.precision import native_bf16
 from seq2bert.recipes.pretrain import PretrainConfig, PretrainDataConfig, family_data, masking_config
 
@@ -85,6 +86,29 @@ def test_pretrain_writes_hugging_face_checkpoints_and_resumes_exactly(books, tmp
     assert a6.keys() == b6.keys()
     for k in a6:
         assert torch.equal(a6[k], b6[k]), k
+
+
+@pytest.mark.parametrize("model_type", ["bert", "electra"])
+def test_init_positions_sinusoidal_starts_the_learned_positions_from_sinusoids(books, tmp_path, model_type):
+    out = tmp_path / model_type
+    still = [
+        "--set",
+        "train.lr=1e-9",
+        "--set",
+        "train.warmup_steps=0",
+        "--set",
+        f"model.model_type={model_type}",
+    ]
+    assert (
+        main(["pretrain", str(books), "--out", str(out), *TINY, *still, "--set", "init.positions=sinusoidal"])
+        == 0
+    )
+    weights = load_file(out / "best" / "model.safetensors")
+    (name,) = [k for k in weights if k.endswith("position_embeddings.weight")]  # ELECTRA's one shared table
+    expected = sinusoidal_table(*weights[name].shape) * 0.02 * 2**0.5
+    torch.testing.assert_close(weights[name], expected, rtol=0, atol=1e-6)  # lr 1e-9: as it started
+    with pytest.raises(ConfigError, match="init.positions: normal or sinusoidal, got 'sine'"):
+        apply_overrides(PretrainConfig(), ["init.positions=sine"])
 
 
 def test_pretrain_needs_text(tmp_path):
