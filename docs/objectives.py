@@ -9,6 +9,11 @@ checkpoint at that step (the plot's earlier points).
 
     python docs/objectives.py                 # prints the markdown table, writes docs/img/objectives.png
     python docs/objectives.py --runs runs/cmp --plot docs/img/objectives.png
+    python docs/objectives.py --positions runs/cmp/mlm-nsp/checkpoint-8500 runs/cmp/ltr/checkpoint-3000
+
+``--positions`` prints, for each checkpoint, how alike neighbouring rows of its learned position table are
+(the mean cosine of rows t and t+1 over positions 1–126): about 0 for a random table, near 1 for one
+ordered by position.
 """
 
 from __future__ import annotations
@@ -73,6 +78,17 @@ def points(runs: Path, name: str, pretrain: str | None, task: str) -> list[tuple
     return sorted(out)
 
 
+def neighbour_cosine(checkpoint: Path, first: int = 1, last: int = 126) -> float:
+    """Mean cosine between rows t and t+1 of the checkpoint's learned position table, t in [first, last)."""
+    import torch
+    from safetensors.torch import load_file
+
+    weights = load_file(checkpoint / "model.safetensors")
+    (table,) = [v for k, v in weights.items() if k.endswith("position_embeddings.weight")]
+    rows = torch.nn.functional.cosine_similarity(table[:-1], table[1:], dim=1)
+    return float(rows[first:last].mean())
+
+
 def table(runs: Path) -> str:
     head = ["objective", "pretraining", *[label for _, label in TASKS.values()]]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -129,7 +145,12 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--runs", type=Path, default=Path("runs/cmp"))
     p.add_argument("--plot", type=Path, default=Path("docs/img/objectives.png"))
+    p.add_argument("--positions", type=Path, nargs="+", help="checkpoints: print their neighbour cosine")
     args = p.parse_args()
+    if args.positions:
+        for checkpoint in args.positions:
+            print(f"{checkpoint}: neighbouring positions' cosine {neighbour_cosine(checkpoint):.3f}")
+        return
     print(table(args.runs))
     plot(args.runs, args.plot)
     print(f"plot: {args.plot}")
