@@ -393,7 +393,7 @@ def pretrain(
         model = family.pretrainer(model_cfg, **objective.pretrainer_options)
     else:
         model = family.make(model_cfg, family.architecture_for(lm_head or "pretraining"))
-    cfg.init.apply(model, model_cfg.initializer_range)
+    cfg.init.apply(model, getattr(model_cfg, "initializer_range", 0.02))  # BERT's N(0, 0.02²) scale
     torch.manual_seed(cfg.train.seed + dist.rank)
     train_cfg = cfg.train
     if train_cfg.metric == "main":
