@@ -134,10 +134,13 @@ class InitConfig:
 
     def apply(self, model: nn.Module, std: float) -> None:
         if self.positions == "sinusoidal":
-            for module in model.modules():
-                table = getattr(module, "position_embeddings", None)
-                if isinstance(table, nn.Embedding):
-                    init_sinusoidal_(table, std)
+            tables = [getattr(m, "position_embeddings", None) for m in model.modules()]
+            tables = [t for t in tables if isinstance(t, nn.Embedding)]
+            if not tables:
+                raise ConfigError(f"init.positions=sinusoidal: {type(model).__name__} has no learned position "
+                                  "table (position_embeddings) to start; leave init.positions=normal")  # fmt: skip
+            for table in tables:
+                init_sinusoidal_(table, std)
 
 
 # the model section: the config of any family in the registry with a "pretraining" head, chosen by its

@@ -15,6 +15,7 @@ from seq2bert.data.tokenization import Tokenizer
 from seq2bert.errors import ConfigError
 from seq2bert.models import registry
 from seq2bert.models.bert.pretrained import load_bert
+from seq2bert.models.gpt.config import gpt2_mini
 from seq2bert.nn.embeddings import sinusoidal_table
 from seq2bert.precision import native_bf16
 from seq2bert.recipes.pretrain import PretrainConfig, PretrainDataConfig, family_data, masking_config
@@ -109,6 +110,10 @@ def test_init_positions_sinusoidal_starts_the_learned_positions_from_sinusoids(b
     torch.testing.assert_close(weights[name], expected, rtol=0, atol=1e-6)  # lr 1e-9: as it started
     with pytest.raises(ConfigError, match="init.positions: normal or sinusoidal, got 'sine'"):
         apply_overrides(PretrainConfig(), ["init.positions=sine"])
+    with pytest.raises(ConfigError, match="GPT2LMHeadModel has no learned position table"):
+        apply_overrides(PretrainConfig(), ["init.positions=sinusoidal"]).init.apply(
+            registry.FAMILIES["gpt2"].make(gpt2_mini(), "GPT2LMHeadModel"), 0.02
+        )
 
 
 def test_pretrain_needs_text(tmp_path):
