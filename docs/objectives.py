@@ -23,16 +23,17 @@ import json
 import re
 from pathlib import Path
 
-# (the row's label, its pretraining run under --runs; None: random initialisation, the floor)
+# (the row's label, its pretraining run under --runs (None: random initialisation, the floor), the name of its
+# fine-tuning runs, and the name of its quiet step rate in --rates)
 ROWS = [
-    ("random initialisation", None, "random"),
-    ("MLM + NSP (BERT)", "mlm-nsp", "mlm-nsp"),
-    ("MLM only, no NSP (BERT ablation / RoBERTa's DOC-SENTENCES)", "mlm-only", "mlm-only"),
-    ("MLM + SOP, shared layers, E = 128 (ALBERT)", "sop", "sop"),
-    ("span masking + SBO (SpanBERT)", "span", "span"),
-    ("knowledge masking: phrases and entities (ERNIE 1.0)", "knowledge", "knowledge"),
-    ("left to right, no NSP (BERT's LTR ablation)", "ltr", "ltr"),
-    ("replaced-token detection (ELECTRA)", "electra", "electra"),
+    ("random initialisation", None, "random", None),
+    ("MLM + NSP (BERT)", "mlm-nsp", "mlm-nsp", "mlm-nsp-ref"),
+    ("MLM only, no NSP (BERT ablation / RoBERTa's DOC-SENTENCES)", "mlm-only", "mlm-only", "mlm-only-again"),
+    ("MLM + SOP, shared layers, E = 128 (ALBERT)", "sop", "sop", "sop"),
+    ("span masking + SBO (SpanBERT)", "span", "span", "span"),
+    ("knowledge masking: phrases and entities (ERNIE 1.0)", "knowledge", "knowledge", "knowledge-again"),
+    ("left to right, no NSP (BERT's LTR ablation)", "ltr", "ltr", "ltr"),
+    ("replaced-token detection (ELECTRA)", "electra", "electra", "electra-sampler2"),
 ]
 # the task, its score in the fine-tuning run's results.json, and how the table shows it
 TASKS = {
@@ -44,6 +45,17 @@ TASKS = {
 
 def read(path: Path) -> dict | None:
     return json.loads(path.read_text()) if path.is_file() else None
+
+
+def read_rates(path: Path) -> dict[str, float]:
+    """{name: steps per second} of the lines "NAME RATE steps/s" that runs/cmp/rate.sh appends (the last of a
+    name wins): each objective's step rate with the cores to itself, which sets its number of steps."""
+    rates = {}
+    if path.is_file():
+        for line in path.read_text().splitlines():
+            name, rate, *_ = line.split()
+            rates[name] = float(rate)
+    return rates
 
 
 def minutes_at(run: Path, step: int) -> float:
@@ -89,10 +101,21 @@ def neighbour_cosine(checkpoint: Path, first: int = 1, last: int = 126) -> float
     return float(rows[first:last].mean())
 
 
-def table(runs: Path) -> str:
+def budget(run: dict, rate: float | None) -> str:
+    """The pretraining's minutes: its steps at its quiet rate (the equal budget), and the minutes measured when
+    they differ by more than a minute (the run shared the cores for a while)."""
+    measured = run["train_seconds"] / 60
+    if rate is None:
+        return f"{measured:.1f} min, {run['steps']:,} steps"
+    quiet = run["steps"] / rate / 60
+    shared = f" ({measured:.1f} measured, shared)" if abs(measured - quiet) > 1 else ""
+    return f"{quiet:.1f} min{shared}: {run['steps']:,} steps at {rate:.2f}/s"
+
+
+def table(runs: Path, rates: dict[str, float]) -> str:
     head = ["objective", "pretraining", *[label for _, label in TASKS.values()]]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for label, pretrain, name in ROWS:
+    for label, pretrain, name, rate in ROWS:
         run = read(runs / pretrain / "results.json") if pretrain else None
         if pretrain and run is None:
             continue
@@ -100,8 +123,7 @@ def table(runs: Path) -> str:
         if run is None:
             cells.append("none")
         else:
-            cells.append(f"{run['train_seconds'] / 60:.1f} min, {run['steps']:,} steps, "
-                         f"{run['tokens_per_s']:,.0f} tok/s; {pretraining_summary(run)}")  # fmt: skip
+            cells.append(f"{budget(run, rates.get(rate))}; {pretraining_summary(run)}")
         for task, (key, _) in TASKS.items():
             res = read(runs / f"ft-{name}-{task}" / "results.json")
             if res is None:
@@ -122,7 +144,7 @@ def plot(runs: Path, out: Path) -> None:
 
     fig, axes = plt.subplots(1, len(TASKS), figsize=(5 * len(TASKS), 4.2))
     for ax, (task, (_, label)) in zip(axes, TASKS.items(), strict=True):
-        for row, pretrain, name in ROWS:
+        for row, pretrain, name, _ in ROWS:
             pts = points(runs, name, pretrain, task)
             if not pts:
                 continue
@@ -145,13 +167,14 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--runs", type=Path, default=Path("runs/cmp"))
     p.add_argument("--plot", type=Path, default=Path("docs/img/objectives.png"))
+    p.add_argument("--rates", type=Path, default=Path("runs/cmp/rates.txt"), help="quiet steps/s (rate.sh)")
     p.add_argument("--positions", type=Path, nargs="+", help="checkpoints: print their neighbour cosine")
     args = p.parse_args()
     if args.positions:
         for checkpoint in args.positions:
             print(f"{checkpoint}: neighbouring positions' cosine {neighbour_cosine(checkpoint):.3f}")
         return
-    print(table(args.runs))
+    print(table(args.runs, read_rates(args.rates)))
     plot(args.runs, args.plot)
     print(f"plot: {args.plot}")
 

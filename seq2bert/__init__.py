@@ -52,7 +52,7 @@ def embed(
 ):
     """Sentence embeddings (n, hidden) of an encoder directory, pooled (by default: mean) and normalised as
     its sentence-transformers modules.json says, unless ``normalize`` is given; ``layer``: an index or
-    "mean" (default: the last, for ELMo the mean of its layers; see seq2bert/pipelines.py)."""
+    "mean" (default: the last, for ELMo the mean of its layers; see seq2bert/pipelines/encoders.py)."""
     from seq2bert.pipelines import embed as _embed
 
     return _embed(
@@ -99,7 +99,7 @@ def generate(prompts, model, **settings):
     Prompts longer than the context leaves (n_positions − max_new_tokens) keep their last tokens, with a
     warning; an empty prompt starts from the model's <|endoftext|> (an error for a model without one).
     Invalid settings raise ValueError (ConfigError). The model of a directory is loaded once and kept
-    between calls (seq2bert/pipelines.py)."""
+    between calls (seq2bert/pipelines/loading.py)."""
     from seq2bert.pipelines import generate as _generate
 
     return _generate(prompts, model, **settings)

@@ -43,10 +43,19 @@ def runs(tmp_path):
 
 def test_the_table_has_a_row_per_finished_run_and_the_plot_its_points(runs, tmp_path):
     objectives = load()
-    lines = objectives.table(runs).splitlines()
+    lines = objectives.table(runs, {}).splitlines()
     assert len(lines) == 4  # header, rule, random initialisation, LTR: the rows not run are left out
     assert lines[2].startswith("| random initialisation | none | 81.65 | 81.22 / 68.38 | 55.78 |")
-    assert "| 45.0 min, 3,000 steps, 4,400 tok/s; ppl 86.5 | 82.00 | 82.04 / 71.57 | 57.62 |" in lines[3]
+    assert "| 45.0 min, 3,000 steps; ppl 86.5 | 82.00 | 82.04 / 71.57 | 57.62 |" in lines[3]
+    # with its quiet rate the budget is its steps at that rate; the measured minutes said when they differ
+    (runs / "rates.txt").write_text("ltr 0.5 steps/s\nltr 1.0 steps/s\nsop 3.35 steps/s\n")
+    rates = objectives.read_rates(runs / "rates.txt")
+    assert rates == {"ltr": 1.0, "sop": 3.35}  # the last of a name wins
+    row = objectives.table(runs, rates).splitlines()[3]
+    assert "| 50.0 min (45.0 measured, shared): 3,000 steps at 1.00/s; ppl 86.5 |" in row
+    assert (
+        "| 45.0 min: 3,000 steps at 1.11/s;" in objectives.table(runs, {"ltr": 3000 / 2700}).splitlines()[3]
+    )
     assert objectives.points(runs, "ltr", "ltr", "sst2") == [(15.0, 81.0), (45.0, 82.0)]
     objectives.plot(runs, tmp_path / "plot.png")
     assert (tmp_path / "plot.png").stat().st_size > 10_000

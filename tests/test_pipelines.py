@@ -151,3 +151,24 @@ def test_elmo_tells_the_banks_apart_in_context_not_in_its_token_layer(tmp_path, 
     assert "1.000  1.000" in capsys.readouterr().out  # the same vector: cosine 1 everywhere
     assert main(["embed", model, "a", "--layer", "3"]) == 2
     assert "layer: expected 'mean' or an index of the 3 layers, got 3" in capsys.readouterr().err
+
+
+def test_every_pipeline_keeps_the_model_it_loaded(minilm, monkeypatch):
+    """embed and word vectors (as fill-mask, classify, tag, answer and generate: they share
+    pipelines/loading.py) read a directory once; the next call reuses the model, and the int8 model of the
+    same directory is one of its own."""
+    from seq2bert import pipelines
+    from seq2bert.models import registry
+
+    loads = []
+    load = registry.load
+    monkeypatch.setattr(registry, "load", lambda *a, **k: loads.append(k.get("head")) or load(*a, **k))
+    pipelines._KEPT.clear()
+    first = seq2bert.embed(["a dog runs"], model=minilm)
+    again = seq2bert.embed(["a dog runs"], model=minilm)
+    assert loads == [None] and torch.equal(first, again)  # ENCODER: the model the directory holds
+    pipelines.word_vectors(["a dog runs"], "dog", minilm)
+    assert loads == [None]
+    pipelines.embed(["a dog runs"], model=minilm, int8=True)
+    pipelines.embed(["a dog runs"], model=minilm, int8=True)
+    assert loads == [None, None] and len(pipelines._KEPT) == 2

@@ -9,7 +9,7 @@ Read top to bottom:
 
 Using a checkpoint is not this recipe's: the registry loads it (seq2bert/models/registry.py), the search is
 seq2bert/decoding (``Decoding`` holds the recipes' settings), ``translate`` is a pipeline
-(seq2bert/pipelines.py) and ``align`` is models/alignment.py; they are re-exported here for the callers
+(seq2bert/pipelines/generation.py) and ``align`` is models/alignment.py; they are re-exported here for the callers
 written before.
 """
 

@@ -50,9 +50,9 @@ def attention_maps(model, text: str, *, pair: str | None = None) -> AttentionMap
 
     if isinstance(model, tuple) or registry.family_at(model).kind == "encoder":
         from seq2bert.models.family import max_input_length
-        from seq2bert.pipelines import _base, _load, said_truncated
+        from seq2bert.pipelines import ENCODER, _base, _load, said_truncated
 
-        net, tok, _ = _load(model, "base")
+        net, tok, _ = _load(model, ENCODER)
         encoder = _base(net)
         if "output_attentions" not in inspect.signature(encoder.forward).parameters:  # a BiLSTM, say
             raise UserError(f"{model if isinstance(model, (str, Path)) else 'the model'}: a "

@@ -95,7 +95,16 @@ def test_the_model_is_loaded_once_and_again_when_its_files_change(gpt2, monkeypa
     other = tmp_path / "other"
     tiny_directory(other, n_layer=1)
     seq2bert.generate("x", model=str(other), max_new_tokens=2)
-    assert len(loads) == 3 and len(pipelines._KEPT) == 1  # one model kept at a time
+    assert len(loads) == 3 and len(pipelines._KEPT) == 2  # both kept; the stale first one replaced
+    seq2bert.generate("x", model=path, max_new_tokens=2)
+    assert len(loads) == 3  # still loaded
+    monkeypatch.setattr(pipelines.loading, "KEEP", 1)  # one model kept: a third one sends the others away
+    third = tmp_path / "third"
+    tiny_directory(third, n_layer=1)
+    seq2bert.generate("x", model=str(third), max_new_tokens=2)
+    assert len(loads) == 4 and len(pipelines._KEPT) == 1
+    seq2bert.generate("x", model=path, max_new_tokens=2)
+    assert len(loads) == 5
 
 
 def test_a_prompt_longer_than_the_context_keeps_its_end_with_a_warning(gpt2, caplog):

@@ -1,0 +1,56 @@
+"""``seq2bert serve``: the pipelines of loaded checkpoints over HTTP, with a page to try them."""
+
+from __future__ import annotations
+
+import argparse
+
+from seq2bert.errors import UserError
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from seq2bert.serve import run
+    from seq2bert.serve.app import Settings
+
+    settings = Settings(max_batch_size=args.max_batch_size, max_wait_ms=args.max_wait_ms, max_queue=args.max_queue,
+                        timeout=args.timeout, max_body_bytes=args.max_body_bytes, max_text_chars=args.max_text_chars,
+                        max_items=args.max_items)  # fmt: skip
+    for name in ("max_batch_size", "max_queue", "max_body_bytes", "max_text_chars", "max_items"):
+        if getattr(settings, name) < 1:
+            raise UserError(f"--{name.replace('_', '-')}: at least 1, got {getattr(settings, name)}")
+    if settings.max_wait_ms < 0 or not settings.timeout > 0:
+        raise UserError("--max-wait-ms: at least 0; --timeout: more than 0")
+    run(args.models, host=args.host, port=args.port, settings=settings)
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "serve",
+        help="serve checkpoints over HTTP: /v1/<pipeline>, dynamic batching, a page to try them",
+        description="One process serving every checkpoint given: translation, classification, tagging, QA, "
+        "fill-mask, embeddings, attention maps and generation, each at /v1/<pipeline> (JSON as the Python "
+        "pipelines), with /v1/models, /health, /openapi.json and a page at /. Concurrent requests to one model "
+        "are batched. Needs the extra serve: pip install -e '.[serve]'.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n"
+        "  seq2bert serve runs/sst2/best runs/conll/best $MINILM\n"
+        "  seq2bert serve sentiment=runs/sst2/best --port 8080 --max-wait-ms 2\n"
+        '  curl -s localhost:8000/v1/classify -d \'{"texts": ["a gripping film"]}\'',
+    )
+    p.add_argument(
+        "models", nargs="+", metavar="DIR", help="checkpoint or run directories, each DIR or NAME=DIR"
+    )
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: loopback only)")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument(
+        "--max-batch-size", type=int, default=32, help="inputs gathered into one batch (1: no batching)"
+    )
+    p.add_argument("--max-wait-ms", type=float, default=5.0, help="how long a batch waits for more requests")
+    p.add_argument(
+        "--max-queue", type=int, default=256, help="requests waiting per model and pipeline; more get 503"
+    )
+    p.add_argument("--timeout", type=float, default=30.0, help="seconds before a waiting request gets 504")
+    p.add_argument("--max-body-bytes", type=int, default=1_000_000, help="larger request bodies get 413")
+    p.add_argument("--max-text-chars", type=int, default=10_000, help="longer texts get 413")
+    p.add_argument("--max-items", type=int, default=256, help="more texts in one request get 413")
+    p.set_defaults(func=cmd_serve)

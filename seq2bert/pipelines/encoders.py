@@ -1,0 +1,204 @@
+"""Encoder pipelines: sentence embeddings (the pooled contextual vectors, as sentence-transformers pools
+them), a word's contextual vectors, and fill-mask."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from seq2bert.errors import CheckpointError, UserError
+from seq2bert.models import registry
+from seq2bert.models.family import max_input_length
+from seq2bert.pipelines.loading import ENCODER, _base, _load, default_max_length, positions, said_truncated
+
+
+def _encode(encoder, tok, texts: list[str], max_length: int) -> tuple[dict, list[list[str]] | None]:
+    """The encoder's inputs for ``texts``: the tokenizer's ids (padded, truncated to ``max_length``), or what
+    its family makes of texts (ELMo: each word's characters), with the tokens they stand for."""
+    family = registry.family_of(encoder)
+    if family.text_inputs is not None:
+        return family.text_inputs(encoder, tok, list(texts))
+    batch = tok.encode_batch(list(texts), max_length=max_length, truncation="longest_first",
+                             padding="longest", return_tensors="pt")  # fmt: skip
+    said_truncated(batch.encodings, max_length)
+    return dict(batch), None
+
+
+def _layer(encoder, batch: dict, layer: int | str | None):
+    """The token vectors (B, T, H) an encoder gives ``batch`` at ``layer``: an index into its layers
+    (0: the embeddings, −1: the last), "mean" (the average of all of them), or None (its family's default:
+    the last for BERT, the mean for ELMo)."""
+    layer = registry.family_of(encoder).default_layer if layer is None else layer
+    if layer == -1:
+        return encoder(**batch).last_hidden_state
+    layers = encoder(**batch, output_hidden_states=True).hidden_states
+    if layer == "mean":
+        return torch.stack(layers).mean(0)
+    if not isinstance(layer, int) or not -len(layers) <= layer < len(layers):
+        raise UserError(f"layer: expected 'mean' or an index of the {len(layers)} layers, got {layer!r}")
+    return layers[layer]
+
+
+def mean_pool(hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """The mean of the token vectors of each text, padding excluded: (B, T, H), (B, T) → (B, H)."""
+    mask = attention_mask.unsqueeze(-1).to(hidden.dtype)  # (B, T, 1)
+    return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+
+
+POOLING = {
+    "pooling_mode_mean_tokens": mean_pool,
+    "pooling_mode_cls_token": lambda hidden, mask: hidden[:, 0],
+    "pooling_mode_max_tokens": lambda hidden, mask: hidden.masked_fill(
+        ~mask.bool()[..., None], float("-inf")
+    ).amax(1),
+}
+
+
+def sentence_modules(directory: Path | None) -> tuple[str, bool]:
+    """What a sentence-transformers directory's modules.json says comes after the encoder: the pooling
+    (its 1_Pooling/config.json: "pooling_mode_mean_tokens", "pooling_mode_cls_token" or
+    "pooling_mode_max_tokens") and whether a Normalize module L2-normalises the result. Without
+    modules.json: mean pooling, not normalised."""
+    modules = directory / "modules.json" if directory is not None else None
+    if modules is None or not modules.is_file():
+        return "pooling_mode_mean_tokens", False
+    try:
+        entries = json.loads(modules.read_text(encoding="utf-8"))
+        kinds = {e["type"].rsplit(".", 1)[-1]: e.get("path", "") for e in entries}
+    except (ValueError, KeyError, TypeError, AttributeError):
+        raise CheckpointError(f'{modules}: expected a list of {{"type", "path"}} modules') from None
+    unknown = sorted(set(kinds) - {"Transformer", "Pooling", "Normalize"})
+    if unknown:
+        raise CheckpointError(
+            f"{modules}: module(s) {', '.join(unknown)} are not supported (Transformer, Pooling, Normalize are)"
+        )
+    pooling = "pooling_mode_mean_tokens"
+    if "Pooling" in kinds:
+        config = directory / kinds["Pooling"] / "config.json"
+        try:
+            modes = [
+                k
+                for k, v in json.loads(config.read_text(encoding="utf-8")).items()
+                if k.startswith("pooling_mode") and v
+            ]
+        except (OSError, ValueError, AttributeError):
+            raise CheckpointError(f"{config}: expected the pooling module's settings") from None
+        if len(modes) != 1 or modes[0] not in POOLING:
+            raise CheckpointError(f"{config}: pooling {modes} is not supported (one of {', '.join(POOLING)})")
+        pooling = modes[0]
+    return pooling, "Normalize" in kinds
+
+
+@torch.no_grad()
+def embed(
+    texts: list[str],
+    model,
+    *,
+    normalize: bool | None = None,
+    batch_size: int = 32,
+    max_length: int | None = None,
+    layer: int | str | None = None,
+    int8: bool = False,
+) -> torch.Tensor:
+    """Sentence embeddings (n, hidden): each text's token vectors pooled as the directory's
+    sentence-transformers modules say — by default averaged over its tokens ([CLS] and [SEP] included,
+    padding excluded) — and L2-normalised when ``normalize``, whose default (None) is what the directory's
+    modules.json says (a Normalize module: normalised, as sentence-transformers' ``encode`` gives). Texts
+    longer than ``max_length`` tokens are truncated, with a warning (default: the directory's
+    sentence-transformers setting, else the model's positions; never past them). ``layer``: which layer's vectors (``_layer``: the final one for
+    BERT, the average of the layers for ELMo, unless an index or "mean" is given)."""
+    if isinstance(texts, str):
+        raise UserError("embed: give a list of texts")
+    net, tok, directory = _load(model, ENCODER, int8)
+    encoder = _base(net)
+    pooling, normalized = sentence_modules(directory)
+    normalize = normalized if normalize is None else normalize
+    table = max_input_length(
+        encoder.config, 512
+    )  # clamped to it: max_length=10**6 reads the model's positions
+    max_length = positions(encoder.config, max_length or default_max_length(directory, table))
+    device = next(encoder.parameters()).device
+    out = []
+    for start in range(0, len(texts), batch_size):
+        batch, _ = _encode(encoder, tok, texts[start : start + batch_size], max_length)
+        batch = {k: v.to(device) for k, v in batch.items()}
+        hidden = _layer(encoder, batch, layer)
+        out.append(POOLING[pooling](hidden.float(), batch["attention_mask"]))
+    vectors = torch.cat(out) if out else torch.zeros(0, encoder.config.hidden_size)
+    return F.normalize(vectors, dim=-1) if normalize else vectors
+
+
+@torch.no_grad()
+def word_vectors(texts: list[str], word: str, model, *, layer: int | str | None = None) -> torch.Tensor:
+    """The contextual vector (averaged over its WordPieces) of the first occurrence of ``word`` in each
+    text: (n, hidden), at ``layer`` (as ``embed``'s). The same word in different contexts gets different
+    vectors — the point of contextual embeddings ("bank" of a river and of money)."""
+    net, tok, _ = _load(model, ENCODER)
+    encoder = _base(net)
+    spelled = registry.family_of(encoder).text_inputs is not None  # a model that reads words, spelled
+
+    def tokens(text: str) -> tuple[dict, list]:  # the encoder's inputs and the tokens they stand for
+        if spelled:
+            batch, words = _encode(encoder, tok, [text], 0)
+            return batch, words[0]
+        batch = tok.encode_batch([text], return_tensors="pt")
+        return dict(batch), batch["input_ids"][0].tolist()
+
+    pieces = tokens(word)[1] if spelled else tok.encode(word, add_special_tokens=False).ids
+    if not pieces:
+        raise UserError(f"word_vectors: {word!r} has no tokens")
+    out = []
+    for text in texts:
+        batch, ids = tokens(text)
+        at = next((i for i in range(len(ids)) if ids[i : i + len(pieces)] == pieces), None)
+        if at is None:
+            raise UserError(f"word_vectors: {word!r} is not in {text!r}")
+        hidden = _layer(encoder, batch, layer)
+        out.append(hidden[0, at : at + len(pieces)].float().mean(0))
+    return torch.stack(out)
+
+
+@torch.no_grad()
+def fill_mask(text: str, model, *, top_k: int = 5, int8: bool = False) -> list[dict] | list[list[dict]]:
+    """The ``top_k`` most probable tokens for the [MASK] (the tokenizer's mask: RoBERTa's ``<mask>``) in
+    ``text``: [{"token", "token_id", "score", "sequence"}, …] best first (one such list per [MASK] when there
+    are several). Of an ELECTRA run's checkpoint, the generator (generator/) fills the mask. A text longer
+    than the model's positions is truncated to them, with a warning."""
+    net, tok, _ = _load(model, "masked_lm", int8)
+    if getattr(net.config, "is_decoder", False):  # BERT's LTR: its LM head was trained on the next token
+        raise UserError(f"fill_mask: {model if isinstance(model, (str, Path)) else 'the model'} is a left-to-right "
+                        "language model (is_decoder): it predicts the next token, not a masked one; use generate")  # fmt: skip
+    mask_id = tok.mask_token_id
+    if mask_id is None:
+        raise CheckpointError("fill_mask: the tokenizer has no [MASK] token")
+    longest = max_input_length(net.config, 512)  # a text past the model's positions: its first ones
+    enc = tok.encode_batch([text], max_length=longest, truncation="longest_first", return_tensors="pt")
+    said_truncated(enc.encodings, longest)
+    ids = enc["input_ids"]
+    positions = (ids[0] == mask_id).nonzero().flatten().tolist()
+    if not positions:
+        where = f" in its first {longest} tokens" if enc.encodings[0].truncated else ""
+        raise UserError(f"fill_mask: no {tok.id_to_token(mask_id)}{where} in {text[:80]!r}")
+    device = next(net.parameters()).device
+    logits = net(ids.to(device), enc["attention_mask"].to(device), enc["token_type_ids"].to(device)).logits
+    results = []
+    for p in positions:
+        probs = logits[0, p].float().softmax(-1)
+        scores, top = probs.topk(min(top_k, probs.numel()))
+        rows = []
+        for score, token_id in zip(scores.tolist(), top.tolist(), strict=True):
+            filled = ids[0].clone()
+            filled[p] = token_id
+            rows.append(
+                {
+                    "token": tok.id_to_token(token_id),
+                    "token_id": token_id,
+                    "score": score,
+                    "sequence": tok.decode(filled.tolist()),
+                }
+            )
+        results.append(rows)
+    return results[0] if len(results) == 1 else results

@@ -1,0 +1,158 @@
+"""Pipelines that decode: translation by an encoder-decoder, text generation by a decoder-only language
+model."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import torch
+
+from seq2bert.data.batching import pad_sequences
+from seq2bert.decoding.generation import GREEDY, Decoding
+from seq2bert.errors import ConfigError
+from seq2bert.models.alignment import loaded, source_ids, source_limit, within_positions
+from seq2bert.pipelines.loading import _device, _load, int8_model, log
+
+
+@torch.no_grad()
+def translate(checkpoint_or_model, texts: str | list[str], *, tokenizer=None, batch_size: int = 64,
+              decoding: Decoding = GREEDY, int8: bool = False, max_source_length: int | None = None) -> str | list[str]:  # fmt: skip
+    """Translations of ``texts`` (greedy, or beam search with ``decoding=Decoding(num_beams=5)``) by a
+    checkpoint (path) or a loaded model with its tokenizer; ``int8``: with dynamically quantised Linears.
+    A string is one sentence (its translation, a string); an empty text translates to "". A source longer
+    than ``max_source_length`` tokens (default: the model's positions, else 512; models/alignment.py
+    ``source_limit``) is truncated with a warning, and no translation outgrows the decoder's positions."""
+    if isinstance(texts, str):
+        return translate(checkpoint_or_model, [texts], tokenizer=tokenizer, batch_size=batch_size,
+                         decoding=decoding, int8=int8, max_source_length=max_source_length)[0]  # fmt: skip
+    model, tokenizer = loaded(checkpoint_or_model, tokenizer)
+    if int8:
+        model = int8_model(model if isinstance(checkpoint_or_model, (str, Path)) else copy.deepcopy(model))
+    device = next(model.parameters()).device
+    limit = source_limit(model.config, max_source_length)
+    decoding = within_positions(decoding, model.config)
+    out: list[str] = [""] * len(texts)
+    order = sorted((i for i in range(len(texts)) if texts[i].strip()), key=lambda i: len(texts[i]))
+    for b in range(0, len(order), batch_size):
+        idx = order[b : b + batch_size]
+        rows = source_ids(tokenizer, [texts[i] for i in idx], limit)
+        input_ids, mask = pad_sequences(rows, tokenizer.pad_token_id)
+        found = decoding.ids(model, tokenizer, input_ids.to(device), mask.to(device))
+        for i, text in zip(idx, tokenizer.decode_batch(found), strict=True):
+            out[i] = text
+    return out
+
+
+# --- text generation: decoder-only language models (GPT, GPT-2)
+
+
+def _generation_config(net, settings: dict):
+    """The GenerationConfig of ``net`` (its [EOS] and [PAD]) with ``settings``."""
+    from seq2bert.decoding.config import GenerationConfig
+
+    if hasattr(net, "generation_config"):
+        return net.generation_config(**settings)
+    c = net.config
+    return GenerationConfig(eos_token_id=c.eos_token_id, pad_token_id=c.pad_token_id or 0, **settings)
+
+
+def prompt_ids(net, tok, prompts: list[str], max_new_tokens: int) -> list[list[int]]:
+    """The token ids of each prompt as the model reads it (no special tokens added, as transformers' GPT
+    tokenizers). An empty prompt starts from the model's [BOS] (else [EOS]: GPT-2's <|endoftext|>, as
+    transformers' generate does without input_ids); without either it is a ConfigError. A prompt longer
+    than the context leaves for the new tokens — n_positions − max_new_tokens — keeps its last tokens,
+    with a warning."""
+    c = net.config
+    start = getattr(c, "bos_token_id", None)
+    start = getattr(c, "eos_token_id", None) if start is None else start
+    context = getattr(c, "n_positions", None)
+    room = None if context is None else context - max_new_tokens
+    if room is not None and room < 1:
+        raise ConfigError(
+            f"max_new_tokens: {max_new_tokens} leaves no room for a prompt in the model's context of "
+            f"{context} positions (at most {context - 1})"
+        )
+    rows = tok.ids_batch(prompts)
+    for i, ids in enumerate(rows):
+        if not ids and start is None:
+            raise ConfigError(
+                f"prompt {i + 1} is empty, and the model has no begin or end token to start from "
+                "(bos_token_id, eos_token_id): give some text"
+            )
+        if not ids:
+            rows[i] = [start]
+        elif room is not None and len(ids) > room:
+            log.warning(
+                "prompt %d: %d tokens, but the context holds %d positions, %d of them for new tokens: kept its "
+                "last %d tokens", i + 1, len(ids), context, max_new_tokens, room,
+            )  # fmt: skip
+            rows[i] = ids[-room:]
+    return rows
+
+
+@torch.no_grad()
+def generate(
+    prompts: str | list[str],
+    model,
+    *,
+    max_new_tokens: int = 50,
+    do_sample: bool = False,
+    temperature: float = 1.0,
+    top_k: int = 50,
+    top_p: float = 1.0,
+    num_beams: int = 1,
+    repetition_penalty: float = 1.0,
+    no_repeat_ngram_size: int = 0,
+    min_new_tokens: int = 0,
+    length_penalty: float = 1.0,
+    stop: str | list[str] | None = None,
+    seed: int | None = None,
+    batch_size: int = 16,
+    on_text=None,
+) -> str | list[str]:
+    """The continuation of each prompt by a language model directory (GPT, GPT-2, BERT with is_decoder; its
+    ``causal_lm`` head) or a ``(model, tokenizer)`` pair: the generated text alone, prompt excluded, [EOS]
+    dropped — one string per prompt (a string for a string). The settings are ``model.generate``'s (seq2bert/models/decoder_only.py);
+    ``stop``: stop strings (kept in the text, as transformers keeps them). Prompts are batched
+    ``batch_size`` at a time, left-padded, in order of length. ``on_text``: called with each piece of text
+    as it is generated (complete characters only, seq2bert/data/text_stream.py) — one prompt, one beam.
+    The model of a directory is loaded once and kept for the next call (pipelines/loading.py)."""
+    from seq2bert.data.text_stream import TextStream
+    from seq2bert.decoding.config import GenerationConfig
+    from seq2bert.decoding.generation import generate as decode
+    from seq2bert.decoding.stopping import StopStrings
+
+    single = isinstance(prompts, str)
+    prompts = [prompts] if single else list(prompts)
+    settings = dict(max_new_tokens=max_new_tokens, do_sample=do_sample, temperature=temperature, top_k=top_k,
+                    top_p=top_p, num_beams=num_beams, repetition_penalty=repetition_penalty,
+                    no_repeat_ngram_size=no_repeat_ngram_size, min_new_tokens=min_new_tokens,
+                    length_penalty=length_penalty, seed=seed)  # fmt: skip
+    GenerationConfig(eos_token_id=None, pad_token_id=0, **settings)  # invalid settings fail before any work
+    if on_text is not None and (len(prompts) != 1 or num_beams != 1):
+        raise ConfigError("on_text: streams one prompt decoded greedily or by sampling (num_beams=1)")
+    net, tok, _ = _load(model, "causal_lm")  # its family checked the tokenizer against the model
+    config = _generation_config(net, settings)
+    stopping = None if stop is None else StopStrings(tok, stop)
+    rows = prompt_ids(net, tok, prompts, max_new_tokens)
+    stream = streamer = None
+    if on_text is not None:  # one prompt
+        stream = TextStream(tok)
+
+        def streamer(tokens: torch.Tensor) -> None:
+            if piece := stream.push(tokens.tolist()):  # [EOS], a special token, adds no text
+                on_text(piece)
+
+    out: list[str] = [""] * len(prompts)
+    order = sorted(range(len(rows)), key=lambda i: len(rows[i]))
+    for b in range(0, len(order), batch_size):
+        idx = order[b : b + batch_size]
+        input_ids, mask = pad_sequences([rows[i] for i in idx], config.pad_token_id, left=True)
+        found = decode(net, input_ids.to(_device(net)), mask.to(_device(net)), config, stopping=stopping,
+                       streamer=streamer)  # fmt: skip
+        for i, text in zip(idx, tok.decode_batch(found.token_ids()), strict=True):
+            out[i] = text
+    if stream is not None and (rest := stream.flush()):
+        on_text(rest)
+    return out[0] if single else out

@@ -1,0 +1,115 @@
+"""What every pipeline shares: loading a checkpoint directory (or taking a loaded ``(model, tokenizer)``
+pair) with the head it needs, keeping the models it loaded for the next call, and the limits of its inputs."""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+from collections import OrderedDict
+from pathlib import Path
+
+import torch
+
+from seq2bert.errors import CheckpointError
+from seq2bert.io import read_json
+from seq2bert.models import quantized, registry
+from seq2bert.models.family import max_input_length
+
+log = logging.getLogger("seq2bert.pipelines")
+
+KEEP = 4  # models kept loaded between calls, the least recently used dropped first
+_KEPT: OrderedDict[tuple, tuple] = OrderedDict()  # (directory, head, int8) → (its files' stamp, loaded)
+
+
+ENCODER = None  # the head of the pipelines that read the encoder alone: whichever model the directory holds
+
+
+def _load(model, head: str | tuple[str, ...] | None, int8: bool = False):
+    """(model with ``head`` — "masked_lm", "sequence", "tokens", "qa", "causal_lm", …; of several, the one
+    the directory holds; ENCODER (None): the model config.json names, whose encoder the caller reads —,
+    tokenizer, its directory) of a checkpoint directory of any family in the registry, or of a ``(model,
+    tokenizer)`` pair. ``int8``: its Linear layers dynamically quantised (models/quantized.py; a copy of a
+    pair's model), unless they are already (an int8 directory). A directory's model is loaded once and kept
+    for the next call (``_kept``)."""
+    if isinstance(model, (str, Path)):
+        return _kept(model, head, int8)
+    net, tok = model
+    return (int8_model(copy.deepcopy(net)) if int8 else net.eval()), tok, None
+
+
+def _read(model, head, int8: bool):
+    net, tok = registry.load(model, head=head)
+    if tok is None:
+        raise CheckpointError(f"{model}: no tokenizer (tokenizer.json, vocab.txt, …) in the directory")
+    return (int8_model(net) if int8 else net), tok, Path(model)
+
+
+def has_head(net, head, named: str | None) -> bool:
+    """Whether a loaded ``net`` is the model ``head`` asks for; ENCODER asks for the one config.json names
+    (``named``), not one of another directory's (an ELECTRA run's generator/)."""
+    family = registry.family_of(net)
+    if head is ENCODER:
+        return family.architecture_of(net) == named
+    return family.architecture_of(net) in [
+        family.heads.get(h) for h in ((head,) if isinstance(head, str) else head)
+    ]
+
+
+def _kept(model, head, int8: bool = False):
+    """``_read`` of a directory, kept between calls: the last ``KEEP`` models loaded stay in memory, each read
+    again only when a file in its directory changes (size or modification time). A model kept for one head
+    serves another it satisfies (a classifier kept for classify serves embed: its encoder)."""
+    directory = registry.checkpoint_dir(model).resolve()
+    stamp = tuple((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(directory.iterdir()))
+    named = None
+    for key, (kept_stamp, loaded) in list(_KEPT.items()):
+        if key[0] == str(directory) and key[2] == int8:
+            if kept_stamp != stamp:  # its files changed: the stale model goes before the new one is read
+                del _KEPT[key]
+                continue
+            named = named or (read_json(directory / "config.json").get("architectures") or [None])[0]
+            if key[1] == head or has_head(loaded[0], head, named):
+                _KEPT.move_to_end(key)
+                return loaded
+    loaded = _read(model, head, int8)
+    _KEPT[str(directory), head, int8] = (stamp, loaded)
+    while len(_KEPT) > KEEP:
+        _KEPT.popitem(last=False)
+    return loaded
+
+
+def int8_model(net):
+    """``net`` with dynamically quantised int8 Linears (in place), on the CPU."""
+    return net if quantized.is_quantized(net) else quantized.quantize(net)
+
+
+def _base(net):
+    """The bare encoder inside a head model."""
+    return registry.family_of(net).base_model(net)
+
+
+def _device(net) -> torch.device:
+    return next(net.parameters()).device
+
+
+def positions(config, longest: int) -> int:
+    """The longest input a model takes: ``longest``, cut to its position table (an LSTM has none)."""
+    return min(longest, max_input_length(config, longest))
+
+
+def said_truncated(encodings, max_length: int) -> None:
+    """A warning for the texts the tokenizer cut to ``max_length`` tokens."""
+    if cut := sum(getattr(e, "truncated", False) for e in encodings):
+        log.warning("%d text(s) longer than %d tokens truncated (max_length)", cut, max_length)
+
+
+def default_max_length(directory: Path | None, fallback: int) -> int:
+    """sentence-transformers' max_seq_length (sentence_bert_config.json) when the directory has one."""
+    config = directory / "sentence_bert_config.json" if directory is not None else None
+    if config is not None and config.is_file():
+        try:
+            return int(json.loads(config.read_text(encoding="utf-8"))["max_seq_length"])
+        except (ValueError, KeyError, TypeError, json.JSONDecodeError):
+            raise CheckpointError(f"{config}: expected a max_seq_length") from None
+    return fallback

@@ -1,0 +1,273 @@
+"""The HTTP API: one process serving every loaded checkpoint, each pipeline at ``/v1/<pipeline>`` with JSON
+in and out as the Python pipelines take and give them, plus ``/v1/models``, ``/health``, the OpenAPI
+description at ``/openapi.json`` and the page at ``/``.
+
+    POST /v1/classify   {"texts": ["a gripping film", ["A", "B"]], "top_k": 1}   → {"results": [{"label", "score"}]}
+    POST /v1/embed      {"texts": […], "normalize": null}                        → {"embeddings": [[…]]}
+    POST /v1/translate  {"texts": […], "num_beams": 1, "alignment": false}       → {"translations": […]}
+    POST /v1/tag        {"text": "…", "aggregate": true}                         → {"entities": [{"entity_group", …}]}
+    POST /v1/fill-mask  {"text": "… [MASK] …", "top_k": 5}                       → {"results": [{"token", "score", …}]}
+    POST /v1/qa         {"question": "…", "context": "…"}                        → {"answer", "score", "start", "end"}
+    POST /v1/generate   {"prompt": "…", "max_new_tokens": 50, …}                 → {"text": "…"}
+    POST /v1/attention  {"text": "…", "pair": null}                              → {"kinds": {kind: {tokens, layers}}}
+
+Every body may name its ``"model"`` (a name of GET /v1/models); without it, the one loaded model that serves
+the pipeline answers. Mistakes get a JSON ``{"error": "…"}`` and their status, never a traceback: 400
+(malformed JSON, a model to name), 404 (unknown model or path), 413 (a body, a text or a list too large),
+422 (wrong types, an empty text, an input the pipeline refuses), 503 with Retry-After (the queue full), 504
+(the request waited past its timeout).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from importlib import resources
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from seq2bert.errors import UserError
+from seq2bert.serve import schemas
+from seq2bert.serve.batching import Batcher, Overloaded
+from seq2bert.serve.models import ServedModel
+
+log = logging.getLogger("seq2bert.serve")
+
+
+@dataclass
+class Settings:
+    """The server's limits and batching (``seq2bert serve --help`` names each)."""
+
+    max_batch_size: int = 32  # inputs in one batch
+    max_wait_ms: float = 5.0  # how long a batch waits for more requests
+    max_queue: int = 256  # requests waiting per model and pipeline; more are answered 503
+    timeout: float = 30.0  # seconds a request may wait and run before it is answered 504
+    max_body_bytes: int = 1_000_000
+    max_text_chars: int = 10_000
+    max_items: int = 256  # texts in one request
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, message: str, headers: dict | None = None) -> None:
+        super().__init__(message)
+        self.status, self.message, self.headers = status, message, headers
+
+
+def error(status: int, message: str, headers: dict | None = None) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status, headers=headers)
+
+
+class BodyLimit:
+    """ASGI wrapper: a request body past ``limit`` bytes is answered 413 before the app reads any of it; a
+    smaller one is read whole and handed to the app."""
+
+    def __init__(self, app, limit: int) -> None:
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        too_large = error(413, f"the request body is larger than {self.limit:,} bytes")
+        length = dict(scope["headers"]).get(b"content-length")
+        if length is not None and length.isdigit() and int(length) > self.limit:
+            return await too_large(scope, receive, send)
+        chunks, size, more = [], 0, True
+        while more:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            chunks.append(message.get("body", b""))
+            size += len(chunks[-1])
+            if size > self.limit:
+                return await too_large(scope, receive, send)
+            more = message.get("more_body", False)
+        body, replayed = b"".join(chunks), False
+
+        async def replay():
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+
+def create_app(models: list[ServedModel], settings: Settings | None = None):
+    """The ASGI application serving ``models`` (loaded; ServedModel.load)."""
+    settings = settings or Settings()
+    by_name = {m.name: m for m in models}
+    executor = ThreadPoolExecutor(
+        1, thread_name_prefix="seq2bert-model"
+    )  # one batch at a time: see batching.py
+    batchers: dict[tuple[str, str], Batcher] = {
+        (m.name, p): Batcher(
+            lambda items, options, m=m, p=p: m.run(p, items, options),
+            executor,
+            max_batch_size=settings.max_batch_size,
+            max_wait=settings.max_wait_ms / 1000,
+            max_queue=settings.max_queue,
+        )  # fmt: skip
+        for m in models
+        for p in m.pipelines
+    }
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        yield
+        await asyncio.gather(*(b.close() for b in batchers.values()))
+        executor.shutdown(wait=False, cancel_futures=True)
+
+    app = FastAPI(title="seq2bert", version="1", docs_url=None, redoc_url=None, lifespan=lifespan,
+                  description="Every loaded checkpoint's pipelines, with dynamic batching.")  # fmt: skip
+    app.state.settings, app.state.batchers = settings, batchers
+
+    @app.exception_handler(ApiError)
+    async def api_error(request: Request, e: ApiError):
+        return error(e.status, e.message, e.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, e: RequestValidationError):
+        problems = e.errors()
+        if any(p.get("type") == "json_invalid" for p in problems):
+            return error(400, "the body is not valid JSON")
+        first = problems[0]
+        where = ".".join(str(x) for x in first.get("loc", ()) if x != "body") or "body"
+        return error(422, f"{where}: {first.get('msg', 'invalid')}")
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, e: StarletteHTTPException):
+        return error(e.status_code, str(e.detail))
+
+    @app.exception_handler(Exception)
+    async def failure(request: Request, e: Exception):  # a fault of ours: logged here, one line there
+        log.exception("%s %s failed", request.method, request.url.path)
+        return error(500, f"internal error ({type(e).__name__}); the server log has the details")
+
+    async def call(pipeline: str, body: schemas.Base, items: list, options: dict):
+        model = pick(pipeline, body.model)
+        try:
+            outputs = await batchers[model.name, pipeline](
+                items, tuple(sorted(options.items())), settings.timeout
+            )
+        except Overloaded as e:
+            raise ApiError(503, f"{model.name}: busy ({e}); try again", {"Retry-After": "1"}) from None
+        except TimeoutError:
+            raise ApiError(504, f"{model.name}: no answer within {settings.timeout:g} s") from None
+        except UserError as e:
+            raise ApiError(422, str(e)) from None
+        return model.name, outputs
+
+    def pick(pipeline: str, name: str | None) -> ServedModel:
+        if name is not None:
+            if name not in by_name:
+                raise ApiError(404, f"model {name!r} is not loaded (GET /v1/models lists them)")
+            if pipeline not in by_name[name].pipelines:
+                raise ApiError(404, f"model {name!r} does not serve {pipeline} (it serves: "
+                                    f"{', '.join(by_name[name].pipelines)})")  # fmt: skip
+            return by_name[name]
+        serving = [m for m in models if pipeline in m.pipelines]
+        if not serving:
+            raise ApiError(404, f"no loaded model serves {pipeline}")
+        if len(serving) > 1:
+            raise ApiError(400, f"model: several loaded models serve {pipeline} "
+                                f"({', '.join(m.name for m in serving)}); name one")  # fmt: skip
+        return serving[0]
+
+    def texts(name: str, values: list, *, empty_ok: bool = False) -> None:
+        """Each text not empty and within max_text_chars, the list within max_items."""
+        if len(values) > settings.max_items:
+            raise ApiError(413, f"{name}: {len(values)} texts, at most {settings.max_items} in one request")
+        for i, value in enumerate(values):
+            for part in [value] if isinstance(value, str) else value:
+                if not empty_ok and not part.strip():
+                    raise ApiError(422, f"{name}[{i}]: an empty text")
+                if len(part) > settings.max_text_chars:
+                    raise ApiError(413, f"{name}[{i}]: {len(part):,} characters, at most "
+                                        f"{settings.max_text_chars:,}")  # fmt: skip
+
+    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
+    async def page():
+        return HTMLResponse(
+            resources.files("seq2bert.serve").joinpath("page.html").read_text(encoding="utf-8")
+        )
+
+    @app.get("/health")
+    async def health():
+        return {"status": "ok", "models": len(models),
+                "waiting": sum(b.waiting for b in batchers.values()),
+                "batches": {f"{m}/{p}": vars(b.stats) for (m, p), b in batchers.items()}}  # fmt: skip
+
+    @app.get("/v1/models")
+    async def list_models():
+        return {"models": [m.describe() for m in models]}
+
+    @app.post("/v1/classify")
+    async def classify(body: schemas.Classify):
+        texts("texts", body.texts)
+        name, out = await call("classify", body, body.texts, {"top_k": body.top_k})
+        return {"model": name, "results": out}
+
+    @app.post("/v1/embed")
+    async def embed(body: schemas.Embed):
+        texts("texts", body.texts)
+        name, out = await call("embed", body, body.texts, {"normalize": body.normalize})
+        return {"model": name, "embeddings": out}
+
+    @app.post("/v1/translate")
+    async def translate(body: schemas.Translate):
+        texts("texts", body.texts)
+        name, out = await call("translate", body, body.texts,
+                               {"num_beams": body.num_beams, "alignment": body.alignment})  # fmt: skip
+        reply = {"model": name, "translations": [o["translation"] for o in out]}
+        if body.alignment:
+            reply["alignments"] = [{k: v for k, v in o.items() if k != "translation"} for o in out]
+        return reply
+
+    @app.post("/v1/tag")
+    async def tag(body: schemas.Tag):
+        texts("text", [body.text])
+        name, (out,) = await call("tag", body, [body.text], {"aggregate": body.aggregate})
+        return {"model": name, "entities": out}
+
+    @app.post("/v1/fill-mask")
+    async def fill_mask(body: schemas.FillMask):
+        texts("text", [body.text])
+        name, (out,) = await call("fill-mask", body, [body.text], {"top_k": body.top_k})
+        return {"model": name, "results": out}
+
+    @app.post("/v1/qa")
+    async def qa(body: schemas.QA):
+        texts("question", [body.question])
+        texts("context", [body.context])
+        name, (out,) = await call("qa", body, [(body.question, body.context)],
+                                  {"max_answer_length": body.max_answer_length})  # fmt: skip
+        return {"model": name, **out}
+
+    @app.post("/v1/generate")
+    async def generate(body: schemas.Generate):
+        texts("prompt", [body.prompt], empty_ok=True)
+        settings_ = body.model_dump(exclude={"model", "prompt"})
+        name, (out,) = await call("generate", body, [body.prompt], settings_)
+        return {"model": name, "text": out}
+
+    @app.post("/v1/attention")
+    async def attention(body: schemas.Attention):
+        texts("text", [body.text] + ([body.pair] if body.pair is not None else []))
+        name, (out,) = await call("attention", body, [(body.text, body.pair)], {})
+        return {"model": name, **out}
+
+    return BodyLimit(app, settings.max_body_bytes)
+
+
+def openapi(app) -> dict:
+    """The OpenAPI description of an app made by create_app."""
+    inner = app.app if isinstance(app, BodyLimit) else app
+    return json.loads(json.dumps(inner.openapi()))
