@@ -23,17 +23,29 @@ import json
 import re
 from pathlib import Path
 
-# (the row's label, its pretraining run under --runs (None: random initialisation, the floor), the name of its
-# fine-tuning runs, and the name of its quiet step rate in --rates)
+# (the row's label, its name in the plot, its pretraining run under --runs (None: random initialisation, the
+# floor), the name of its fine-tuning runs, and the name of its quiet step rate in --rates)
 ROWS = [
-    ("random initialisation", None, "random", None),
-    ("MLM + NSP (BERT)", "mlm-nsp", "mlm-nsp", "mlm-nsp-ref"),
-    ("MLM only, no NSP (BERT ablation / RoBERTa's DOC-SENTENCES)", "mlm-only", "mlm-only", "mlm-only-again"),
-    ("MLM + SOP, shared layers, E = 128 (ALBERT)", "sop", "sop", "sop"),
-    ("span masking + SBO (SpanBERT)", "span", "span", "span"),
-    ("knowledge masking: phrases and entities (ERNIE 1.0)", "knowledge", "knowledge", "knowledge-again"),
-    ("left to right, no NSP (BERT's LTR ablation)", "ltr", "ltr", "ltr"),
-    ("replaced-token detection (ELECTRA)", "electra", "electra", "electra-sampler2"),
+    ("random initialisation", "random init", None, "random", None),
+    ("MLM + NSP (BERT)", "MLM + NSP", "mlm-nsp", "mlm-nsp", "mlm-nsp-ref"),
+    (
+        "MLM only, no NSP (BERT ablation / RoBERTa's DOC-SENTENCES)",
+        "MLM only",
+        "mlm-only",
+        "mlm-only",
+        "mlm-only-again",
+    ),
+    ("MLM + SOP, shared layers, E = 128 (ALBERT)", "MLM + SOP (ALBERT)", "sop", "sop", "sop"),
+    ("span masking + SBO (SpanBERT)", "span + SBO", "span", "span", "span"),
+    (
+        "knowledge masking: phrases and entities (ERNIE 1.0)",
+        "knowledge (ERNIE)",
+        "knowledge",
+        "knowledge",
+        "knowledge-again",
+    ),
+    ("left to right, no NSP (BERT's LTR ablation)", "LTR", "ltr", "ltr", "ltr"),
+    ("replaced-token detection (ELECTRA)", "ELECTRA", "electra", "electra", "electra-sampler2"),
 ]
 # the task, its score in the fine-tuning run's results.json, and how the table shows it
 TASKS = {
@@ -76,17 +88,21 @@ def pretraining_summary(results: dict) -> str:
     return ", ".join(fmt.format(results[k]) for k, fmt in keys if k in results)
 
 
-def points(runs: Path, name: str, pretrain: str | None, task: str) -> list[tuple[float, float]]:
-    """(pretraining minutes, dev score) of every fine-tuning of the row on the task."""
+def points(
+    runs: Path, name: str, pretrain: str | None, task: str, rate: float | None = None
+) -> list[tuple[float, float]]:
+    """(pretraining minutes, dev score) of every fine-tuning of the row on the task: minutes at the row's
+    quiet ``rate`` (steps/s) when known, else as measured."""
     key = TASKS[task][0]
     out = []
     final = read(runs / f"ft-{name}-{task}" / "results.json")
     if final is not None:
         run = read(runs / pretrain / "results.json") if pretrain else None
-        out.append((run["train_seconds"] / 60 if run else 0.0, final[key]))
+        minutes = 0.0 if run is None else run["steps"] / rate / 60 if rate else run["train_seconds"] / 60
+        out.append((minutes, final[key]))
     for path in runs.glob(f"ft-{name}@*-{task}/results.json"):
         step = int(re.search(r"@(\d+)-", path.parent.name).group(1))
-        out.append((minutes_at(runs / pretrain, step), read(path)[key]))
+        out.append((step / rate / 60 if rate else minutes_at(runs / pretrain, step), read(path)[key]))
     return sorted(out)
 
 
@@ -115,7 +131,7 @@ def budget(run: dict, rate: float | None) -> str:
 def table(runs: Path, rates: dict[str, float]) -> str:
     head = ["objective", "pretraining", *[label for _, label in TASKS.values()]]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for label, pretrain, name, rate in ROWS:
+    for label, _, pretrain, name, rate in ROWS:
         run = read(runs / pretrain / "results.json") if pretrain else None
         if pretrain and run is None:
             continue
@@ -136,7 +152,7 @@ def table(runs: Path, rates: dict[str, float]) -> str:
     return "\n".join(lines)
 
 
-def plot(runs: Path, out: Path) -> None:
+def plot(runs: Path, out: Path, rates: dict[str, float] | None = None) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -144,23 +160,23 @@ def plot(runs: Path, out: Path) -> None:
 
     fig, axes = plt.subplots(1, len(TASKS), figsize=(5 * len(TASKS), 4.2))
     for ax, (task, (_, label)) in zip(axes, TASKS.items(), strict=True):
-        for row, pretrain, name, _ in ROWS:
-            pts = points(runs, name, pretrain, task)
+        for _, short, pretrain, name, rate in ROWS:
+            pts = points(runs, name, pretrain, task, (rates or {}).get(rate))
             if not pts:
                 continue
             if pretrain is None:  # the floor
-                ax.axhline(pts[0][1], color="grey", linestyle="--", label=row)
+                ax.axhline(pts[0][1], color="grey", linestyle="--", label=short)
                 continue
             xs, ys = zip(*pts, strict=True)
-            ax.plot(xs, ys, marker="o", label=row.split(" (")[-1].rstrip(")") if "(" in row else row)
+            ax.plot(xs, ys, marker="o", label=short)
         ax.set_title(label.split(" /")[0] + " (dev)")
-        ax.set_xlabel("pretraining minutes (2 cores, bf16)")
+        ax.set_xlabel("pretraining minutes (2 cores to itself, bf16)")
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("fine-tuned dev score")
-    axes[-1].legend(fontsize=7, loc="lower right")
+    axes[-1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=120)
+    fig.savefig(out, dpi=120, bbox_inches="tight")
 
 
 def main() -> None:
@@ -174,8 +190,9 @@ def main() -> None:
         for checkpoint in args.positions:
             print(f"{checkpoint}: neighbouring positions' cosine {neighbour_cosine(checkpoint):.3f}")
         return
-    print(table(args.runs, read_rates(args.rates)))
-    plot(args.runs, args.plot)
+    rates = read_rates(args.rates)
+    print(table(args.runs, rates))
+    plot(args.runs, args.plot, rates)
     print(f"plot: {args.plot}")
 
 

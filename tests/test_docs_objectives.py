@@ -56,7 +56,9 @@ def test_the_table_has_a_row_per_finished_run_and_the_plot_its_points(runs, tmp_
     assert (
         "| 45.0 min: 3,000 steps at 1.11/s;" in objectives.table(runs, {"ltr": 3000 / 2700}).splitlines()[3]
     )
-    assert objectives.points(runs, "ltr", "ltr", "sst2") == [(15.0, 81.0), (45.0, 82.0)]
+    assert objectives.points(runs, "ltr", "ltr", "sst2") == [(15.0, 81.0), (45.0, 82.0)]  # measured minutes
+    at_rate = objectives.points(runs, "ltr", "ltr", "sst2", rate=1.0)  # at the quiet rate: steps / rate
+    assert at_rate == [(pytest.approx(1000 / 60), 81.0), (50.0, 82.0)]
     objectives.plot(runs, tmp_path / "plot.png")
     assert (tmp_path / "plot.png").stat().st_size > 10_000
 
