@@ -28,25 +28,13 @@ from pathlib import Path
 ROWS = [
     ("random initialisation", "random init", None, "random", None),
     ("MLM + NSP (BERT)", "MLM + NSP", "mlm-nsp", "mlm-nsp", "mlm-nsp-ref"),
-    (
-        "MLM only, no NSP (BERT ablation / RoBERTa's DOC-SENTENCES)",
-        "MLM only",
-        "mlm-only",
-        "mlm-only",
-        "mlm-only-again",
-    ),
+    ("MLM only, no NSP (BERT ablation / RoBERTa's DOC-SENTENCES)", "MLM only", "mlm-only", "mlm-only", "mlm-only-again"),
     ("MLM + SOP, shared layers, E = 128 (ALBERT)", "MLM + SOP (ALBERT)", "sop", "sop", "sop"),
     ("span masking + SBO (SpanBERT)", "span + SBO", "span", "span", "span"),
-    (
-        "knowledge masking: phrases and entities (ERNIE 1.0)",
-        "knowledge (ERNIE)",
-        "knowledge",
-        "knowledge",
-        "knowledge-again",
-    ),
+    ("knowledge masking: phrases and entities (ERNIE 1.0)", "knowledge (ERNIE)", "knowledge", "knowledge", "knowledge-again"),
     ("left to right, no NSP (BERT's LTR ablation)", "LTR", "ltr", "ltr", "ltr"),
     ("replaced-token detection (ELECTRA)", "ELECTRA", "electra", "electra", "electra-sampler2"),
-]
+]  # fmt: skip
 # the task, its score in the fine-tuning run's results.json, and how the table shows it
 TASKS = {
     "sst2": ("dev_accuracy", "SST-2 acc"),

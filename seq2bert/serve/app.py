@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -265,9 +264,3 @@ def create_app(models: list[ServedModel], settings: Settings | None = None):
         return {"model": name, **out}
 
     return BodyLimit(app, settings.max_body_bytes)
-
-
-def openapi(app) -> dict:
-    """The OpenAPI description of an app made by create_app."""
-    inner = app.app if isinstance(app, BodyLimit) else app
-    return json.loads(json.dumps(inner.openapi()))
