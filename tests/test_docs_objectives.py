@@ -1,8 +1,9 @@
-"""docs/objectives.py, the table, plot and position diagnosis of "Which pretraining objective pays on a CPU",
-on hand-made run directories."""
+"""docs/objectives.py, the runs, record, table, plot and position diagnosis of "Which pretraining objective
+pays on a CPU", on hand-made run directories."""
 
 import importlib.util
 import json
+import sys
 
 import pytest
 import torch
@@ -15,6 +16,7 @@ from tests.conftest import REPO
 def load():
     spec = importlib.util.spec_from_file_location("objectives", REPO / "docs" / "objectives.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclass looks its module up
     spec.loader.exec_module(module)
     return module
 
@@ -26,41 +28,92 @@ def write(path, record):
 
 @pytest.fixture
 def runs(tmp_path):
+    runs = tmp_path / "runs"
     write(
-        tmp_path / "ltr",
-        {"train_seconds": 2700, "steps": 3000, "tokens_per_s": 4400, "valid_perplexity": 86.5},
+        runs / "ltr", {"train_seconds": 2700, "steps": 3000, "tokens_per_s": 4400, "valid_perplexity": 86.5}
     )
-    (tmp_path / "ltr" / "log.jsonl").write_text("\n".join(json.dumps(
+    (runs / "ltr" / "log.jsonl").write_text("\n".join(json.dumps(
         {"split": "train", "step": step, "train_seconds": 0.9 * step}) for step in (1000, 2000, 3000)))  # fmt: skip
     scores = {"random": (81.65, 81.22, 68.38, 55.78), "ltr": (82.0, 82.04, 71.57, 57.62)}
     for name, (sst2, mrpc_f1, mrpc_acc, conll) in scores.items():
-        write(tmp_path / f"ft-{name}-sst2", {"dev_accuracy": sst2})
-        write(tmp_path / f"ft-{name}-mrpc", {"dev_f1": mrpc_f1, "dev_accuracy": mrpc_acc})
-        write(tmp_path / f"ft-{name}-conll", {"dev_f1": conll})
-    write(tmp_path / "ft-ltr@1000-sst2", {"dev_accuracy": 81.0})  # an earlier checkpoint's point
-    return tmp_path
-
-
-def test_the_table_has_a_row_per_finished_run_and_the_plot_its_points(runs, tmp_path):
-    objectives = load()
-    lines = objectives.table(runs, {}).splitlines()
-    assert len(lines) == 4  # header, rule, random initialisation, LTR: the rows not run are left out
-    assert lines[2].startswith("| random initialisation | none | 81.65 | 81.22 / 68.38 | 55.78 |")
-    assert "| 45.0 min, 3,000 steps; ppl 86.5 | 82.00 | 82.04 / 71.57 | 57.62 |" in lines[3]
-    # with its quiet rate the budget is its steps at that rate; the measured minutes said when they differ
-    (runs / "rates.txt").write_text("ltr 0.5 steps/s\nltr 1.0 steps/s\nsop 3.35 steps/s\n")
-    rates = objectives.read_rates(runs / "rates.txt")
-    assert rates == {"ltr": 1.0, "sop": 3.35}  # the last of a name wins
-    row = objectives.table(runs, rates).splitlines()[3]
-    assert "| 50.0 min (45.0 measured, shared): 3,000 steps at 1.00/s; ppl 86.5 |" in row
-    assert (
-        "| 45.0 min: 3,000 steps at 1.11/s;" in objectives.table(runs, {"ltr": 3000 / 2700}).splitlines()[3]
+        write(runs / f"ft-{name}-sst2", {"dev_accuracy": sst2, "dev_loss": 0.4})
+        write(runs / f"ft-{name}-mrpc", {"dev_f1": mrpc_f1, "dev_accuracy": mrpc_acc})
+        write(runs / f"ft-{name}-conll", {"dev_f1": conll})
+    write(runs / "ft-ltr@1000-sst2", {"dev_accuracy": 81.0})  # an earlier checkpoint's point
+    write(
+        runs / "knowledge", {"train_seconds": 2000, "steps": 7300}
+    )  # pretrained, not fine-tuned: no row yet
+    # span has no quiet rate in ROWS: its minutes are those its log measured
+    write(runs / "span", {"train_seconds": 2000, "steps": 2000, "valid_mlm_accuracy": 20.0})
+    (runs / "span" / "log.jsonl").write_text(
+        json.dumps({"split": "train", "step": 500, "train_seconds": 480})
     )
-    assert objectives.points(runs, "ltr", "ltr", "sst2") == [(15.0, 81.0), (45.0, 82.0)]  # measured minutes
-    at_rate = objectives.points(runs, "ltr", "ltr", "sst2", rate=1.0)  # at the quiet rate: steps / rate
-    assert at_rate == [(pytest.approx(1000 / 60), 81.0), (50.0, 82.0)]
-    objectives.plot(runs, tmp_path / "plot.png")
+    write(runs / "ft-span-sst2", {"dev_accuracy": 83.0})
+    write(runs / "ft-span@500-sst2", {"dev_accuracy": 82.0})
+    return runs
+
+
+def test_collect_measures_the_rows_found_and_keeps_the_recorded_others(runs, tmp_path):
+    objectives = load()
+    record = tmp_path / "objectives.json"
+    kept = {"pretraining": {"steps": 10, "train_seconds": 120.0, "valid_mlm_accuracy": 39.0},
+            "finetune": {"sst2": {"dev_accuracy": 83.03}}, "points": {"sst2": [[1.0, 83.03]]}}  # fmt: skip
+    record.write_text(json.dumps({"mlm-only": kept, "ltr": {"stale": True}}))
+    rows = objectives.collect(runs, record)
+    assert json.loads(record.read_text()) == rows
+    assert rows["mlm-only"] == kept  # no run of it here: kept as measured
+    assert rows["ltr"]["pretraining"] == {"steps": 3000, "train_seconds": 2700, "valid_perplexity": 86.5}
+    assert rows["ltr"]["finetune"]["sst2"] == {"dev_accuracy": 82.0}  # the kept figures only
+    # minutes at the row's quiet rate (1.08 steps/s), the earlier checkpoint's included
+    assert rows["ltr"]["points"]["sst2"] == [
+        [round(1000 / 1.08 / 60, 2), 81.0],
+        [round(3000 / 1.08 / 60, 2), 82.0],
+    ]
+    assert rows["span"]["points"]["sst2"] == [[8.0, 82.0], [33.33, 83.0]]  # no quiet rate: its log's minutes
+    assert rows["random"]["pretraining"] is None and rows["random"]["points"]["conll"] == [[0.0, 55.78]]
+    assert "knowledge" not in rows
+
+    lines = objectives.table(rows).splitlines()
+    assert len(lines) == 6  # header, rule, random initialisation, MLM only, span, LTR: in the order of ROWS
+    assert lines[2] == "| random initialisation | none | 81.65 | 81.22 / 68.38 | 55.78 |"
+    # minutes at the quiet rate, and those measured when they differ by more than one
+    assert lines[3].endswith("| 10 steps, 0.0 min (3.72/s, 2.0 measured); MLM acc 39.0 % | 83.03 | – | – |")
+    assert lines[4].endswith("| 2,000 steps, 33.3 min (1.00/s); MLM acc 20.0 % | 83.00 | – | – |")
+    assert (
+        "| 3,000 steps, 46.3 min (1.08/s, 45.0 measured); ppl 86.5 | 82.00 | 82.04 / 71.57 | 57.62 |"
+        in lines[5]
+    )
+    objectives.plot(rows, tmp_path / "plot.png")
     assert (tmp_path / "plot.png").stat().st_size > 10_000
+
+
+def test_a_rows_commands_pretrain_it_then_fine_tune_each_task(tmp_path, capsys):
+    objectives = load()
+    span = objectives.BY_NAME["span"]
+    pretrain, *finetunes = objectives.commands(span, tmp_path)
+    assert pretrain[1:4] == ["pretrain", "../shared/data/corpus", "--out"] and pretrain[4] == str(
+        tmp_path / "span"
+    )
+    settings = [pretrain[i + 1] for i, a in enumerate(pretrain) if a == "--set"]
+    assert f"data.tokenizer={tmp_path}/wp16k-cased/tokenizer.json" in settings
+    assert settings[-2:] == ["train.max_steps=7300", "model.model_type=spanbert"]  # the row's settings last
+    assert [c[c.index("--task") + 1] for c in finetunes] == ["sst2", "mrpc", "conll"]
+    assert all(c[c.index("--init") + 1] == "LAST" for c in finetunes)
+    # at an earlier step: that checkpoint, and runs named for it
+    at = objectives.commands(span, tmp_path, at=3000)[1]
+    assert at[at.index("--init") + 1] == str(tmp_path / "span" / "checkpoint-3000")
+    assert at[at.index("--out") + 1] == str(tmp_path / "ft-span@3000-sst2")
+    # the floor: no pretraining, BERT-mini's architecture with fresh weights
+    floor = objectives.commands(objectives.BY_NAME["random"], tmp_path)
+    assert len(floor) == 3 and all("--random-init" in c for c in floor)
+    # the last checkpoint is the numerically last one
+    for step in (500, 4000, 10000):
+        (tmp_path / "span" / f"checkpoint-{step}").mkdir(parents=True)
+    assert objectives.last_checkpoint(tmp_path / "span").name == "checkpoint-10000"
+    objectives.run(span, tmp_path, None, dry=True)
+    printed = capsys.readouterr().out.splitlines()
+    assert len(printed) == 4 and all(line.startswith("$ ") for line in printed)
+    assert f"--init {tmp_path}/span/checkpoint-10000 " in printed[1]
 
 
 def test_neighbour_cosine_tells_an_ordered_position_table_from_a_random_one(tmp_path):
@@ -72,3 +125,13 @@ def test_neighbour_cosine_tells_an_ordered_position_table_from_a_random_one(tmp_
         )
     assert objectives.neighbour_cosine(tmp_path / "ordered") > 0.9
     assert abs(objectives.neighbour_cosine(tmp_path / "random")) < 0.1
+
+
+def test_the_record_holds_every_measured_row_with_its_figures():
+    objectives = load()
+    rows = json.loads(objectives.RECORD.read_text())
+    assert set(rows) <= set(objectives.BY_NAME)
+    for name, figures in rows.items():
+        assert set(figures["finetune"]) == set(objectives.TASKS), name
+        assert (figures["pretraining"] is None) == (objectives.BY_NAME[name].steps == 0), name
+    objectives.table(rows)  # every recorded row renders
