@@ -18,8 +18,8 @@ the rows whose runs it finds under --runs and keeps the others as they were meas
 that step (the plot's earlier points).
 
 ``--positions`` prints, for each checkpoint, how alike neighbouring rows of its learned position table are
-(the mean cosine of rows t and t+1 over positions 1–126): about 0 for a random table, near 1 for one
-ordered by position.
+(the mean cosine of rows t and t+1 over positions 1–126, or 1–``--last``): about 0 for a random table, near 1
+for one ordered by position.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ ROWS = [
         ("data.sentence_task=none", "data.max_seq_length=64"), rate=4.40),
     Row("MLM + SOP, shared layers, E = 128 (ALBERT)", "MLM + SOP (ALBERT)", "sop", 9000,
         ("model.model_type=albert",), rate=3.35),
-    Row("span masking + SBO (SpanBERT)", "span + SBO", "span", 7300, ("model.model_type=spanbert",)),
+    Row("span masking + SBO (SpanBERT)", "span + SBO", "span", 4450, ("model.model_type=spanbert",), 1.65),
     Row("knowledge masking: phrases and entities (ERNIE 1.0)", "knowledge (ERNIE)", "knowledge", 10000,
         ("data.masking_strategy=knowledge", "data.phrase_ngrams=20000", "data.entities={runs}/conll-entities.txt",
          "data.knowledge_schedule=[word,phrase,entity]", "data.masking=dynamic", "data.sentence_task=none")),
@@ -74,7 +74,8 @@ BY_NAME = {row.name: row for row in ROWS}
 BASE = ("data.documents=file", "data.tokenizer={runs}/wp16k-cased/tokenizer.json", "data.valid_fraction=0.1",
         "train.lr=5e-4", "train.warmup_steps=300", "train.eval_every=500", "train.keep_last=40",
         "train.bf16=auto")  # fmt: skip
-# the task: its data folder, its fine-tuning settings, its score in results.json and how the table shows it
+# the task (its short name in run names): its name for `seq2bert finetune --task` and its data folder, its
+# fine-tuning settings, its score in results.json and how the table shows it
 TASKS = {
     "sst2": ("sst2", ("train.lr=1e-4", "train.max_epochs=2", "train.eval_every=700"), "dev_accuracy", "SST-2 acc"),
     "mrpc": ("mrpc", ("train.lr=1e-4", "train.max_epochs=5"), "dev_f1", "MRPC F1 / acc"),
@@ -138,7 +139,7 @@ def commands(row: Row, runs: Path, at: int | None = None) -> list[list[str]]:
                 runs / "mlm-only-seq64" / f"checkpoint-{BY_NAME['mlm-only-seq64'].steps}",
                 ["--random-init"],
             )
-        out.append(seq2bert("finetune", "--task", task, "--init", str(init), *extra, "--data", str(DATA / folder),
+        out.append(seq2bert("finetune", "--task", folder, "--init", str(init), *extra, "--data", str(DATA / folder),
                             "--out", str(runs / f"ft-{row.name}{suffix}-{task}"), *sets(*settings, runs=runs)))  # fmt: skip
     return out
 
@@ -161,7 +162,10 @@ def run(row: Row, runs: Path, at: int | None, dry: bool) -> None:
             cmd.append("--resume")
         if cmd[1] == "finetune" and (Path(cmd[cmd.index("--out") + 1]) / "results.json").is_file():
             continue  # fine-tuned
-        subprocess.run(cmd, check=True)
+        if subprocess.run(cmd).returncode:
+            raise SystemExit(
+                f"objectives.py run {row.name}: stopped, `{shlex.join(cmd[1:3])} …` failed (above)"
+            )
 
 
 # --- the record -------------------------------------------------------------------------------------------
@@ -312,10 +316,13 @@ def main() -> None:
     p.add_argument("--record", type=Path, default=RECORD)
     p.add_argument("--plot", type=Path, default=Path("docs/img/objectives.png"))
     p.add_argument("--positions", type=Path, nargs="+", help="checkpoints: print their neighbour cosine")
+    p.add_argument("--last", type=int, default=126, help="--positions: over positions 1 to this one")
     args = p.parse_args()
     if args.positions:
         for checkpoint in args.positions:
-            print(f"{checkpoint}: neighbouring positions' cosine {neighbour_cosine(checkpoint):.3f}")
+            print(
+                f"{checkpoint}: neighbouring positions' cosine {neighbour_cosine(checkpoint, last=args.last):.3f}"
+            )
     elif args.action == "run":
         if args.row is None:
             p.error("run: which row? one of " + ", ".join(BY_NAME))

@@ -12,6 +12,18 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 
 
+def load_script(path: str):
+    """A script of the repository (docs/objectives.py, …) as a module, for its tests."""
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location(Path(path).stem, REPO / path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # a dataclass of it looks its module up
+    spec.loader.exec_module(module)
+    return module
+
+
 def shared_data_dir() -> Path:
     return Path(os.environ.get("SEQ2BERT_DATA", REPO.parent / "shared" / "data"))
 
