@@ -49,14 +49,23 @@ def embed(
     batch_size: int = 32,
     max_length: int | None = None,
     layer: int | str | None = None,
+    bf16: bool | str = "auto",
 ):
     """Sentence embeddings (n, hidden) of an encoder directory, pooled (by default: mean) and normalised as
     its sentence-transformers modules.json says, unless ``normalize`` is given; ``layer``: an index or
-    "mean" (default: the last, for ELMo the mean of its layers; see seq2bert/pipelines/encoders.py)."""
+    "mean" (default: the last, for ELMo the mean of its layers; see seq2bert/pipelines/encoders.py). Texts are
+    read in batches of similar length, under bf16 autocast where the device computes bf16 natively
+    (``bf16="auto"``; ``bf16=False`` computes in fp32)."""
     from seq2bert.pipelines import embed as _embed
 
     return _embed(
-        texts, model, normalize=normalize, batch_size=batch_size, max_length=max_length, layer=layer
+        texts,
+        model,
+        normalize=normalize,
+        batch_size=batch_size,
+        max_length=max_length,
+        layer=layer,
+        bf16=bf16,
     )
 
 
@@ -68,11 +77,12 @@ def fill_mask(text: str, model, *, top_k: int = 5):
     return _fill_mask(text, model, top_k=top_k)
 
 
-def classify(texts, model, *, top_k: int | None = 1):
-    """Labels (with probabilities) of texts or (text, pair) tuples by a fine-tuned sequence classifier."""
+def classify(texts, model, *, top_k: int | None = 1, bf16: bool | str = "auto"):
+    """Labels (with probabilities) of texts or (text, pair) tuples by a fine-tuned sequence classifier; in
+    batches of similar length, under bf16 autocast where the device computes bf16 natively (as ``embed``)."""
     from seq2bert.pipelines import classify as _classify
 
-    return _classify(texts, model, top_k=top_k)
+    return _classify(texts, model, top_k=top_k, bf16=bf16)
 
 
 def tag(text, model, *, aggregate: bool = True):

@@ -27,15 +27,54 @@ def minilm(minilm_dir):
 def test_minilm_embeddings_equal_sentence_transformers(minilm):
     st = pytest.importorskip("sentence_transformers")
     reference = st.SentenceTransformer(minilm, device="cpu").encode(SENTENCES, convert_to_tensor=True)
-    ours = seq2bert.embed(SENTENCES, model=minilm)  # its modules.json: mean pooling, then Normalize
+    ours = seq2bert.embed(SENTENCES, model=minilm, bf16=False)  # its modules.json: mean pooling, Normalize
     assert ours.shape == (5, 384)
     torch.testing.assert_close(ours, reference.cpu(), rtol=0, atol=1e-5)
     torch.testing.assert_close(ours.norm(dim=-1), torch.ones(5))
-    raw = seq2bert.embed(SENTENCES[:2], model=minilm, normalize=False)
+    raw = seq2bert.embed(SENTENCES[:2], model=minilm, normalize=False, bf16=False)
     assert not torch.allclose(raw.norm(dim=-1), torch.ones(2))
     torch.testing.assert_close(torch.nn.functional.normalize(raw, dim=-1), ours[:2], rtol=0, atol=1e-6)
     with pytest.raises(UserError, match="list"):
         seq2bert.embed("one text", model=minilm)
+
+
+def test_embed_reads_texts_by_length_and_in_bf16_where_native(minilm, monkeypatch):
+    """The texts are read in batches of similar length, longest first, and each vector comes back in its
+    text's place; bf16 (the default where the CPU computes bf16 natively, asked here with bf16=True) stays at
+    cosine ≥ 0.999 to fp32, the tolerance the default is allowed: a directory's kept model as a bf16-weights
+    copy made once, a model passed in under autocast, its own weights left in fp32."""
+    from seq2bert.pipelines import encoders
+
+    texts = [SENTENCES[i % 5] * (1 + i % 3) for i in range(11)]  # lengths out of order
+    seen = []
+    real = encoders._layer
+    monkeypatch.setattr(
+        encoders,
+        "_layer",
+        lambda enc, batch, layer: seen.append(batch["attention_mask"].sum(1)) or real(enc, batch, layer),
+    )
+    fp32 = seq2bert.embed(texts, model=minilm, bf16=False, batch_size=4)
+    lengths = torch.cat(seen)
+    assert lengths.tolist() == sorted(lengths.tolist(), reverse=True)  # longest first, batches of 4
+    assert [len(b) for b in seen] == [4, 4, 3]
+    one_by_one = torch.cat([seq2bert.embed([t], model=minilm, bf16=False) for t in texts])
+    torch.testing.assert_close(fp32, one_by_one, rtol=0, atol=1e-5)  # every vector in its text's place
+    bf16 = seq2bert.embed(texts, model=minilm, bf16=True, batch_size=4)
+    cosine = torch.nn.functional.cosine_similarity(bf16, fp32, dim=-1)
+    assert cosine.min() >= 0.999 and not torch.equal(bf16, fp32)  # bf16 computed, and close
+    from seq2bert.pipelines import loading
+
+    kept = loading._load(minilm, None)[0]
+    copy = loading._BF16_COPIES[loading._base(kept)]
+    assert next(copy.parameters()).dtype == torch.bfloat16 and next(kept.parameters()).dtype == torch.float32
+    seq2bert.embed(texts[:2], model=minilm, bf16=True)
+    assert loading._BF16_COPIES[loading._base(kept)] is copy  # made once
+    net, tok = seq2bert.models.registry.load(minilm)
+    passed = seq2bert.embed(texts, model=(net, tok), bf16=True, batch_size=4, max_length=256)  # autocast
+    assert torch.nn.functional.cosine_similarity(passed, fp32, dim=-1).min() >= 0.999
+    assert net not in loading._BF16_COPIES and next(net.parameters()).dtype == torch.float32
+    with pytest.raises(UserError, match="bf16"):
+        seq2bert.embed(texts, model=minilm, bf16="yes")
 
 
 def linked_copy(source, target, skip=()):

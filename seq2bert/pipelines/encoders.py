@@ -12,7 +12,16 @@ import torch.nn.functional as F
 from seq2bert.errors import CheckpointError, UserError
 from seq2bert.models import registry
 from seq2bert.models.family import max_input_length
-from seq2bert.pipelines.loading import ENCODER, _base, _load, default_max_length, positions, said_truncated
+from seq2bert.pipelines.loading import (
+    ENCODER,
+    _base,
+    _load,
+    default_max_length,
+    inference_precision,
+    length_batches,
+    positions,
+    said_truncated,
+)
 
 
 def _encode(encoder, tok, texts: list[str], max_length: int) -> tuple[dict, list[list[str]] | None]:
@@ -102,6 +111,7 @@ def embed(
     max_length: int | None = None,
     layer: int | str | None = None,
     int8: bool = False,
+    bf16: bool | str = "auto",
 ) -> torch.Tensor:
     """Sentence embeddings (n, hidden): each text's token vectors pooled as the directory's
     sentence-transformers modules say — by default averaged over its tokens ([CLS] and [SEP] included,
@@ -109,7 +119,11 @@ def embed(
     modules.json says (a Normalize module: normalised, as sentence-transformers' ``encode`` gives). Texts
     longer than ``max_length`` tokens are truncated, with a warning (default: the directory's
     sentence-transformers setting, else the model's positions; never past them). ``layer``: which layer's vectors (``_layer``: the final one for
-    BERT, the average of the layers for ELMo, unless an index or "mean" is given)."""
+    BERT, the average of the layers for ELMo, unless an index or "mean" is given).
+
+    Speed: the texts are read in batches of similar length, longest first (as sentence-transformers' ``encode``
+    does), and under bf16 autocast where the device computes bf16 natively (``bf16="auto"``; ``bf16=False``:
+    fp32; loading.inference_precision)."""
     if isinstance(texts, str):
         raise UserError("embed: give a list of texts")
     net, tok, directory = _load(model, ENCODER, int8)
@@ -121,13 +135,29 @@ def embed(
     )  # clamped to it: max_length=10**6 reads the model's positions
     max_length = positions(encoder.config, max_length or default_max_length(directory, table))
     device = next(encoder.parameters()).device
-    out = []
-    for start in range(0, len(texts), batch_size):
-        batch, _ = _encode(encoder, tok, texts[start : start + batch_size], max_length)
-        batch = {k: v.to(device) for k, v in batch.items()}
-        hidden = _layer(encoder, batch, layer)
-        out.append(POOLING[pooling](hidden.float(), batch["attention_mask"]))
-    vectors = torch.cat(out) if out else torch.zeros(0, encoder.config.hidden_size)
+    if registry.family_of(encoder).text_inputs is None:  # token ids: batches of similar length
+        encodings = tok.encode_batch(list(texts), max_length=max_length, truncation="longest_first").encodings
+        said_truncated(encodings, max_length)
+        batches = length_batches(encodings, batch_size, tok.pad_token_id or 0)
+    else:  # a model that reads each word's characters (ELMo): the texts in their order
+        batches = (
+            (
+                list(range(s, min(s + batch_size, len(texts)))),
+                _encode(encoder, tok, texts[s : s + batch_size], 0)[0],
+            )
+            for s in range(0, len(texts), batch_size)
+        )
+    order, out = [], []
+    with inference_precision(encoder, bf16, kept=directory is not None) as run:
+        for indices, batch in batches:
+            batch = {k: v.to(device) for k, v in batch.items()}
+            hidden = _layer(run, batch, layer)
+            order += indices
+            out.append(POOLING[pooling](hidden.float(), batch["attention_mask"]))
+    if not out:
+        return torch.zeros(0, encoder.config.hidden_size)
+    pooled = torch.cat(out)  # (n, H) in the batches' order → the texts' order
+    vectors = torch.empty_like(pooled).index_copy_(0, torch.tensor(order, device=device), pooled)
     return F.normalize(vectors, dim=-1) if normalize else vectors
 
 

@@ -10,7 +10,14 @@ from seq2bert.data.batching import pad_sequences
 from seq2bert.data.finetuning import aligned_words
 from seq2bert.data.qa import strip_span
 from seq2bert.models import registry
-from seq2bert.pipelines.loading import _device, _load, positions, said_truncated
+from seq2bert.pipelines.loading import (
+    _device,
+    _load,
+    inference_precision,
+    length_batches,
+    positions,
+    said_truncated,
+)
 
 
 def _word_features(net, encodings, texts) -> dict[str, torch.Tensor]:
@@ -29,41 +36,57 @@ def _word_features(net, encodings, texts) -> dict[str, torch.Tensor]:
 
 @torch.no_grad()
 def classify(texts, model, *, top_k: int | None = 1, batch_size: int = 32, max_length: int = 512,
-             int8: bool = False) -> list:  # fmt: skip
+             int8: bool = False, bf16: bool | str = "auto") -> list:  # fmt: skip
     """Labels of texts or ``(text, pair)`` tuples with a fine-tuned sequence classifier: BERT's, or a GPT's
     (GPT-1's input transformations; a similarity model reads each pair in both orders).
 
     Each text gets [{"label", "score"}, …]: the ``top_k`` most probable labels (softmax), best first —
     just the best one as a dict when ``top_k`` is 1; a regression model (one output, e.g. STS-B) gives
-    {"label": its label name, "score": the predicted value}."""
+    {"label": its label name, "score": the predicted value}. An encoder reads the texts in batches of similar
+    length; every model computes under bf16 autocast where the device computes bf16 natively
+    (``bf16="auto"``; loading.inference_precision), in fp32 with ``bf16=False``."""
     if isinstance(texts, str) or (isinstance(texts, tuple) and len(texts) == 2):
-        return classify([texts], model, top_k=top_k, batch_size=batch_size, max_length=max_length, int8=int8)[
-            0
-        ]
-    net, tok, _ = _load(model, ("sequence", "similarity"), int8)
+        return classify([texts], model, top_k=top_k, batch_size=batch_size, max_length=max_length, int8=int8,
+                        bf16=bf16)[0]  # fmt: skip
+    net, tok, directory = _load(model, ("sequence", "similarity"), int8)
     max_length = positions(net.config, max_length)
     labels = net.config.id2label
-    decoder = registry.family_of(net).kind == "decoder"
-    out = []
-    for start in range(0, len(texts), batch_size):
-        chunk = list(texts[start : start + batch_size])
-        if decoder:
-            batch = _decoder_inputs(net, tok, chunk, max_length)
-        else:
-            batch = tok.encode_batch(chunk, max_length=max_length, truncation="longest_first", padding="longest",
-                                     return_tensors="pt")  # fmt: skip
-            said_truncated(batch.encodings, max_length)
-            batch = {**batch, **_word_features(net, batch.encodings, chunk)}
-        logits = net(**{k: v.to(_device(net)) for k, v in batch.items()}).logits.float()  # (B, K)
-        for row in logits:
-            if row.numel() == 1:  # regression
-                out.append({"label": labels[0], "score": float(row[0])})
-                continue
-            probs = row.softmax(-1)
-            k = min(top_k or probs.numel(), probs.numel())
-            best = [{"label": labels[int(i)], "score": float(p)} for p, i in zip(*probs.topk(k), strict=True)]
-            out.append(best[0] if top_k == 1 else best)
+    out: list = [None] * len(texts)
+    with inference_precision(net, bf16, kept=directory is not None) as run:
+        for indices, batch in _classifier_batches(net, tok, list(texts), batch_size, max_length):
+            logits = run(**{k: v.to(_device(net)) for k, v in batch.items()}).logits.float()  # (B, K)
+            for i, row in zip(indices, logits, strict=True):
+                if row.numel() == 1:  # regression
+                    out[i] = {"label": labels[0], "score": float(row[0])}
+                    continue
+                probs = row.softmax(-1)
+                k = min(top_k or probs.numel(), probs.numel())
+                best = [
+                    {"label": labels[int(j)], "score": float(p)} for p, j in zip(*probs.topk(k), strict=True)
+                ]
+                out[i] = best[0] if top_k == 1 else best
     return out
+
+
+def _classifier_batches(net, tok, texts: list, batch_size: int, max_length: int):
+    """(indices of the texts, the model's inputs) of each batch: an encoder's in batches of similar length
+    (loading.length_batches); a decoder's (GPT-1's input transformations) and a BiLSTM's with a frozen
+    encoder's features in the texts' order."""
+    if registry.family_of(net).kind == "decoder":
+        for start in range(0, len(texts), batch_size):
+            chunk = texts[start : start + batch_size]
+            yield range(start, start + len(chunk)), _decoder_inputs(net, tok, chunk, max_length)
+        return
+    encodings = tok.encode_batch(texts, max_length=max_length, truncation="longest_first").encodings
+    said_truncated(encodings, max_length)
+    if not getattr(getattr(net.config, "features", None), "encoder", None):
+        yield from length_batches(encodings, batch_size, tok.pad_token_id or 0)
+        return
+    for start in range(0, len(texts), batch_size):
+        chunk = texts[start : start + batch_size]
+        batch = tok.encode_batch(chunk, max_length=max_length, truncation="longest_first", padding="longest",
+                                 return_tensors="pt")  # fmt: skip
+        yield range(start, start + len(chunk)), {**batch, **_word_features(net, batch.encodings, chunk)}
 
 
 def _decoder_inputs(net, tok, items: list, max_length: int) -> dict:
