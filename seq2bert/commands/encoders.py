@@ -117,7 +117,8 @@ def cmd_classify(args: argparse.Namespace) -> int:
     model = _load_task(args.model, "sequence", "similarity")
     texts = args.text or stdin_lines(keep_blank=False)
     items = [tuple(t.split("\t", 1)) if "\t" in t else t for t in texts]  # "A<TAB>B": a pair
-    for text, result in zip(texts, classify(items, model, top_k=1, int8=args.int8), strict=True):
+    results = classify(items, model, top_k=1, int8=args.int8, bf16=BF16[args.bf16])
+    for text, result in zip(texts, results, strict=True):
         print(f"{result['label']}\t{result['score']:.4f}\t{text}")
     return 0
 
@@ -174,7 +175,8 @@ def cmd_embed(args: argparse.Namespace) -> int:
         vectors = word_vectors(texts, args.word, model=args.model, layer=args.layer)
         vectors = torch_normalize(vectors) if args.normalize else vectors
     else:
-        vectors = embed(texts, model=args.model, normalize=args.normalize, layer=args.layer, int8=args.int8)
+        vectors = embed(texts, model=args.model, normalize=args.normalize, layer=args.layer, int8=args.int8,
+                        bf16=BF16[args.bf16])  # fmt: skip
     if args.out:
         import numpy as np
 
@@ -220,6 +222,14 @@ def torch_normalize(v):
 def add_int8_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--int8", action="store_true", help="run with the Linear layers dynamically quantised to int8 "
                    "(CPU; an int8 directory of `seq2bert quantize` is int8 already)")  # fmt: skip
+
+
+BF16 = {"auto": "auto", "true": True, "false": False}
+
+
+def add_bf16_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--bf16", choices=tuple(BF16), default="auto", help="compute in bf16 (default: auto, where "
+                   "the CPU computes it natively; false: fp32)")  # fmt: skip
 
 
 def register(sub) -> None:
@@ -286,6 +296,7 @@ def register(sub) -> None:
     p.add_argument("model", help="a BertForSequenceClassification directory (e.g. runs/sst2/best)")
     p.add_argument("text", nargs="*", help="texts; TEXT<TAB>PAIR for pairs (default: lines of stdin)")
     add_int8_arg(p)
+    add_bf16_arg(p)
     p.set_defaults(func=cmd_classify)
 
     p = sub.add_parser("tag", help="named entities (character spans) with a fine-tuned token classifier")
@@ -338,4 +349,5 @@ def register(sub) -> None:
     p.add_argument("--out", help="save the (n, hidden) vectors as a .npy file")
     p.add_argument("--plot", metavar="PNG", help="draw the cosine-similarity matrix of the texts")
     add_int8_arg(p)
+    add_bf16_arg(p)
     p.set_defaults(func=cmd_embed)
