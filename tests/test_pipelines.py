@@ -65,16 +65,51 @@ def test_embed_reads_texts_by_length_and_in_bf16_where_native(minilm, monkeypatc
     from seq2bert.pipelines import loading
 
     kept = loading._load(minilm, None)[0]
-    copy = loading._BF16_COPIES[loading._base(kept)]
+    copy = loading._BF16_COPIES[kept]
     assert next(copy.parameters()).dtype == torch.bfloat16 and next(kept.parameters()).dtype == torch.float32
     seq2bert.embed(texts[:2], model=minilm, bf16=True)
-    assert loading._BF16_COPIES[loading._base(kept)] is copy  # made once
+    assert loading._BF16_COPIES[kept] is copy  # made once
     net, tok = seq2bert.models.registry.load(minilm)
     passed = seq2bert.embed(texts, model=(net, tok), bf16=True, batch_size=4, max_length=256)  # autocast
     assert torch.nn.functional.cosine_similarity(passed, fp32, dim=-1).min() >= 0.999
+    assert not torch.equal(passed, seq2bert.embed(texts, model=(net, tok), bf16=False, max_length=256))
     assert net not in loading._BF16_COPIES and next(net.parameters()).dtype == torch.float32
     with pytest.raises(UserError, match="bf16"):
         seq2bert.embed(texts, model=minilm, bf16="yes")
+
+
+def test_classify_reads_texts_by_length_and_answers_in_their_order(tmp_path):
+    """Texts and pairs of many lengths, read in sorted batches, get the labels and scores each gets alone; a
+    regression model computes in fp32 by default (its value is its output); bf16 where asked."""
+    from seq2bert.data.tokenization import Tokenizer
+    from seq2bert.models.bert.config import BertConfig
+    from seq2bert.models.bert.pretrained import save_bert
+    from seq2bert.models.bert.tasks import BertForSequenceClassification
+    from seq2bert.pipelines import classify
+
+    words = "the a of on in and to was is it film story great awful paris john".split()
+    (tmp_path / "words.txt").write_text("\n".join(" ".join(words[i:] + words[:i]) for i in range(len(words))))
+    tok = Tokenizer.train([tmp_path / "words.txt"], kind="wordpiece", vocab_size=80, lowercase=True)
+    size = dict(vocab_size=tok.vocab_size, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                intermediate_size=16, max_position_embeddings=64)  # fmt: skip
+    torch.manual_seed(0)
+    save_bert(BertForSequenceClassification(BertConfig(**size, id2label={0: "neg", 1: "pos", 2: "mid"})),
+              tmp_path / "c", tok)  # fmt: skip
+    save_bert(BertForSequenceClassification(BertConfig(**size, id2label={0: "score"})), tmp_path / "r", tok)
+    texts = [" ".join(words[: 1 + (7 * i) % 13]) for i in range(9)] + [("the film", "a great story of paris")]
+    for model in (tmp_path / "c", tmp_path / "r"):
+        together = classify(texts, str(model), top_k=None, bf16=False, batch_size=3)
+        alone = [classify([t], str(model), top_k=None, bf16=False)[0] for t in texts]
+        assert [r["label"] if isinstance(r, dict) else [x["label"] for x in r] for r in together] == [
+            r["label"] if isinstance(r, dict) else [x["label"] for x in r] for r in alone
+        ]
+        flat = [x["score"] for r in together for x in (r if isinstance(r, list) else [r])]
+        assert flat == pytest.approx(
+            [x["score"] for r in alone for x in (r if isinstance(r, list) else [r])], abs=1e-5
+        )
+    regression = str(tmp_path / "r")
+    assert classify(texts, regression) == classify(texts, regression, bf16=False)
+    assert classify(texts, regression, bf16=True) != classify(texts, regression, bf16=False)
 
 
 def linked_copy(source, target, skip=()):

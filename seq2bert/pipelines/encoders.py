@@ -18,9 +18,10 @@ from seq2bert.pipelines.loading import (
     _load,
     default_max_length,
     inference_precision,
-    length_batches,
+    pad_id,
     positions,
     said_truncated,
+    sorted_batches,
 )
 
 
@@ -101,6 +102,13 @@ def sentence_modules(directory: Path | None) -> tuple[str, bool]:
     return pooling, "Normalize" in kinds
 
 
+def _in_order(encoder, tok, texts: list[str], batch_size: int):
+    """(indices, inputs) of the texts' batches in their order, as the family makes its inputs of texts."""
+    for start in range(0, len(texts), batch_size):
+        chunk = texts[start : start + batch_size]
+        yield range(start, start + len(chunk)), _encode(encoder, tok, chunk, 0)[0]
+
+
 @torch.no_grad()
 def embed(
     texts: list[str],
@@ -122,8 +130,9 @@ def embed(
     BERT, the average of the layers for ELMo, unless an index or "mean" is given).
 
     Speed: the texts are read in batches of similar length, longest first (as sentence-transformers' ``encode``
-    does), and under bf16 autocast where the device computes bf16 natively (``bf16="auto"``; ``bf16=False``:
-    fp32; loading.inference_precision)."""
+    does), and in bf16 where the device computes bf16 natively (``bf16="auto"``; ``bf16=False``: fp32;
+    loading.inference_precision: a directory's model as a bf16-weights copy, a model passed in under
+    autocast)."""
     if isinstance(texts, str):
         raise UserError("embed: give a list of texts")
     net, tok, directory = _load(model, ENCODER, int8)
@@ -136,22 +145,14 @@ def embed(
     max_length = positions(encoder.config, max_length or default_max_length(directory, table))
     device = next(encoder.parameters()).device
     if registry.family_of(encoder).text_inputs is None:  # token ids: batches of similar length
-        encodings = tok.encode_batch(list(texts), max_length=max_length, truncation="longest_first").encodings
-        said_truncated(encodings, max_length)
-        batches = length_batches(encodings, batch_size, tok.pad_token_id or 0)
+        batches = sorted_batches(tok, list(texts), batch_size, max_length, pad_id(tok, encoder.config))
     else:  # a model that reads each word's characters (ELMo): the texts in their order
-        batches = (
-            (
-                list(range(s, min(s + batch_size, len(texts)))),
-                _encode(encoder, tok, texts[s : s + batch_size], 0)[0],
-            )
-            for s in range(0, len(texts), batch_size)
-        )
+        batches = _in_order(encoder, tok, list(texts), batch_size)
     order, out = [], []
-    with inference_precision(encoder, bf16, kept=directory is not None) as run:
+    with inference_precision(net, bf16, kept=directory is not None) as run:
         for indices, batch in batches:
             batch = {k: v.to(device) for k, v in batch.items()}
-            hidden = _layer(run, batch, layer)
+            hidden = _layer(_base(run), batch, layer)
             order += indices
             out.append(POOLING[pooling](hidden.float(), batch["attention_mask"]))
     if not out:

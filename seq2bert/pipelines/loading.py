@@ -7,6 +7,7 @@ import contextlib
 import copy
 import json
 import logging
+import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
@@ -18,7 +19,7 @@ from seq2bert.errors import CheckpointError, UserError
 from seq2bert.io import read_json
 from seq2bert.models import quantized, registry
 from seq2bert.models.family import max_input_length
-from seq2bert.precision import native_bf16
+from seq2bert.precision import use_bf16
 
 log = logging.getLogger("seq2bert.pipelines")
 
@@ -120,46 +121,84 @@ def default_max_length(directory: Path | None, fallback: int) -> int:
 
 
 _BF16_COPIES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # a kept model → its bf16-weights copy
+_COPYING = threading.Lock()  # serve's threads may ask for the same copy at once
 
 
 @contextlib.contextmanager
 def inference_precision(net, bf16: bool | str = "auto", *, kept: bool = False) -> Iterator:
     """The model a pipeline runs and the precision it computes in (a context that yields the model).
 
-    bf16 when ``bf16`` is true, or "auto" and the device computes bf16 natively (a CPU with AVX-512 BF16 or
-    AMX, a CUDA device with bf16); fp32 otherwise, and always for an int8 model (its quantised Linears take
-    fp32 activations). In bf16, a model the pipelines keep loaded (``kept``: read from a directory) runs as a
-    copy with bf16 weights, made once and kept beside it: nothing is cast per call, where autocast casts every
-    activation between fp32 and bf16 around each LayerNorm and residual sum; a recurrent model, and a model
-    the caller passed in (whose weights may change between calls), run under bf16 autocast instead, in one
-    region per call (each weight cast once). Both stay at cosine ≥ 0.999 to fp32 on SST-2 sentences with
-    all-MiniLM-L6-v2 (tests/test_pipelines.py; benchmarks/inference.py prints it)."""
+    bf16 when ``bf16`` is true (with a warning where the device only emulates it), or "auto" and the device
+    computes bf16 natively (a CPU with AVX-512 BF16 or AMX, a CUDA device with bf16); fp32 otherwise, and
+    always for an int8 model (its quantised Linears take fp32 activations). In bf16, a model the pipelines
+    keep loaded (``kept``: read from a directory) runs as a copy with bf16 weights, made once and kept beside
+    it — every layer, LayerNorm and residual sum included, computes in bf16 and nothing is cast per call,
+    where autocast casts the activations between fp32 and bf16 around each LayerNorm and residual sum; a
+    recurrent model, and a model the caller passed in (whose weights may change between calls), run under
+    bf16 autocast instead, in one region per call (each weight cast once). Both stay at cosine ≥ 0.999 to
+    fp32 on SST-2 sentences with all-MiniLM-L6-v2 (tests/test_pipelines.py; benchmarks/inference.py)."""
     if bf16 not in (True, False, "auto"):
         raise UserError(f"bf16: expected true, false or 'auto', got {bf16!r}")
-    device = _device(net)
-    use = native_bf16(device) if bf16 == "auto" else bf16
-    if not use or quantized.is_quantized(net):
+    use = use_bf16(bf16, _device(net))
+    if use and quantized.is_quantized(net):
+        if bf16 is True:
+            log.warning(
+                "bf16 with an int8 model: its quantised Linears take fp32 activations; computing in fp32"
+            )
+        use = False
+    if not use:
         yield net
         return
-    recurrent = any(isinstance(m, torch.nn.RNNBase) for m in net.modules())
-    if kept and not recurrent:
-        if net not in _BF16_COPIES:
-            _BF16_COPIES[net] = copy.deepcopy(net).to(torch.bfloat16).eval()
-        yield _BF16_COPIES[net]
+    if kept and not any(isinstance(m, torch.nn.RNNBase) for m in net.modules()):
+        with _COPYING:
+            if net not in _BF16_COPIES:
+                _BF16_COPIES[net] = bf16_copy(net)
+            half = _BF16_COPIES[net]
+        yield half
         return
-    with torch.autocast(device.type, dtype=torch.bfloat16):
+    with torch.autocast(_device(net).type, dtype=torch.bfloat16):
         yield net
 
 
-def length_batches(encodings: Sequence, batch_size: int, pad_id: int) -> Iterator[tuple[list[int], dict]]:
-    """Batches of encodings of similar length, longest first, each padded to its own longest: (the indices of
-    its encodings, {"input_ids", "token_type_ids", "attention_mask"} (B, T)). Sorting by length spends the
-    matmuls on tokens, not on padding (sentence-transformers' ``encode`` sorts the same way); the caller puts
-    the results back in the input order through the indices."""
+def bf16_copy(net: torch.nn.Module) -> torch.nn.Module:
+    """A copy of ``net`` in eval mode with bf16 weights (floating buffers too), each parameter cast as it is
+    copied, so no second fp32 copy is ever made; tied parameters stay tied."""
+    memo = {
+        id(p): torch.nn.Parameter(p.detach().to(torch.bfloat16), requires_grad=False)
+        for p in net.parameters()
+    }
+    return copy.deepcopy(net, memo).to(torch.bfloat16).eval()
+
+
+BLOCK = 64  # batches sorted together: a long input is tokenized and sorted this many batches at a time
+
+
+def sorted_batches(tok, texts: list, batch_size: int, max_length: int, pad_id: int | None):
+    """(the texts' indices, the model's inputs) of batches of similar length (``length_batches``), the texts
+    tokenized (truncated to ``max_length``, with a warning) and sorted ``BLOCK`` batches at a time."""
+    step = batch_size * BLOCK
+    for start in range(0, len(texts), step):
+        encodings = tok.encode_batch(
+            texts[start : start + step], max_length=max_length, truncation="longest_first"
+        )
+        said_truncated(encodings.encodings, max_length)
+        for indices, batch in length_batches(encodings.encodings, batch_size, pad_id):
+            yield [start + i for i in indices], batch
+
+
+def length_batches(
+    encodings: Sequence, batch_size: int, pad_id: int | None
+) -> Iterator[tuple[list[int], dict]]:
+    """Batches of encodings of similar length, longest first, each padded to its own longest with ``pad_id``:
+    (the indices of its encodings, {"input_ids", "token_type_ids", "attention_mask"} (B, T)). Sorting by
+    length spends the matmuls on tokens, not on padding (sentence-transformers' ``encode`` sorts the same
+    way); the caller puts the results back in the input order through the indices."""
     order = sorted(range(len(encodings)), key=lambda i: -len(encodings[i]))
     for start in range(0, len(order), batch_size):
         chunk = order[start : start + batch_size]
         longest = len(encodings[chunk[0]])
+        if pad_id is None and any(len(encodings[i]) < longest for i in chunk):
+            raise UserError("texts of different lengths need padding, and the tokenizer has no pad token")
         rows = {"input_ids": [], "token_type_ids": [], "attention_mask": []}
         for i in chunk:
             e, pad = encodings[i], longest - len(encodings[i])
@@ -167,3 +206,8 @@ def length_batches(encodings: Sequence, batch_size: int, pad_id: int) -> Iterato
             rows["token_type_ids"].append(e.type_ids + [0] * pad)
             rows["attention_mask"].append(e.attention_mask + [0] * pad)
         yield chunk, {k: torch.tensor(v, dtype=torch.long) for k, v in rows.items()}  # (B, T)
+
+
+def pad_id(tok, config) -> int | None:
+    """The id that pads a batch: the tokenizer's pad token, else the model's ``pad_token_id``."""
+    return tok.pad_token_id if tok.pad_token_id is not None else getattr(config, "pad_token_id", None)

@@ -14,9 +14,10 @@ from seq2bert.pipelines.loading import (
     _device,
     _load,
     inference_precision,
-    length_batches,
+    pad_id,
     positions,
     said_truncated,
+    sorted_batches,
 )
 
 
@@ -43,8 +44,9 @@ def classify(texts, model, *, top_k: int | None = 1, batch_size: int = 32, max_l
     Each text gets [{"label", "score"}, …]: the ``top_k`` most probable labels (softmax), best first —
     just the best one as a dict when ``top_k`` is 1; a regression model (one output, e.g. STS-B) gives
     {"label": its label name, "score": the predicted value}. An encoder reads the texts in batches of similar
-    length; every model computes under bf16 autocast where the device computes bf16 natively
-    (``bf16="auto"``; loading.inference_precision), in fp32 with ``bf16=False``."""
+    length; a classifier computes in bf16 where the device computes bf16 natively (``bf16="auto"``;
+    loading.inference_precision), in fp32 with ``bf16=False``. A regression model computes in fp32 unless
+    bf16 is asked for: bf16 would round its value to 8 significant bits."""
     if isinstance(texts, str) or (isinstance(texts, tuple) and len(texts) == 2):
         return classify([texts], model, top_k=top_k, batch_size=batch_size, max_length=max_length, int8=int8,
                         bf16=bf16)[0]  # fmt: skip
@@ -52,6 +54,8 @@ def classify(texts, model, *, top_k: int | None = 1, batch_size: int = 32, max_l
     max_length = positions(net.config, max_length)
     labels = net.config.id2label
     out: list = [None] * len(texts)
+    if len(labels) == 1 and bf16 == "auto":  # regression: its value is the output, not a choice among labels
+        bf16 = False
     with inference_precision(net, bf16, kept=directory is not None) as run:
         for indices, batch in _classifier_batches(net, tok, list(texts), batch_size, max_length):
             logits = run(**{k: v.to(_device(net)) for k, v in batch.items()}).logits.float()  # (B, K)
@@ -77,15 +81,14 @@ def _classifier_batches(net, tok, texts: list, batch_size: int, max_length: int)
             chunk = texts[start : start + batch_size]
             yield range(start, start + len(chunk)), _decoder_inputs(net, tok, chunk, max_length)
         return
-    encodings = tok.encode_batch(texts, max_length=max_length, truncation="longest_first").encodings
-    said_truncated(encodings, max_length)
     if not getattr(getattr(net.config, "features", None), "encoder", None):
-        yield from length_batches(encodings, batch_size, tok.pad_token_id or 0)
+        yield from sorted_batches(tok, texts, batch_size, max_length, pad_id(tok, net.config))
         return
     for start in range(0, len(texts), batch_size):
         chunk = texts[start : start + batch_size]
         batch = tok.encode_batch(chunk, max_length=max_length, truncation="longest_first", padding="longest",
                                  return_tensors="pt")  # fmt: skip
+        said_truncated(batch.encodings, max_length)
         yield range(start, start + len(chunk)), {**batch, **_word_features(net, batch.encodings, chunk)}
 
 

