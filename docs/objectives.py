@@ -66,7 +66,8 @@ ROWS = [
     Row("knowledge masking: phrases and entities (ERNIE 1.0)", "knowledge (ERNIE)", "knowledge", 9400,
         ("data.masking_strategy=knowledge", "data.phrase_ngrams=20000", "data.entities={runs}/conll-entities.txt",
          "data.knowledge_schedule=[word,phrase,entity]", "data.masking=dynamic", "data.sentence_task=none"),
-        3.48),  # measured on a slower machine: 2.18/s against MLM only's 2.33/s there (3.72 on the rows')
+        3.02),  # its stages measured on a slower machine, where MLM only ran 2.33/s (3.72 on the rows'): words
+    # 2.18/s (1,490 steps), phrases 1.97/s (1,080), entities 1.83/s (6,830): 82.9 min there, 51.9 at the rows' speed
     Row("left to right, no NSP (BERT's LTR ablation)", "LTR", "ltr", 3000, ("model.is_decoder=true",), 1.08),
     Row("replaced-token detection (ELECTRA)", "ELECTRA", "electra", 7000,
         ("model.model_type=electra", "train.lr=2e-4", "train.warmup_steps=1000"), 2.626),
