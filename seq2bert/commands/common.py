@@ -10,6 +10,12 @@ from pathlib import Path
 
 from seq2bert.errors import UserError
 
+BF16 = {
+    "auto": "auto",
+    "true": True,
+    "false": False,
+}  # --bf16 auto|true|false → train.bf16 / a pipeline's bf16
+
 
 def add_data_dir_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(

@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 
 from seq2bert.commands.common import (
+    BF16,
     add_config_args,
     add_data_dir_args,
     add_decoding_args,
@@ -35,7 +36,7 @@ def cmd_tour(args: argparse.Namespace) -> int:
         data = data_dir_overrides(Path(args.data), args.src, args.tgt, args.valid_split, args.test_split)
     if args.budget <= 0:
         raise UserError(f"--budget must be > 0, got {args.budget}")
-    bf16 = {"auto": "auto", "true": True, "false": False}[args.bf16]
+    bf16 = BF16[args.bf16]
     models = args.models.split(",") if args.models else None
     result = run_tour(args.out, budget=args.budget, seed=args.seed, data=data, bf16=bf16, models=models,
                       overrides=tuple(args.overrides))  # fmt: skip
