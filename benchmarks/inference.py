@@ -28,9 +28,12 @@ pipeline; the default must keep fp32's accuracy.
 
 Decoding: the random-weight MarianMT model of benchmarks/transformer_marian.py (d_model 256, 3+3 layers,
 vocabulary 5,000, batch 32, 24 target tokens); target tokens/s of beam 5 and greedy, ours
-(``Transformer.generate``) against ``MarianMTModel.generate`` and a CTranslate2 ``Translator`` converted
-from the same weights (float32 and int8); token-identical outputs required of transformers (fp32) and of
-CTranslate2 float32, agreement printed for the rest.
+(``Transformer.generate``; default: the model as ``seq2bert.translate`` runs a kept checkpoint — in bf16
+where native, a bf16-weights copy; also fp32, bf16 autocast and int8) against ``MarianMTModel.generate``
+(fp32, bf16 autocast) and a CTranslate2 ``Translator`` converted from the same weights (float32 and int8);
+token-identical outputs required of transformers (fp32) and of CTranslate2 float32, agreement printed for
+the rest. ``--profile`` prints torch.profiler's table of our default beam search (the operators by self
+time) after the figures.
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ import torch
 from common import timed
 
 import seq2bert
+from seq2bert.pipelines.loading import inference_precision
 from seq2bert.precision import cpu_kind, native_bf16
 
 SST2 = Path(__file__).resolve().parents[2] / "shared" / "data" / "sst2" / "train.tsv"
@@ -266,8 +270,8 @@ def ct2_decode(translator, src, mask, beams: int, new_tokens: int) -> list[list[
     return [[int(t[1:]) for t in r.hypotheses[0]] for r in results]
 
 
-def decoders(hf, ours, int8, translators, src, mask, beams: int, new_tokens: int) -> dict:
-    """{name: a function decoding the batch, giving each sentence's target ids} for every way measured."""
+def decoders(hf, ours, int8, src, mask, beams: int, new_tokens: int) -> dict:
+    """{name: a function decoding the batch, giving each sentence's target ids} for every torch way measured."""
     settings = dict(num_beams=beams, max_new_tokens=new_tokens, length_penalty=1.0)
 
     def ours_call(model=ours, bf16=False):
@@ -288,13 +292,12 @@ def decoders(hf, ours, int8, translators, src, mask, beams: int, new_tokens: int
 
     ways = {"seq2bert fp32": ours_call(), "transformers fp32": hf_call()}
     if native_bf16("cpu"):
-        ways |= {"seq2bert bf16": ours_call(bf16=True), "transformers bf16": hf_call(bf16=True)}
+        with inference_precision(ours, "auto", kept=True) as default:  # what seq2bert.translate runs
+            ways["seq2bert default"] = ours_call(default)
+        ways |= {"seq2bert bf16 autocast": ours_call(bf16=True), "transformers bf16": hf_call(bf16=True)}
+    else:
+        ways["seq2bert default"] = ways["seq2bert fp32"]
     ways["seq2bert int8"] = ours_call(int8)
-    for compute_type, translator in translators.items():
-        if translator is not None:
-            ways[f"ctranslate2 {compute_type}"] = lambda t=translator: ct2_decode(
-                t, src, mask, beams, new_tokens
-            )
     return ways
 
 
@@ -316,35 +319,63 @@ def decoding(args, table: Table) -> bool:
     print(f"\ndecoding: random-weight MarianMT, d_model 256, 3+3 layers, vocabulary {args.vocab}, batch {args.batch}, "
           f"source ≤ {args.src_len} tokens, {args.new_tokens} target tokens; target tokens/s, median of {args.repeats}; "
           f"transformers {transformers.__version__}")  # fmt: skip
+    searches = {"beam 5": 5, "greedy": 1}
+    figures: dict[str, dict[str, float]] = {name: {} for name in searches}
+    references: dict[str, list] = {}
     ok = True
+
+    def measure(name: str, way: str, fn) -> None:
+        nonlocal ok
+        seconds, tokens = timed(fn, args.repeats)
+        reference = references.setdefault(name, tokens)  # the first way measured: seq2bert fp32
+        # the first new_tokens − 1 tokens compared: transformers and ours force EOS as the last token
+        # (forced_eos_token_id), CTranslate2 decodes one more ordinary token in its place
+        n = args.new_tokens - 1
+        same = sum(a[:n] == b[:n] for a, b in zip(tokens, reference, strict=True))
+        if way in ("transformers fp32", "ctranslate2 float32") and same != len(tokens):
+            ok = False
+        count = sum(len(t) for t in tokens)
+        figures[name][way] = count / seconds
+        print(f"  {name}, {way}: {count / seconds:,.0f} target tokens/s; {same}/{len(tokens)} "
+              f"sentences as seq2bert fp32", flush=True)  # fmt: skip
+
+    for name, beams in searches.items():
+        ways = decoders(hf, ours, int8, src, mask, beams, args.new_tokens)
+        for way, fn in ways.items():
+            measure(name, way, fn)
+        if args.profile:
+            profile(f"{name}, seq2bert default", ways["seq2bert default"])
+    # CTranslate2 last: once it has decoded, its own thread pool slows torch's threads in this process (by a
+    # third, measured), so every torch figure is taken before its first call
     with tempfile.TemporaryDirectory() as tmp:
-        translators = {c: ct2_translator(hf, args, Path(tmp), c) for c in ("float32", "int8")}
-        for beams in (5, 1):
-            name = "beam 5" if beams == 5 else "greedy"
-            ways = decoders(hf, ours, int8, translators, src, mask, beams, args.new_tokens)
-            figures, reference = {}, None
-            for way, fn in ways.items():
-                seconds, tokens = timed(fn, args.repeats)
-                reference = tokens if reference is None else reference
-                # the first new_tokens − 1 tokens compared: transformers and ours force EOS as the last token
-                # (forced_eos_token_id), CTranslate2 decodes one more ordinary token in its place
-                n = args.new_tokens - 1
-                same = sum(a[:n] == b[:n] for a, b in zip(tokens, reference, strict=True))
-                if way in ("transformers fp32", "ctranslate2 float32") and same != len(tokens):
-                    ok = False
-                count = sum(len(t) for t in tokens)
-                figures[way] = count / seconds
-                print(f"  {name}, {way}: {count / seconds:,.0f} target tokens/s; {same}/{len(tokens)} "
-                      f"sentences as seq2bert fp32", flush=True)  # fmt: skip
-            ours_best = max(v for k, v in figures.items() if k.startswith("seq2bert"))
-            theirs_best = max((v for k, v in figures.items() if k.startswith("transformers")), default=None)
-            table.add(f"{name}, default, target tokens/s", figures["seq2bert fp32"], "transformers default",
-                      figures.get("transformers fp32"))  # fmt: skip
-            table.add(f"{name}, best, target tokens/s", ours_best, "transformers best", theirs_best)
-            for compute_type in ("float32", "int8"):
-                table.add(f"{name}, best, target tokens/s", ours_best, f"ctranslate2 {compute_type}",
-                          figures.get(f"ctranslate2 {compute_type}"))  # fmt: skip
+        for compute_type in ("float32", "int8"):
+            translator = ct2_translator(hf, args, Path(tmp), compute_type)
+            for name, beams in searches.items():
+                if translator is not None:
+                    measure(name, f"ctranslate2 {compute_type}",
+                            lambda t=translator, k=beams: ct2_decode(t, src, mask, k, args.new_tokens))  # fmt: skip
+    for name, found in figures.items():
+        ours_best = max(v for k, v in found.items() if k.startswith("seq2bert"))
+        theirs_best = max((v for k, v in found.items() if k.startswith("transformers")), default=None)
+        table.add(f"{name}, default, target tokens/s", found["seq2bert default"], "transformers default",
+                  found.get("transformers fp32"))  # fmt: skip
+        table.add(f"{name}, best, target tokens/s", ours_best, "transformers best", theirs_best)
+        for compute_type in ("float32", "int8"):
+            table.add(f"{name}, best, target tokens/s", ours_best, f"ctranslate2 {compute_type}",
+                      found.get(f"ctranslate2 {compute_type}"))  # fmt: skip
     return ok
+
+
+def profile(name: str, fn, rows: int = 15) -> None:
+    """torch.profiler's operators of one call of ``fn`` (after a warm-up), by self time."""
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as profiled
+
+    fn()
+    with profiled(activities=[ProfilerActivity.CPU], record_shapes=True) as p:
+        fn()
+    print(f"\nprofile: {name}, operators by self CPU time (input shapes)")
+    print(p.key_averages(group_by_input_shape=True).table(sort_by="self_cpu_time_total", row_limit=rows))
 
 
 def main() -> int:
@@ -360,6 +391,7 @@ def main() -> int:
     p.add_argument("--vocab", type=int, default=5000, help="decoding: the vocabulary")
     p.add_argument("--src-len", type=int, default=20, help="decoding: the longest source")
     p.add_argument("--new-tokens", type=int, default=24, help="decoding: target tokens")
+    p.add_argument("--profile", action="store_true", help="decoding: print the profile of our default call")
     args = p.parse_args()
     print(f"{platform.machine()} ({cpu_kind()}), {torch.get_num_threads()} threads, torch {torch.__version__}, "
           f"native bf16: {native_bf16('cpu')}")  # fmt: skip

@@ -17,6 +17,12 @@ BF16 = {
 }  # --bf16 auto|true|false → train.bf16 / a pipeline's bf16
 
 
+def add_bf16_arg(p: argparse.ArgumentParser) -> None:
+    """A pipeline command's --bf16 (its value: BF16[args.bf16])."""
+    p.add_argument("--bf16", choices=tuple(BF16), default="auto", help="compute in bf16 (default: auto, where "
+                   "the CPU computes it natively; false: fp32)")  # fmt: skip
+
+
 def add_data_dir_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--data", metavar="DIR", help="folder of parallel text: {train,val,test...}.{SRC,TGT}[.gz]"

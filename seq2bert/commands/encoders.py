@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from seq2bert.commands.common import BF16, load_config, stdin_lines
+from seq2bert.commands.common import BF16, add_bf16_arg, load_config, stdin_lines
 from seq2bert.errors import UserError
 
 
@@ -222,11 +222,6 @@ def torch_normalize(v):
 def add_int8_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--int8", action="store_true", help="run with the Linear layers dynamically quantised to int8 "
                    "(CPU; an int8 directory of `seq2bert quantize` is int8 already)")  # fmt: skip
-
-
-def add_bf16_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--bf16", choices=tuple(BF16), default="auto", help="compute in bf16 (default: auto, where "
-                   "the CPU computes it natively; false: fp32)")  # fmt: skip
 
 
 def register(sub) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from seq2bert.commands.common import load_config
+from seq2bert.commands.common import BF16, add_bf16_arg, load_config
 from seq2bert.errors import UserError
 
 # the columns of a language model's results row (train-lm) and of a perplexity evaluation (evaluate-lm)
@@ -80,7 +80,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
                     top_k=args.top_k, top_p=args.top_p, num_beams=args.num_beams,
                     repetition_penalty=args.repetition_penalty, no_repeat_ngram_size=args.no_repeat_ngram_size,
                     min_new_tokens=args.min_new_tokens, stop=stops or None, seed=args.seed,
-                    batch_size=args.batch_size)  # fmt: skip
+                    batch_size=args.batch_size, bf16=BF16[args.bf16])  # fmt: skip
     if len(prompts) == 1 and args.num_beams == 1:  # streamed: each piece printed as it is generated
 
         def show(piece: str) -> None:
@@ -192,6 +192,7 @@ def register(sub) -> None:
                    help="stop a text when it comes to contain STR (kept; escapes such as \\n read; repeatable)")  # fmt: skip
     p.add_argument("--seed", type=int, help="repeatable samples")
     p.add_argument("--batch-size", type=int, default=16, help="prompts decoded together (left-padded)")
+    add_bf16_arg(p)
     p.set_defaults(func=cmd_generate)
 
     p = sub.add_parser(

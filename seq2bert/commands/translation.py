@@ -8,6 +8,7 @@ from pathlib import Path
 
 from seq2bert.commands.common import (
     BF16,
+    add_bf16_arg,
     add_config_args,
     add_data_dir_args,
     add_decoding_args,
@@ -176,7 +177,7 @@ def cmd_translate(args: argparse.Namespace) -> int:
             )
         return 0
     for line in translate(args.checkpoint, texts, batch_size=args.batch_size, decoding=decoding_of(args),
-                          int8=args.int8, max_source_length=args.max_source_length):  # fmt: skip
+                          int8=args.int8, bf16=BF16[args.bf16], max_source_length=args.max_source_length):  # fmt: skip
         print(line)
     return 0
 
@@ -340,6 +341,7 @@ def register(sub) -> None:
     add_source_length_arg(p)
     p.add_argument("--int8", action="store_true", help="decode with the Linear layers dynamically quantised to "
                    "int8 (CPU)")  # fmt: skip
+    add_bf16_arg(p)
     p.set_defaults(func=cmd_translate)
 
     p = sub.add_parser(

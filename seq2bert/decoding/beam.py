@@ -41,9 +41,11 @@ Semantics, where implementations differ:
   length. It is exact for α = 0 (scores only fall as tokens are added) and a heuristic otherwise. An input
   is also done when it has no live beam of finite score left, and at its maximum length. A done input
   keeps its rows in the batch (fed [PAD]) but no longer changes.
-- Ties are broken deterministically: among equal scores the candidate with the lower flattened index
-  beam · V + token comes first, i.e. the lower beam index, then the lower token id. (``torch.topk`` does
-  not promise any order among ties, so it is only used to find the k-th value; see ``_topk``.)
+- Ties are broken deterministically: among equal finite scores the candidate with the lower flattened
+  index beam · V + token comes first, i.e. the lower beam index, then the lower token id. (``torch.topk``
+  does not promise any order among ties, so it is only used to find the k-th value; see ``_topk``.)
+  Candidates of score −∞ (impossible ones: extensions of dead beams, every token but the forced one at a
+  forced last step) come last in no promised order; they never become hypotheses.
 - With K = 1 this is exactly greedy decoding (greedy.py, the fast path ``generate`` takes for one beam).
 
 The model is driven through ``start``, ``step``, ``reorder`` and, when it has it, ``repeat``: after
@@ -68,18 +70,21 @@ from seq2bert.decoding.stopping import StoppingCriterion
 
 
 def _topk(x: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """``torch.topk(x, k)`` along dim 1 with a fixed tie rule: among equal values the lower index comes first.
+    """``torch.topk(x, k)`` along dim 1 with a fixed tie rule: among equal finite values the lower index
+    comes first (−∞ entries, when fewer than k are finite, fill the rest in no promised order).
 
     x: (B, N) → values, indices (B, k), values in descending order. ``torch.topk`` picks the right *set*
     unless the k-th and the (k+1)-th largest values are equal; it is then unspecified which of the tied
-    elements it keeps. So one topk of k + 1 finds the set of every row, the rows with a tie across that
-    boundary (rare with real scores) are redone by ``_topk_exact``, and each set is put in order.
+    elements it keeps. So one topk of k + 1 finds the set of every row, the rows with a finite tie across
+    that boundary (rare with real scores) are redone by ``_topk_exact``, and each set is put in order.
     """
     N = x.size(1)
     if k >= N:
         return _topk_exact(x, k)
     values, indices = x.topk(k + 1, dim=1)  # (B, k + 1), descending
-    boundary_tie = values[:, k - 1] == values[:, k]  # (B,) the k-th value also lies outside the set
+    # (B,) the k-th value also lies outside the set; a tie at −∞ (dead beams; every candidate but the forced
+    # token at a forced last step) is left as it is: those candidates are dropped whichever are taken
+    boundary_tie = (values[:, k - 1] == values[:, k]) & values[:, k - 1].isfinite()
     indices = indices[:, :k].sort(dim=1).values  # (B, k) ascending, so that a stable sort keeps index order
     values = x.gather(1, indices)
     order = values.argsort(dim=1, descending=True, stable=True)
@@ -169,7 +174,7 @@ def beam_search(
 
         # 2. Score every one-token extension of every beam.
         logits, state = model.step(tokens, state)  # (B·K, V); (B, V) at t = 0
-        log_probs = logits.float().log_softmax(dim=-1)  # (B·K, V) log p(y | x, y_≤t)
+        log_probs = logits.log_softmax(dim=-1, dtype=torch.float32)  # (B·K, V) log p(y | x, y_≤t)
         V = log_probs.size(-1)
         if t == 0:  # beams 1 … K−1 are copies of beam 0 with score −∞
             state = repeat(model, state, K, B, device)
@@ -179,7 +184,7 @@ def beam_search(
             rows_mask = torch.cat([prompt_mask, torch.ones_like(history, dtype=torch.bool)], dim=1)
             log_probs = penalize_repetitions(log_probs, rows_history, rows_mask, config.repetition_penalty)
         log_probs = apply_rules(log_probs, t, rows_history, last_steps.eq(t + 1), config)
-        scores = beam_scores.view(B * K, 1) + log_probs  # (B·K, V) log P(y_≤t, y | x)
+        scores = log_probs.add_(beam_scores.view(B * K, 1))  # (B·K, V) log P(y_≤t, y | x), in place
         scores = scores.view(B, K * V)  # (B, K·V) all extensions of an input's beams, index = beam·V + token
 
         # 3. The 2K best candidates of each input, best first.

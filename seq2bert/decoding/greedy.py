@@ -51,10 +51,9 @@ def greedy_search(
     t = 0
     while not bool(finished.all()):
         logits, state = model.step(tokens, state)  # (B, V)
-        logits = logits.float()
         if config.repetition_penalty != 1.0:  # on the logits, as transformers' greedy search and sampling
-            logits = penalize_repetitions(logits, history, history_mask, config.repetition_penalty)
-        log_probs = logits.log_softmax(dim=-1)  # (B, V) log p(y | x, ŷ_≤t)
+            logits = penalize_repetitions(logits.float(), history, history_mask, config.repetition_penalty)
+        log_probs = logits.log_softmax(dim=-1, dtype=torch.float32)  # (B, V) log p(y | x, ŷ_≤t)
         # the rows whose next token is their last (only the forced token reads them)
         last = max_lengths.eq(t + 1) if config.forced_eos_token_id is not None and t + 1 in limits else None
         log_probs = apply_rules(log_probs, t, history, last, config)

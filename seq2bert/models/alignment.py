@@ -20,15 +20,18 @@ from seq2bert.models.family import max_input_length
 log = logging.getLogger(__name__)
 
 
+def encoder_decoder(directory) -> None:
+    """A CheckpointError unless ``directory`` holds an encoder-decoder (what translates)."""
+    family = registry.family_at(directory)
+    if family.kind != "encoder-decoder":
+        raise CheckpointError(f"{directory}: a {family.model_type} model, not an encoder-decoder")
+
+
 def loaded(checkpoint_or_model, tokenizer=None):
     """(model in eval mode, tokenizer) of an encoder-decoder checkpoint (path), or of a model object and the
     tokenizer given with it."""
     if isinstance(checkpoint_or_model, (str, Path)):
-        family = registry.family_at(checkpoint_or_model)
-        if family.kind != "encoder-decoder":
-            raise CheckpointError(
-                f"{checkpoint_or_model}: a {family.model_type} model, not an encoder-decoder"
-            )
+        encoder_decoder(checkpoint_or_model)
         model, tokenizer = registry.load(checkpoint_or_model)
     else:
         model = checkpoint_or_model.eval()

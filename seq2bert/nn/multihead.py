@@ -25,6 +25,9 @@ from seq2bert.nn.masks import is_causal
 from seq2bert.precision import full_precision, widen
 
 
+FEW_QUERIES = 8  # queries per row up to which the explicit computation beats the fused kernel
+
+
 def scaled_dot_product_attention(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -39,14 +42,15 @@ def scaled_dot_product_attention(
     ``need_weights``, the weights (B, h, T_q, T_k) (after dropout, as they were used).
 
     Without ``need_weights`` this is torch's fused kernel (flash / memory-efficient where available); with
-    it, the explicit computation below, which gives the same values (tests/nn/test_multihead.py). A single
-    query per row (incremental decoding) also takes the explicit path: two small batched matmuls beat the
-    fused kernel's set-up there (about 2× on CPU). A mask that is exactly the causal one (masks.is_causal)
+    it, the explicit computation below, which gives the same values (tests/nn/test_multihead.py). A few
+    queries per row (at most ``FEW_QUERIES``: incremental decoding, one query per beam of a shared source)
+    also take the explicit path: two small batched matmuls beat the fused kernel's set-up there (2–4× on a
+    CPU, in bf16 most). A mask that is exactly the causal one (masks.is_causal)
     goes to the fused kernel as ``is_causal``, which then skips the scores above the diagonal.
     ``dropout`` is the probability P_drop on the weights; pass 0 in evaluation. ``scale``: the factor of QKᵀ
     (None: 1/√d_k, the paper's; some GPT-2 variants use others). A query that may attend to no key at all (a
     left pad of a causal model) gets zero weights and a zero output, as torch's fused kernel gives it."""
-    if not need_weights and q.size(-2) > 1:
+    if not need_weights and q.size(-2) > FEW_QUERIES:
         k = k.to(q.dtype)  # a cache keeps widened keys (KVCache)
         if is_causal(mask, q.size(-2)) and k.size(-2) == q.size(
             -2
@@ -66,7 +70,7 @@ def scaled_dot_product_attention(
         weights = weights.to(q.dtype)
     if dropout:
         weights = F.dropout(weights, dropout)
-    return weights @ v, weights  # (B, h, T_q, d_v)
+    return weights @ v, (weights if need_weights else None)  # (B, h, T_q, d_v)
 
 
 class KVCache:
@@ -80,7 +84,8 @@ class KVCache:
       never appended to).
     - widened keys: from the first step appended on, the keys are kept in at least fp32 (bf16 keys of
       autocast widened once, as they are written): a single query's scores are computed in fp32 from every
-      key (scaled_dot_product_attention), which would otherwise widen the whole cache at every step.
+      key (scaled_dot_product_attention), which would otherwise widen the whole cache at every step;
+      cross-attention fills its cache with keys widened already (MultiHeadAttention.forward).
     - reordering in place: beam search's ``reorder`` gathers the rows into a second buffer of the same room
       and swaps the two, so no step allocates (fresh memory costs its page faults on a CPU).
     Where autograd records the keys (a cache used in training) steps are concatenated and rows gathered into
@@ -246,8 +251,8 @@ class MultiHeadAttention(nn.Module):
                 if memory is None:
                     raise ValueError("cross-attention needs the memory (or a filled cache)")
                 k, v = self.project_memory(memory)  # (B_s, h, S, d_k), (B_s, h, S, d_v)
-                if cache is not None:
-                    cache.append(k, v)
+                if cache is not None:  # kept with widened keys, as self-attention's (KVCache), and contiguous:
+                    k, v = cache.append(widen(k).contiguous(), v.contiguous())  # every step's matmuls read them
             g = B // k.size(0)  # decoder rows per memory row
             if g * k.size(0) != B:
                 raise ValueError(f"{B} query rows do not divide into the memory's {k.size(0)} rows")

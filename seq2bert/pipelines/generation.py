@@ -11,36 +11,45 @@ import torch
 from seq2bert.data.batching import pad_sequences
 from seq2bert.decoding.generation import GREEDY, Decoding
 from seq2bert.errors import ConfigError
-from seq2bert.models.alignment import loaded, source_ids, source_limit, within_positions
-from seq2bert.pipelines.loading import _device, _load, int8_model, log
+from seq2bert.models.alignment import encoder_decoder, loaded, source_ids, source_limit, within_positions
+from seq2bert.pipelines.loading import ENCODER, _device, _load, inference_precision, int8_model, log
 
 
 @torch.no_grad()
 def translate(checkpoint_or_model, texts: str | list[str], *, tokenizer=None, batch_size: int = 64,
-              decoding: Decoding = GREEDY, int8: bool = False, max_source_length: int | None = None) -> str | list[str]:  # fmt: skip
+              decoding: Decoding = GREEDY, int8: bool = False, bf16: bool | str = "auto",
+              max_source_length: int | None = None) -> str | list[str]:  # fmt: skip
     """Translations of ``texts`` (greedy, or beam search with ``decoding=Decoding(num_beams=5)``) by a
     checkpoint (path) or a loaded model with its tokenizer; ``int8``: with dynamically quantised Linears.
     A string is one sentence (its translation, a string); an empty text translates to "". A source longer
     than ``max_source_length`` tokens (default: the model's positions, else 512; models/alignment.py
-    ``source_limit``) is truncated with a warning, and no translation outgrows the decoder's positions."""
+    ``source_limit``) is truncated with a warning, and no translation outgrows the decoder's positions.
+    A checkpoint's model is loaded once and kept for the next call; it decodes in bf16 where the device
+    computes bf16 natively (``bf16="auto"``: a bf16-weights copy of a kept model, autocast for a model
+    passed in; loading.inference_precision), in fp32 with ``bf16=False``."""
     if isinstance(texts, str):
         return translate(checkpoint_or_model, [texts], tokenizer=tokenizer, batch_size=batch_size,
-                         decoding=decoding, int8=int8, max_source_length=max_source_length)[0]  # fmt: skip
-    model, tokenizer = loaded(checkpoint_or_model, tokenizer)
-    if int8:
-        model = int8_model(model if isinstance(checkpoint_or_model, (str, Path)) else copy.deepcopy(model))
+                         decoding=decoding, int8=int8, bf16=bf16, max_source_length=max_source_length)[0]  # fmt: skip
+    kept = isinstance(checkpoint_or_model, (str, Path))
+    if kept:
+        encoder_decoder(checkpoint_or_model)
+        model, tokenizer, _ = _load(checkpoint_or_model, ENCODER, int8)
+    else:
+        model, tokenizer = loaded(checkpoint_or_model, tokenizer)
+        model = int8_model(copy.deepcopy(model)) if int8 else model
     device = next(model.parameters()).device
     limit = source_limit(model.config, max_source_length)
     decoding = within_positions(decoding, model.config)
     out: list[str] = [""] * len(texts)
     order = sorted((i for i in range(len(texts)) if texts[i].strip()), key=lambda i: len(texts[i]))
-    for b in range(0, len(order), batch_size):
-        idx = order[b : b + batch_size]
-        rows = source_ids(tokenizer, [texts[i] for i in idx], limit)
-        input_ids, mask = pad_sequences(rows, tokenizer.pad_token_id)
-        found = decoding.ids(model, tokenizer, input_ids.to(device), mask.to(device))
-        for i, text in zip(idx, tokenizer.decode_batch(found), strict=True):
-            out[i] = text
+    with inference_precision(model, bf16, kept=kept) as net:
+        for b in range(0, len(order), batch_size):
+            idx = order[b : b + batch_size]
+            rows = source_ids(tokenizer, [texts[i] for i in idx], limit)
+            input_ids, mask = pad_sequences(rows, tokenizer.pad_token_id)
+            found = decoding.ids(net, tokenizer, input_ids.to(device), mask.to(device))
+            for i, text in zip(idx, tokenizer.decode_batch(found), strict=True):
+                out[i] = text
     return out
 
 
@@ -110,6 +119,7 @@ def generate(
     seed: int | None = None,
     batch_size: int = 16,
     on_text=None,
+    bf16: bool | str = "auto",
 ) -> str | list[str]:
     """The continuation of each prompt by a language model directory (GPT, GPT-2, BERT with is_decoder; its
     ``causal_lm`` head) or a ``(model, tokenizer)`` pair: the generated text alone, prompt excluded, [EOS]
@@ -117,7 +127,9 @@ def generate(
     ``stop``: stop strings (kept in the text, as transformers keeps them). Prompts are batched
     ``batch_size`` at a time, left-padded, in order of length. ``on_text``: called with each piece of text
     as it is generated (complete characters only, seq2bert/data/text_stream.py) — one prompt, one beam.
-    The model of a directory is loaded once and kept for the next call (pipelines/loading.py)."""
+    The model of a directory is loaded once and kept for the next call (pipelines/loading.py); it decodes in
+    bf16 where the device computes bf16 natively (``bf16="auto"``, as ``translate``), in fp32 with
+    ``bf16=False``."""
     from seq2bert.data.text_stream import TextStream
     from seq2bert.decoding.config import GenerationConfig
     from seq2bert.decoding.generation import generate as decode
@@ -146,13 +158,14 @@ def generate(
 
     out: list[str] = [""] * len(prompts)
     order = sorted(range(len(rows)), key=lambda i: len(rows[i]))
-    for b in range(0, len(order), batch_size):
-        idx = order[b : b + batch_size]
-        input_ids, mask = pad_sequences([rows[i] for i in idx], config.pad_token_id, left=True)
-        found = decode(net, input_ids.to(_device(net)), mask.to(_device(net)), config, stopping=stopping,
-                       streamer=streamer)  # fmt: skip
-        for i, text in zip(idx, tok.decode_batch(found.token_ids()), strict=True):
-            out[i] = text
+    with inference_precision(net, bf16, kept=isinstance(model, (str, Path))) as run:
+        for b in range(0, len(order), batch_size):
+            idx = order[b : b + batch_size]
+            input_ids, mask = pad_sequences([rows[i] for i in idx], config.pad_token_id, left=True)
+            found = decode(run, input_ids.to(_device(net)), mask.to(_device(net)), config, stopping=stopping,
+                           streamer=streamer)  # fmt: skip
+            for i, text in zip(idx, tok.decode_batch(found.token_ids()), strict=True):
+                out[i] = text
     if stream is not None and (rest := stream.flush()):
         on_text(rest)
     return out[0] if single else out

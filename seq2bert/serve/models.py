@@ -75,8 +75,8 @@ class ServedModel:
                 f"{path}: a {architecture} serves none of the pipelines ({', '.join(PIPELINES)})"
             )
         served = cls(name, directory, family.model_type, architecture or "", pipelines)
-        if family.kind == "encoder-decoder":
-            served.pair = registry.load(directory)
+        if family.kind == "encoder-decoder":  # kept by pipelines/loading.py too, where translate finds it
+            served.pair = loading._load(str(directory), loading.ENCODER)[:2]
         else:
             for pipeline in pipelines:  # into pipelines/loading.py's keeping, where every call finds it
                 loading._load(str(directory), HEADS[pipeline])
@@ -115,8 +115,8 @@ class ServedModel:
     def translations(self, texts: list[str], kw: dict) -> list[dict]:
         model, tokenizer = self.pair
         decoding = Decoding(num_beams=kw["num_beams"])
-        if not kw["alignment"]:
-            found = translate(model, texts, tokenizer=tokenizer, decoding=decoding)
+        if not kw["alignment"]:  # the directory's kept model, in bf16 where native (as seq2bert translate)
+            found = translate(str(self.directory), texts, decoding=decoding)
             return [{"translation": t} for t in found]
         out = []
         for text in texts:

@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from seq2bert.nn.masks import causal_mask, combine, is_causal, padding_mask
-from seq2bert.nn.multihead import KVCache, MultiHeadAttention, scaled_dot_product_attention
+from seq2bert.nn.multihead import FEW_QUERIES, KVCache, MultiHeadAttention, scaled_dot_product_attention
 
 
 def test_masks_follow_one_convention():
@@ -35,9 +35,10 @@ def test_explicit_attention_is_equation_1():
 @pytest.mark.parametrize("masked", [False, True])
 def test_fused_and_explicit_paths_agree(masked):
     torch.manual_seed(0)
-    q, k, v = torch.randn(2, 4, 5, 16), torch.randn(2, 4, 7, 16), torch.randn(2, 4, 7, 16)
+    T = FEW_QUERIES + 2  # more queries than the explicit path takes without need_weights
+    q, k, v = torch.randn(2, 4, T, 16), torch.randn(2, 4, T + 2, 16), torch.randn(2, 4, T + 2, 16)
     mask = (
-        combine(padding_mask(torch.tensor([[1] * 7, [1] * 4 + [0] * 3])), causal_mask(5, past=2))
+        combine(padding_mask(torch.tensor([[1] * (T + 2), [1] * (T - 1) + [0] * 3])), causal_mask(T, past=2))
         if masked
         else None
     )
@@ -46,8 +47,8 @@ def test_fused_and_explicit_paths_agree(masked):
     assert none is None
     torch.testing.assert_close(fast, slow, rtol=0, atol=1e-5)
     if masked:
-        assert (w[1, :, :, 4:] == 0).all() and (w[0, :, 0, 3:] == 0).all()  # padding and future: weight 0
-        torch.testing.assert_close(w.sum(-1), torch.ones(2, 4, 5))
+        assert (w[1, :, :, T - 1 :] == 0).all() and (w[0, :, 0, 3:] == 0).all()  # padding, future: weight 0
+        torch.testing.assert_close(w.sum(-1), torch.ones(2, 4, T))
 
 
 @pytest.mark.parametrize("scale", [None, 1.0, 0.1])
@@ -55,14 +56,15 @@ def test_a_query_without_visible_keys_gets_zeros_on_both_paths_and_the_scale_is_
     """A causal model's left pad sees no key: zeros, not NaN, on both paths (NaN would reach the real
     tokens through the next layer's values); ``scale`` replaces 1/√d_k on both paths."""
     torch.manual_seed(0)
-    q, k, v = torch.randn(2, 3, 4, 8), torch.randn(2, 3, 4, 8), torch.randn(2, 3, 4, 8)
-    mask = combine(padding_mask(torch.tensor([[0, 0, 1, 1], [1, 1, 1, 1]])), causal_mask(4))
+    T = FEW_QUERIES + 2  # the fused kernel's path, then the explicit one's
+    q, k, v = torch.randn(2, 3, T, 8), torch.randn(2, 3, T, 8), torch.randn(2, 3, T, 8)
+    mask = combine(padding_mask(torch.tensor([[0, 0] + [1] * (T - 2), [1] * T])), causal_mask(T))
     fast, _ = scaled_dot_product_attention(q, k, v, mask, scale=scale)
     slow, w = scaled_dot_product_attention(q, k, v, mask, need_weights=True, scale=scale)
     torch.testing.assert_close(fast, slow, rtol=0, atol=1e-5)
     assert (w[0, :, :2] == 0).all() and (slow[0, :, :2] == 0).all() and not slow.isnan().any()
     s = 1 / math.sqrt(8) if scale is None else scale
-    expected = torch.softmax(q[1] @ k[1].transpose(-2, -1) * s + (~causal_mask(4)) * -1e9, dim=-1)
+    expected = torch.softmax(q[1] @ k[1].transpose(-2, -1) * s + (~causal_mask(T)) * -1e9, dim=-1)
     torch.testing.assert_close(w[1], expected, rtol=0, atol=1e-6)
     one, _ = scaled_dot_product_attention(q[:, :, :1], k, v, mask[:, :, :1])  # one query: the explicit path
     assert (one[0] == 0).all()

@@ -36,15 +36,37 @@ def one_by_one(model, tok, prompt, **settings):
 
 
 def test_the_continuations_prompt_excluded_batched_with_left_padding(gpt2):
+    """In fp32, against model.generate prompt by prompt (a random model's choices are near-ties that bf16
+    would flip: bf16 is the next test's)."""
     path, model, tok = gpt2
-    texts = seq2bert.generate(PROMPTS, model=path, max_new_tokens=8, batch_size=3)
+    texts = seq2bert.generate(PROMPTS, model=path, max_new_tokens=8, batch_size=3, bf16=False)
     assert texts == [one_by_one(model, tok, p, max_new_tokens=8) for p in PROMPTS]
-    assert seq2bert.generate(PROMPTS[0], model=path, max_new_tokens=8) == texts[0]  # a string for a string
-    assert seq2bert.generate(PROMPTS, model=(model, tok), max_new_tokens=8) == texts  # a loaded pair
-    settings = dict(max_new_tokens=10, num_beams=3, repetition_penalty=1.3, no_repeat_ngram_size=2)
+    assert seq2bert.generate(PROMPTS[0], model=path, max_new_tokens=8, bf16=False) == texts[0]  # a string
+    assert seq2bert.generate(PROMPTS, model=(model, tok), max_new_tokens=8, bf16=False) == texts  # a pair
+    settings = dict(max_new_tokens=10, num_beams=3, repetition_penalty=1.3, no_repeat_ngram_size=2, bf16=False)
     assert seq2bert.generate(PROMPTS[:2], model=path, **settings) == [
-        one_by_one(model, tok, p, **settings) for p in PROMPTS[:2]
+        one_by_one(model, tok, p, **{k: v for k, v in settings.items() if k != "bf16"}) for p in PROMPTS[:2]
     ]
+
+
+def test_a_kept_model_generates_as_a_bf16_weights_copy_when_asked(gpt2, monkeypatch):
+    """bf16 (the default where the CPU computes it natively): the kept model's bf16-weights copy, made once,
+    its own weights left in fp32; a pair under autocast; bf16=False in fp32."""
+    from seq2bert.decoding import generation
+
+    path, model, tok = gpt2
+    seen = []
+    real = generation.generate
+    monkeypatch.setattr(generation, "generate", lambda net, *a, **k: seen.append(
+        (next(net.parameters()).dtype, torch.is_autocast_enabled("cpu"))) or real(net, *a, **k))  # fmt: skip
+    texts = seq2bert.generate(PROMPTS[:2], model=path, max_new_tokens=6, bf16=True)
+    seq2bert.generate(PROMPTS[:2], model=path, max_new_tokens=6, bf16=True)
+    seq2bert.generate(PROMPTS[:1], model=(model, tok), max_new_tokens=6, bf16=True)
+    seq2bert.generate(PROMPTS[:1], model=path, max_new_tokens=6, bf16=False)
+    assert seen == [(torch.bfloat16, False)] * 2 + [(torch.float32, True), (torch.float32, False)]
+    kept = pipelines.loading._load(path, "causal_lm")[0]
+    assert next(kept.parameters()).dtype == torch.float32 and kept in pipelines.loading._BF16_COPIES
+    assert len(texts) == 2 and all(isinstance(t, str) for t in texts)
 
 
 def test_sampling_is_repeatable_with_a_seed(gpt2):
@@ -113,7 +135,7 @@ def test_a_prompt_longer_than_the_context_keeps_its_end_with_a_warning(gpt2, cap
     ids = tok.encode(prompt).ids
     assert len(ids) > 48 - 10
     with caplog.at_level(logging.WARNING, logger="seq2bert.pipelines"):
-        text = seq2bert.generate(prompt, model=path, max_new_tokens=10)
+        text = seq2bert.generate(prompt, model=path, max_new_tokens=10, bf16=False)
     assert (
         f"prompt 1: {len(ids)} tokens, but the context holds 48 positions, 10 of them for new tokens"
         in caplog.text
