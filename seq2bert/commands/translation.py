@@ -95,10 +95,15 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from seq2bert.commands.encoders import cmd_evaluate_finetuned, is_finetuned
 
     if is_finetuned(args.checkpoint):
+        if args.int8 or args.bf16 != "false":
+            raise UserError("--int8 and --bf16 are for translation checkpoints (a fine-tuned BERT: seq2bert quantize)")
         return cmd_evaluate_finetuned(args)
     if args.task or args.data or args.out:
         raise UserError("--task, --data and --out are for fine-tuned BERT checkpoints")
+    import torch
+
     from seq2bert.data.parallel import read_parallel
+    from seq2bert.pipelines.loading import inference_precision, int8_model
     from seq2bert.recipes.translation import evaluate, load, load_pairs
     from seq2bert.report import format_metrics, format_table
 
@@ -112,12 +117,13 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
         print(format_table([rescore_run(args.checkpoint)]))
         return 0
-    loaded = load(args.checkpoint)
+    model, tok, run = load(args.checkpoint)
+    if args.int8:
+        model = int8_model(model)
     if args.source:
         pairs = read_parallel(args.source, args.target).pairs
         label = args.source
     else:
-        run = loaded[2]
         if run is None:
             raise UserError(f"{args.checkpoint}: no run.json; give --source/--target files to evaluate on")
         pairs = load_pairs(run.data)[args.split]
@@ -125,10 +131,14 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         if not pairs:
             raise UserError(f"{args.checkpoint}: the run has no {args.split} split; give --source/--target")
     decoding = decoding_of(args)
-    result = evaluate(loaded, pairs, decoding=decoding, by_length=args.by_length)
+    with inference_precision(model, BF16[args.bf16], kept=True) as net:  # the copy translate runs
+        result = evaluate((net, tok, run), pairs, decoding=decoding, by_length=args.by_length)
+        weight = next(net.parameters())
+        precision = ("int8" if args.int8 else "bf16 autocast" if torch.is_autocast_enabled(weight.device.type)
+                     else str(weight.dtype).removeprefix("torch."))  # fmt: skip
     buckets = result.pop("bleu_by_length", None)
     search = "greedy" if decoding.num_beams == 1 else f"beam {decoding.num_beams}"
-    print(format_metrics(result, title=f"{args.checkpoint} on {label} ({search})"))
+    print(format_metrics(result, title=f"{args.checkpoint} on {label} ({search}, {precision})"))
     if buckets:
         rows = [{"source words": b, **v} for b, v in buckets.items()]
         print(
@@ -324,6 +334,11 @@ def register(sub) -> None:
     )
     p.add_argument("--out", help="fine-tuned BERT: write the dev predictions to this JSONL file")
     add_decoding_args(p)
+    p.add_argument("--int8", action="store_true",
+                   help="translation: score the model with its Linear layers dynamically quantised to int8 (CPU)")  # fmt: skip
+    p.add_argument("--bf16", choices=tuple(BF16), default="false",
+                   help="translation: score in bf16 as seq2bert translate decodes by default (a bf16-weights copy; "
+                   "default: false, fp32, the precision results.json reports; auto: where native)")  # fmt: skip
     p.set_defaults(func=cmd_evaluate)
 
     p = sub.add_parser(

@@ -107,7 +107,7 @@ def test_alignment_has_one_distribution_per_target_token(bahdanau_run):
 def test_evaluate_translate_align_compare_commands(bahdanau_run, tmp_path, capsys):
     assert main(["evaluate", str(bahdanau_run), "--beam", "5", "--by-length"]) == 0
     out = capsys.readouterr().out
-    assert "(beam 5)" in out and "source words" in out and "1-5" in out
+    assert "(beam 5, float32)" in out and "source words" in out and "1-5" in out
     assert main(["translate", str(bahdanau_run), "--beam", "3", "s1 s2 s3"]) == 0
     assert capsys.readouterr().out.strip() == translate(bahdanau_run, ["s1 s2 s3"], decoding=Decoding(3))[0]
     png = tmp_path / "align.png"

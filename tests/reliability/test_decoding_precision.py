@@ -66,3 +66,15 @@ def test_the_translate_command_takes_bf16(translation_runs, decoded_with, capsys
     assert decoded_with == [(torch.float32, False), (torch.bfloat16, False)]
     out = capsys.readouterr().out.splitlines()
     assert len(out) == 2
+
+
+def test_evaluate_scores_a_translation_model_in_int8_or_bf16(translation_runs, bert_runs, capsys):
+    """`seq2bert evaluate --int8 / --bf16 true` scores the model as `translate --int8` / the bf16 default
+    decode it (fp32 by default: the precision results.json reports); a fine-tuned BERT refuses both."""
+    run = str(translation_runs["transformer"])
+    for flags, precision in (([], "float32"), (["--int8"], "int8"), (["--bf16", "true"], "bfloat16")):
+        assert main(["evaluate", run, *flags]) == 0
+        out = capsys.readouterr().out
+        assert f"(greedy, {precision})" in out and "bleu" in out.lower()
+    assert main(["evaluate", str(bert_runs["sequence"]), "--int8"]) == 2
+    assert "--int8 and --bf16 are for translation checkpoints" in capsys.readouterr().err
