@@ -110,7 +110,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.rescore:
         from seq2bert.recipes.translation import rescore_run
 
-        if args.source or args.by_length or args.beam != 1 or args.split != "test":
+        if args.source or args.by_length or args.beam != 1 or args.split != "test" or args.int8 or args.bf16 != "false":
             raise UserError(
                 "--rescore scores the run's own splits (greedy, beam 5, by length); it takes no other options"
             )
@@ -167,18 +167,18 @@ def cmd_translate(args: argparse.Namespace) -> int:
     else:
         texts = stdin_lines()
     if args.show_alignment:
-        from seq2bert.models.alignment import align
+        from seq2bert.models.alignment import align, loaded
+        from seq2bert.pipelines.loading import inference_precision, int8_model
         from seq2bert.viz.attention import plot_alignment
 
         out = Path(args.show_alignment)
+        model, tok = loaded(args.checkpoint)
+        model = int8_model(model) if args.int8 else model
         for i, text in enumerate(texts):
-            try:
-                a = align(
-                    args.checkpoint,
-                    text,
-                    decoding=decoding_of(args),
-                    max_source_length=args.max_source_length,
-                )
+            try:  # in the precision translate decodes in (bf16 where native: the model's bf16-weights copy)
+                with inference_precision(model, BF16[args.bf16], kept=True) as net:
+                    a = align(net, text, tokenizer=tok, decoding=decoding_of(args),
+                              max_source_length=args.max_source_length)  # fmt: skip
             except ValueError as e:
                 raise UserError(f"{args.checkpoint}: {e}") from None
             png = out if len(texts) == 1 else out.with_name(f"{out.stem}-{i + 1}{out.suffix}")

@@ -85,7 +85,8 @@ class KVCache:
     - widened keys: from the first step appended on, the keys are kept in at least fp32 (bf16 keys of
       autocast widened once, as they are written): a single query's scores are computed in fp32 from every
       key (scaled_dot_product_attention), which would otherwise widen the whole cache at every step;
-      cross-attention fills its cache with keys widened already (MultiHeadAttention.forward).
+      cross-attention filled for incremental decoding keeps its keys widened already, and contiguous
+      (MultiHeadAttention.forward).
     - reordering in place: beam search's ``reorder`` gathers the rows into a second buffer of the same room
       and swaps the two, so no step allocates (fresh memory costs its page faults on a CPU).
     Where autograd records the keys (a cache used in training) steps are concatenated and rows gathered into
@@ -156,6 +157,13 @@ class KVCache:
         self._key, self._value = spare
         self._owned = True
         return self
+
+
+def _incremental(queries: int, k: torch.Tensor) -> bool:
+    """Whether a cross-attention cache is filled for incremental decoding — few queries per memory row
+    (``queries`` ≤ FEW_QUERIES, the explicit path's), nothing recorded for a backward — rather than by a
+    teacher-forced pass (training, evaluation), which reads it once through the fused kernel."""
+    return queries <= FEW_QUERIES and not _recorded(k)
 
 
 def _recorded(*xs: torch.Tensor) -> bool:
@@ -251,8 +259,12 @@ class MultiHeadAttention(nn.Module):
                 if memory is None:
                     raise ValueError("cross-attention needs the memory (or a filled cache)")
                 k, v = self.project_memory(memory)  # (B_s, h, S, d_k), (B_s, h, S, d_v)
-                if cache is not None:  # kept with widened keys, as self-attention's (KVCache), and contiguous:
-                    k, v = cache.append(widen(k).contiguous(), v.contiguous())  # every step's matmuls read them
+                if cache is not None and _incremental(B // memory.size(0) * T, k):
+                    # kept for the steps to come with widened keys, as self-attention's (KVCache), and
+                    # contiguous: every step's explicit attention reads them as they are
+                    k, v = widen(k).contiguous(), v.contiguous()
+                if cache is not None:
+                    cache.append(k, v)
             g = B // k.size(0)  # decoder rows per memory row
             if g * k.size(0) != B:
                 raise ValueError(f"{B} query rows do not divide into the memory's {k.size(0)} rows")

@@ -558,13 +558,18 @@ def finetune(
 
 def evaluate_checkpoint(checkpoint: str | Path, data: FinetuneDataConfig | None = None, *, out: str | Path | None = None,
                         device: str = "cpu") -> dict:  # fmt: skip
-    """Dev metrics of a fine-tuned checkpoint directory (a run's best/, or any directory with run.json);
-    ``data`` overrides the task and folder of its run.json. Writes predictions to ``out`` when given."""
+    """Dev metrics of a fine-tuned checkpoint directory (a run's best/, or any directory with run.json: a
+    fine-tuning's or a task distillation's, whose ``data`` is read); ``data`` overrides the task and folder of
+    its run.json. Writes predictions to ``out`` when given."""
     checkpoint = (
         ckpt.resolve_checkpoint(checkpoint) if (Path(checkpoint) / "best").is_dir() else Path(checkpoint)
     )
     run = checkpoint / "run.json"
-    trained = config_io.from_dict(FinetuneConfig, ckpt.read_json(run)).data if run.is_file() else None
+    recorded = ckpt.read_json(run) if run.is_file() else {}
+    if recorded and not isinstance(recorded.get("data", {}), dict):
+        raise ConfigError(f"{run}: data: expected a mapping, got {recorded['data']!r}")
+    # the data section alone: a fine-tuning (FinetuneConfig) and a distillation (DistillConfig) share it
+    trained = config_io.from_dict(FinetuneDataConfig, recorded["data"], "data.") if "data" in recorded else None
     if data is None:
         if trained is None:
             raise ConfigError(f"{checkpoint}: no run.json; give --task and --data")

@@ -11,6 +11,7 @@ requests' inputs.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -75,8 +76,8 @@ class ServedModel:
                 f"{path}: a {architecture} serves none of the pipelines ({', '.join(PIPELINES)})"
             )
         served = cls(name, directory, family.model_type, architecture or "", pipelines)
-        if family.kind == "encoder-decoder":  # kept by pipelines/loading.py too, where translate finds it
-            served.pair = loading._load(str(directory), loading.ENCODER)[:2]
+        if family.kind == "encoder-decoder":
+            served.pair = registry.load(directory)
         else:
             for pipeline in pipelines:  # into pipelines/loading.py's keeping, where every call finds it
                 loading._load(str(directory), HEADS[pipeline])
@@ -113,17 +114,26 @@ class ServedModel:
         raise UserError(f"{pipeline}: not a pipeline ({', '.join(PIPELINES)})")
 
     def translations(self, texts: list[str], kw: dict) -> list[dict]:
-        model, tokenizer = self.pair
         decoding = Decoding(num_beams=kw["num_beams"])
-        if not kw["alignment"]:  # the directory's kept model, in bf16 where native (as seq2bert translate)
-            found = translate(str(self.directory), texts, decoding=decoding)
-            return [{"translation": t} for t in found]
-        out = []
-        for text in texts:
-            a = align(model, text, tokenizer=tokenizer, decoding=decoding)
-            out.append({"translation": a.translation, "source_tokens": a.source_tokens,
-                        "target_tokens": a.target_tokens, "weights": rounded(a.weights)})  # fmt: skip
+        with self.decoder() as (model, tokenizer):
+            if not kw["alignment"]:
+                found = translate(model, texts, tokenizer=tokenizer, decoding=decoding, bf16=False)
+                return [{"translation": t} for t in found]
+            out = []
+            for text in texts:
+                a = align(model, text, tokenizer=tokenizer, decoding=decoding)
+                out.append({"translation": a.translation, "source_tokens": a.source_tokens,
+                            "target_tokens": a.target_tokens, "weights": rounded(a.weights)})  # fmt: skip
         return out
+
+    @contextlib.contextmanager
+    def decoder(self):
+        """(model, tokenizer) of an encoder-decoder as ``seq2bert.translate`` runs a directory: its bf16-weights
+        copy where bf16 is native, made once (a recurrent model: under autocast), else the fp32 model — one
+        precision for a translation with its alignment or without, and for its attention maps."""
+        model, tokenizer = self.pair
+        with loading.inference_precision(model, "auto", kept=True) as net:
+            yield net, tokenizer
 
     def attention(self, text: str, pair: str | None) -> dict:
         """Every layer's and head's weights: {"kinds": {kind: {"query_tokens", "key_tokens", "layers":
@@ -131,8 +141,8 @@ class ServedModel:
         if self.pair is not None:
             if pair is not None:
                 raise UserError("pair: a translation model reads one text")
-            model, tokenizer = self.pair
-            a = align(model, text, tokenizer=tokenizer)
+            with self.decoder() as (model, tokenizer):
+                a = align(model, text, tokenizer=tokenizer)
             sides = {"encoder": (a.source_tokens, a.source_tokens), "decoder": (a.target_tokens, a.target_tokens),
                      "cross": (a.target_tokens, a.source_tokens)}  # fmt: skip
             layers = {k: v for k, v in a.layers.items() if k in sides} or {"cross": [a.weights[None]]}

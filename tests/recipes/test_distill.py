@@ -49,6 +49,12 @@ def test_a_half_depth_student_starts_from_the_teachers_layers_and_learns_its_tas
     torch.testing.assert_close(ours(input_ids=ids).logits, hf(input_ids=ids).logits, atol=1e-5, rtol=1e-5)
     out = capsys.readouterr().out
     assert "| dev accuracy |" in out and "| teacher accuracy |" in out and "% of teacher" in out
+    # its best/ (a distillation's run.json) and its int8 copy are scored again on the task they were trained on
+    assert main(["evaluate", str(tmp_path / "s")]) == 0
+    assert f"{r['dev_accuracy']:.2f}" in capsys.readouterr().out
+    assert main(["quantize", str(tmp_path / "s" / "best"), "--out", str(tmp_path / "s8")]) == 0
+    assert main(["evaluate", str(tmp_path / "s8")]) == 0
+    assert "accuracy" in capsys.readouterr().out
 
 
 def test_the_student_copies_the_mapped_layers_and_the_head():

@@ -74,10 +74,12 @@ def test_each_pipeline_answers_as_the_python_pipeline(client, checkpoints):
     r = client.post("/v1/translate", json={"texts": source, "num_beams": 2, "alignment": True})
     from seq2bert.decoding.generation import Decoding
 
-    assert r.json()["translations"] == pipelines.translate(
-        model, source, tokenizer=tok, decoding=Decoding(num_beams=2)
-    )
-    first = align(model, "a b c", tokenizer=tok, decoding=Decoding(num_beams=2))
+    # the precision seq2bert.translate runs a directory in (bf16 where native), with the alignment or without
+    assert r.json()["translations"] == pipelines.translate(d["translation"], source, decoding=Decoding(num_beams=2))
+    plain = client.post("/v1/translate", json={"texts": source, "num_beams": 2}).json()["translations"]
+    assert plain == r.json()["translations"]
+    with pipelines.loading.inference_precision(model, "auto", kept=True) as net:
+        first = align(net, "a b c", tokenizer=tok, decoding=Decoding(num_beams=2))
     assert r.json()["alignments"][0]["source_tokens"] == first.source_tokens
     assert torch.allclose(torch.tensor(r.json()["alignments"][0]["weights"]), first.weights, atol=1e-4)
     assert "alignments" not in client.post("/v1/translate", json={"texts": source}).json()
