@@ -96,7 +96,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
     if is_finetuned(args.checkpoint):
         if args.int8 or args.bf16 != "false":
-            raise UserError("--int8 and --bf16 are for translation checkpoints (a fine-tuned BERT: seq2bert quantize)")
+            raise UserError(
+                "--int8 and --bf16 are for translation checkpoints (a fine-tuned BERT: seq2bert quantize)"
+            )
         return cmd_evaluate_finetuned(args)
     if args.task or args.data or args.out:
         raise UserError("--task, --data and --out are for fine-tuned BERT checkpoints")
@@ -110,7 +112,14 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.rescore:
         from seq2bert.recipes.translation import rescore_run
 
-        if args.source or args.by_length or args.beam != 1 or args.split != "test" or args.int8 or args.bf16 != "false":
+        if (
+            args.source
+            or args.by_length
+            or args.beam != 1
+            or args.split != "test"
+            or args.int8
+            or args.bf16 != "false"
+        ):
             raise UserError(
                 "--rescore scores the run's own splits (greedy, beam 5, by length); it takes no other options"
             )

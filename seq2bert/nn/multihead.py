@@ -24,7 +24,6 @@ from torch import nn
 from seq2bert.nn.masks import is_causal
 from seq2bert.precision import full_precision, widen
 
-
 FEW_QUERIES = 8  # queries per row up to which the explicit computation beats the fused kernel
 
 

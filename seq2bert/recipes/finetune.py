@@ -569,7 +569,9 @@ def evaluate_checkpoint(checkpoint: str | Path, data: FinetuneDataConfig | None 
     if recorded and not isinstance(recorded.get("data", {}), dict):
         raise ConfigError(f"{run}: data: expected a mapping, got {recorded['data']!r}")
     # the data section alone: a fine-tuning (FinetuneConfig) and a distillation (DistillConfig) share it
-    trained = config_io.from_dict(FinetuneDataConfig, recorded["data"], "data.") if "data" in recorded else None
+    trained = (
+        config_io.from_dict(FinetuneDataConfig, recorded["data"], "data.") if "data" in recorded else None
+    )
     if data is None:
         if trained is None:
             raise ConfigError(f"{checkpoint}: no run.json; give --task and --data")

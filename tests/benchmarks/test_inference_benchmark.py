@@ -37,7 +37,9 @@ def test_the_inference_benchmark_runs_small(tmp_path):
     assert "10 SST-2 sentences" in out and "seq2bert default:" in out and "seq2bert fp32:" in out
     table = [line for line in out.splitlines() if line.startswith("| embeddings")]
     assert table and all(line.rstrip().endswith("×** |") for line in table)
-    proc = bench("decoding", "--vocab", "64", "--batch", "3", "--src-len", "5", "--new-tokens", "4", "--profile")
+    proc = bench(
+        "decoding", "--vocab", "64", "--batch", "3", "--src-len", "5", "--new-tokens", "4", "--profile"
+    )
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     for way in ("beam 5, seq2bert fp32", "beam 5, seq2bert default", "beam 5, transformers fp32",

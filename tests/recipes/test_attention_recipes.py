@@ -101,7 +101,9 @@ def test_alignment_has_one_distribution_per_target_token(bahdanau_run):
     assert a.source_tokens == ["s1", "s2", "s3", "s4"]
     assert a.target_tokens[-1] == "[EOS]"
     torch.testing.assert_close(a.weights.sum(-1), torch.ones(len(a.target_tokens)))
-    assert a.translation == translate(bahdanau_run, ["s1 s2 s3 s4"], bf16=False)[0]  # align: the model as given
+    assert (
+        a.translation == translate(bahdanau_run, ["s1 s2 s3 s4"], bf16=False)[0]
+    )  # align: the model as given
 
 
 def test_evaluate_translate_align_compare_commands(bahdanau_run, tmp_path, capsys):

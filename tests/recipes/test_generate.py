@@ -43,7 +43,9 @@ def test_the_continuations_prompt_excluded_batched_with_left_padding(gpt2):
     assert texts == [one_by_one(model, tok, p, max_new_tokens=8) for p in PROMPTS]
     assert seq2bert.generate(PROMPTS[0], model=path, max_new_tokens=8, bf16=False) == texts[0]  # a string
     assert seq2bert.generate(PROMPTS, model=(model, tok), max_new_tokens=8, bf16=False) == texts  # a pair
-    settings = dict(max_new_tokens=10, num_beams=3, repetition_penalty=1.3, no_repeat_ngram_size=2, bf16=False)
+    settings = dict(
+        max_new_tokens=10, num_beams=3, repetition_penalty=1.3, no_repeat_ngram_size=2, bf16=False
+    )
     assert seq2bert.generate(PROMPTS[:2], model=path, **settings) == [
         one_by_one(model, tok, p, **{k: v for k, v in settings.items() if k != "bf16"}) for p in PROMPTS[:2]
     ]

@@ -75,7 +75,9 @@ def test_each_pipeline_answers_as_the_python_pipeline(client, checkpoints):
     from seq2bert.decoding.generation import Decoding
 
     # the precision seq2bert.translate runs a directory in (bf16 where native), with the alignment or without
-    assert r.json()["translations"] == pipelines.translate(d["translation"], source, decoding=Decoding(num_beams=2))
+    assert r.json()["translations"] == pipelines.translate(
+        d["translation"], source, decoding=Decoding(num_beams=2)
+    )
     plain = client.post("/v1/translate", json={"texts": source, "num_beams": 2}).json()["translations"]
     assert plain == r.json()["translations"]
     with pipelines.loading.inference_precision(model, "auto", kept=True) as net:
