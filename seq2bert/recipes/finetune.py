@@ -565,13 +565,8 @@ def evaluate_checkpoint(checkpoint: str | Path, data: FinetuneDataConfig | None 
         ckpt.resolve_checkpoint(checkpoint) if (Path(checkpoint) / "best").is_dir() else Path(checkpoint)
     )
     run = checkpoint / "run.json"
-    recorded = ckpt.read_json(run) if run.is_file() else {}
-    if recorded and not isinstance(recorded.get("data", {}), dict):
-        raise ConfigError(f"{run}: data: expected a mapping, got {recorded['data']!r}")
-    # the data section alone: a fine-tuning (FinetuneConfig) and a distillation (DistillConfig) share it
-    trained = (
-        config_io.from_dict(FinetuneDataConfig, recorded["data"], "data.") if "data" in recorded else None
-    )
+    recorded = ckpt.read_json(run).get("data") if run.is_file() else None  # fine-tuning's, distillation's
+    trained = None if recorded is None else config_io.from_dict(FinetuneDataConfig, recorded, f"{run}: data.")
     if data is None:
         if trained is None:
             raise ConfigError(f"{checkpoint}: no run.json; give --task and --data")
