@@ -45,3 +45,15 @@ def counted_flops(fn: Callable[[], object]) -> int:
     with FlopCounterMode(display=False) as counter:
         fn()
     return counter.get_total_flops()
+
+
+def profile(name: str, fn, rows: int = 15) -> None:
+    """torch.profiler's operators of one call of ``fn`` (after a warm-up), by self time."""
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as profiled
+
+    fn()
+    with profiled(activities=[ProfilerActivity.CPU], record_shapes=True) as p:
+        fn()
+    print(f"\nprofile: {name}, operators by self CPU time (input shapes)")
+    print(p.key_averages(group_by_input_shape=True).table(sort_by="self_cpu_time_total", row_limit=rows))

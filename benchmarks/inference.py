@@ -33,7 +33,8 @@ where native, a bf16-weights copy; also fp32, bf16 autocast and int8) against ``
 (fp32, bf16 autocast) and a CTranslate2 ``Translator`` converted from the same weights (float32 and int8);
 token-identical outputs required of transformers (fp32) and of CTranslate2 float32, agreement printed for
 the rest. ``--profile`` prints torch.profiler's table of our default beam search (the operators by self
-time) after the figures.
+time) after the figures; ``--compile`` adds the default's model with its decoder stack under torch.compile
+(the lever of a compiled step; its compile time is printed).
 """
 
 from __future__ import annotations
@@ -44,11 +45,12 @@ import csv
 import platform
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
 import torch
-from common import timed
+from common import profile, timed
 
 import seq2bert
 from seq2bert.pipelines.loading import inference_precision
@@ -270,8 +272,9 @@ def ct2_decode(translator, src, mask, beams: int, new_tokens: int) -> list[list[
     return [[int(t[1:]) for t in r.hypotheses[0]] for r in results]
 
 
-def decoders(hf, ours, int8, src, mask, beams: int, new_tokens: int) -> dict:
-    """{name: a function decoding the batch, giving each sentence's target ids} for every torch way measured."""
+def decoders(hf, ours, int8, src, mask, beams: int, new_tokens: int, compiled=None) -> dict:
+    """{name: a function decoding the batch, giving each sentence's target ids} for every torch way measured;
+    ``compiled``: the default's model with its decoder stack under torch.compile (``--compile``)."""
     settings = dict(num_beams=beams, max_new_tokens=new_tokens, length_penalty=1.0)
 
     def ours_call(model=ours, bf16=False):
@@ -298,7 +301,18 @@ def decoders(hf, ours, int8, src, mask, beams: int, new_tokens: int) -> dict:
     if native_bf16("cpu"):
         ways |= {"seq2bert bf16 autocast": ours_call(bf16=True), "transformers bf16": hf_call(bf16=True)}
     ways["seq2bert int8"] = ours_call(int8)
+    if compiled is not None:
+        ways["seq2bert default, decoder compiled"] = ours_call(compiled)
     return ways
+
+
+def compiled_decoder(ours):
+    """A copy of the model in the default's precision (bf16 weights where native) whose decoder stack runs
+    under torch.compile (dynamic shapes: the key/value cache grows at every step); compiled at its first call,
+    which ``timed``'s warm-up call makes and ``measure`` reports."""
+    net = copy.deepcopy(ours).to(torch.bfloat16 if native_bf16("cpu") else torch.float32)
+    net.decoder.forward = torch.compile(net.decoder.forward, dynamic=True)
+    return net
 
 
 def decoding(args, table: Table) -> bool:
@@ -326,7 +340,11 @@ def decoding(args, table: Table) -> bool:
 
     def measure(name: str, way: str, fn) -> None:
         nonlocal ok
+        start = time.perf_counter()
         seconds, tokens = timed(fn, args.repeats)
+        if "compiled" in way:
+            print(f"  {name}, {way}: warm-up and {args.repeats} calls took {time.perf_counter() - start:.0f} s "
+                  "(the first call compiles)")  # fmt: skip
         reference = references.setdefault(name, tokens)  # the first way measured: seq2bert fp32
         # the first new_tokens − 1 tokens compared: transformers and ours force EOS as the last token
         # (forced_eos_token_id), CTranslate2 decodes one more ordinary token in its place
@@ -339,8 +357,9 @@ def decoding(args, table: Table) -> bool:
         print(f"  {name}, {way}: {count / seconds:,.0f} target tokens/s; {same}/{len(tokens)} "
               f"sentences as seq2bert fp32", flush=True)  # fmt: skip
 
+    compiled = compiled_decoder(ours) if args.compile else None
     for name, beams in searches.items():
-        ways = decoders(hf, ours, int8, src, mask, beams, args.new_tokens)
+        ways = decoders(hf, ours, int8, src, mask, beams, args.new_tokens, compiled)
         for way, fn in ways.items():
             measure(name, way, fn)
         if args.profile:
@@ -366,18 +385,6 @@ def decoding(args, table: Table) -> bool:
     return ok
 
 
-def profile(name: str, fn, rows: int = 15) -> None:
-    """torch.profiler's operators of one call of ``fn`` (after a warm-up), by self time."""
-    from torch.profiler import ProfilerActivity
-    from torch.profiler import profile as profiled
-
-    fn()
-    with profiled(activities=[ProfilerActivity.CPU], record_shapes=True) as p:
-        fn()
-    print(f"\nprofile: {name}, operators by self CPU time (input shapes)")
-    print(p.key_averages(group_by_input_shape=True).table(sort_by="self_cpu_time_total", row_limit=rows))
-
-
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument(
@@ -392,6 +399,11 @@ def main() -> int:
     p.add_argument("--src-len", type=int, default=20, help="decoding: the longest source")
     p.add_argument("--new-tokens", type=int, default=24, help="decoding: target tokens")
     p.add_argument("--profile", action="store_true", help="decoding: print the profile of our default call")
+    p.add_argument(
+        "--compile",
+        action="store_true",
+        help="decoding: one more way, the default's model with its decoder under torch.compile",
+    )
     args = p.parse_args()
     print(f"{platform.machine()} ({cpu_kind()}), {torch.get_num_threads()} threads, torch {torch.__version__}, "
           f"native bf16: {native_bf16('cpu')}")  # fmt: skip

@@ -6,13 +6,15 @@
   ``MarianMTModel.generate``; the outputs must be identical, or the script says so and exits 1; with the
   matmul GFLOP/s of ours, which shows how far decoding is from the compute bound (the rest is overhead);
 - training: one optimizer step (forward, backward, AdamW — torch's fused kernel, the default of our engine
-  and of transformers' Trainer) on the same batch; source + target tokens/s of
+  and of transformers' Trainer) on the same batch, ours as ``seq2bert train`` runs it (the loss-only
+  forward: the output layer fused with the cross-entropy); source + target tokens/s of
   ours and of ``MarianMTModel``, in fp32 and — where the device computes bf16 natively — under bf16 autocast,
   with the GFLOP/s each achieves against the machine's fp32 matmul peak (a step at the peak cannot go faster
   without doing less work).
 
     python benchmarks/transformer_marian.py                 # d_model 256, 3+3 layers, batch 32, 24 tokens
     python benchmarks/transformer_marian.py --repeats 5 --threads 2
+    python benchmarks/transformer_marian.py --training-only --profile   # the training steps' operator tables
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import sys
 
 import torch
 import transformers
-from common import counted_flops, matmul_peak, timed
+from common import counted_flops, matmul_peak, profile, timed
 
 from seq2bert.models.transformer.convert import config_from_marian, from_marian_state_dict
 from seq2bert.models.transformer.model import Transformer
@@ -88,13 +90,15 @@ def training(hf, ours, src, mask, tgt, args, bf16: bool):
 
     rates, gflops = [], []
     for model, call in (
-        (ours, lambda: ours(src, mask, dec, labels=tgt).loss),
+        (ours, lambda: ours(src, mask, dec, labels=tgt, return_logits=False).loss),  # as `seq2bert train`
         (hf, lambda: hf(input_ids=src, attention_mask=mask, decoder_input_ids=dec, labels=tgt).loss),
     ):
         model.train()
         opt = torch.optim.AdamW(model.parameters(), lr=1e-5, fused=True)  # both engines' default AdamW
         step = step_fn(model, opt, call)
         seconds, _ = timed(step, args.repeats)
+        if args.profile:
+            profile(f"training step ({'bf16' if bf16 else 'fp32'}), {type(model).__name__}", step, rows=20)
         rates.append((src.ne(pad).sum() + tgt.numel()).item() / seconds)
         gflops.append(counted_flops(step) / seconds / 1e9)
     return rates, gflops
@@ -111,6 +115,10 @@ def main() -> int:
     p.add_argument("--new-tokens", type=int, default=24)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    p.add_argument(
+        "--profile", action="store_true", help="print torch.profiler's table of each training step"
+    )
+    p.add_argument("--training-only", action="store_true", help="skip the decoding rows")
     args = p.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -132,7 +140,7 @@ def main() -> int:
     )
     print(f"{'measure':<34}{'seq2bert':>12}{'transformers':>14}{'ratio':>8}{'GFLOP/s':>18}  outputs")
     ok = True
-    for beams in (5, 1):
+    for beams in () if args.training_only else (5, 1):
         r_ours, r_hf, same, gf = decoding(hf, ours, src, mask, args, beams)
         ok &= same
         label = f"{'beam 5' if beams == 5 else 'greedy'} decoding, target tokens/s"

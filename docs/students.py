@@ -11,6 +11,7 @@ scored again.
     python docs/students.py run general         # TinyBERT's general distillation (before any task's tiny4)
     python docs/students.py run conll --dry     # prints the commands
     python docs/students.py collect             # runs/students → docs/students.json, then the table
+    python docs/students.py run general --set train.max_steps=1200   # --set: one more setting for every run
 
 The record, docs/students.json, keeps every run's measured dev figures in the repository: ``collect``
 rewrites the runs it finds under --runs and keeps the others as they were measured.
@@ -44,6 +45,15 @@ STUDENTS = [
     ("tiny4", ("method=tinybert", "student.init={runs}/" + GENERAL + "/best")),
     ("tiny4-none", ("method=none", "student.init={runs}/" + GENERAL + "/best")),
 ]
+# a task's budget for a student where the defaults (TinyBERT: 4 epochs of stage 1, 3 of stage 2) would not fit
+# the hour on 2 cores beside another run: CoNLL-2003's tiny4 takes 2 + 2 epochs, its no-teacher twin the same 2
+BUDGET = {
+    ("conll", "tiny4"): ("tinybert.intermediate_epochs=2", "train.max_epochs=2"),
+    ("conll", "tiny4-none"): ("train.max_epochs=2",),
+}
+# general distillation: 1,200 steps on the books (a step budget rather than minutes, so that a paused run
+# trains as far as one left alone)
+GENERAL_STEPS = "train.max_steps=1200"
 
 
 def minilm() -> Path:
@@ -67,7 +77,7 @@ def commands(task: str, runs: Path) -> list[list[str]]:
         return [seq2bert("distill", "--teacher", str(minilm()), "--corpus", str(DATA / "corpus"),
                          "--out", str(runs / GENERAL),
                          *sets("method=tinybert", "student.num_hidden_layers=4", "student.hidden_size=256",
-                               *COMMON, runs=runs))]  # fmt: skip
+                               *COMMON, GENERAL_STEPS, runs=runs))]  # fmt: skip
     name, teacher_sets, _ = TASKS[task]
     data = ["--task", name, "--data", str(DATA / name)]
     teacher = runs / f"teacher-{task}"
@@ -75,7 +85,8 @@ def commands(task: str, runs: Path) -> list[list[str]]:
                     *sets(*teacher_sets, *COMMON, runs=runs))]  # fmt: skip
     for student, settings in STUDENTS:
         out.append(seq2bert("distill", "--teacher", str(teacher / "best"), *data, "--out",
-                            str(runs / f"{task}-{student}"), *sets(*settings, *COMMON, runs=runs)))  # fmt: skip
+                            str(runs / f"{task}-{student}"),
+                            *sets(*settings, *COMMON, *BUDGET.get((task, student), ()), runs=runs)))  # fmt: skip
     for model in [f"teacher-{task}"] + [f"{task}-{s}" for s, _ in STUDENTS]:
         out.append(seq2bert("quantize", str(runs / model / "best"), "--out", str(runs / f"{model}-int8")))
     return out
@@ -87,8 +98,10 @@ def done(cmd: list[str]) -> bool:
     return (out / "config.json").is_file() if cmd[1] == "quantize" else (out / "results.json").is_file()
 
 
-def run(task: str, runs: Path, dry: bool) -> None:
+def run(task: str, runs: Path, dry: bool, extra: list[str]) -> None:
     for cmd in commands(task, runs):
+        if cmd[1] != "quantize":
+            cmd += sets(*extra, runs=runs)
         print("$", shlex.join(cmd), flush=True)
         if dry or done(cmd):
             continue
@@ -163,12 +176,20 @@ def main() -> None:
     p.add_argument("task", nargs="?", choices=[*TASKS, "general"], help="run: the task (or general)")
     p.add_argument("--dry", action="store_true", help="run: print the commands only")
     p.add_argument("--runs", type=Path, default=Path("runs/students"))
+    p.add_argument(
+        "--set",
+        dest="extra",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="run: one more setting for every training command (e.g. train.max_steps=1200)",
+    )
     p.add_argument("--record", type=Path, default=RECORD)
     args = p.parse_args()
     if args.action == "run":
         if args.task is None:
             p.error("run: which task? one of " + ", ".join([*TASKS, "general"]))
-        run(args.task, args.runs, args.dry)
+        run(args.task, args.runs, args.dry, args.extra)
         return
     rows = collect(args.runs, args.record) if args.action == "collect" else read(args.record) or {}
     print(table(rows))

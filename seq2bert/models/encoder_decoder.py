@@ -33,7 +33,7 @@ from seq2bert.decoding import generation
 from seq2bert.decoding.config import GenerationConfig
 from seq2bert.decoding.sampling import sample
 from seq2bert.models.outputs import DecoderOutput, Seq2SeqLMOutput
-from seq2bert.objectives.cross_entropy import sequence_cross_entropy
+from seq2bert.objectives.cross_entropy import linear_cross_entropy, sequence_cross_entropy
 
 
 @dataclass(frozen=True)
@@ -90,6 +90,16 @@ class EncoderDecoder(nn.Module):
         """Rows ``index`` (N,) of the state: (B, …) → (N, …)."""
         raise NotImplementedError
 
+    def output_layer(self) -> nn.Linear | None:
+        """The last layer, where it is one Linear over ``decoder_states``: a loss-only forward then fuses it
+        with the cross-entropy (objectives/cross_entropy.py, ``linear_cross_entropy``). None: the logits are
+        built first (the recurrent models)."""
+        return None
+
+    def decoder_states(self, decoder_input_ids: torch.Tensor, state: Any) -> torch.Tensor:
+        """decoder_input_ids (B, T) → the decoder's final states (B, T, d), the input of ``output_layer``."""
+        raise NotImplementedError
+
     # --- teacher forcing
     def forward(
         self,
@@ -100,15 +110,28 @@ class EncoderDecoder(nn.Module):
         label_smoothing: float = 0.0,
         output_attentions: bool = False,
         scheduled_sampling: ScheduledSampling | None = None,
+        return_logits: bool = True,
     ) -> Seq2SeqLMOutput:
         """Teacher forcing: logits (B, T, V) for decoder inputs [BOS] y_1 … y_{T−1}; ``loss``, the mean token
         cross-entropy (with label smoothing ε, objectives/cross_entropy.py), when ``labels`` (B, T) are given;
         with ``output_attentions``, the attention weights the model has (none for Seq2Seq and Cho).
 
         With ``scheduled_sampling``, the inputs after [BOS] are mixed with the model's own tokens
-        (``feed_own_predictions``); the loss is still against ``labels``."""
+        (``feed_own_predictions``); the loss is still against ``labels``.
+
+        ``return_logits=False`` with ``labels``: the loss alone (``logits`` None), where the model's last layer
+        is one Linear fused with the loss — the same loss and gradients without the (B, T, V) tensors around
+        the logits (what the trainer asks for)."""
         if decoder_input_ids is None:
             raise ValueError(f"{type(self).__name__}.forward needs decoder_input_ids ([BOS] y_1 … y_{{T-1}})")
+        loss_only = labels is not None and not (return_logits or output_attentions or scheduled_sampling)
+        layer = self.output_layer() if loss_only else None
+        if layer is not None:
+            states = self.decoder_states(decoder_input_ids, self.encode(input_ids, attention_mask))
+            loss = linear_cross_entropy(
+                states, layer.weight, labels, bias=layer.bias, label_smoothing=label_smoothing
+            )
+            return Seq2SeqLMOutput(logits=None, loss=loss)
         if scheduled_sampling is not None:
             if output_attentions:
                 raise ValueError("scheduled sampling feeds the decoder step by step: no attention weights")

@@ -11,9 +11,10 @@ import torch
 @dataclass
 class Seq2SeqLMOutput:
     """Output of an encoder-decoder: next-token ``logits`` (B, T, V), ``loss`` when labels were given, and
-    ``attentions`` (B, T, S) — the weight of each source position for each target position — when asked."""
+    ``attentions`` (B, T, S) — the weight of each source position for each target position — when asked.
+    ``logits`` is None where the forward was asked for the loss alone (``return_logits=False``)."""
 
-    logits: torch.Tensor
+    logits: torch.Tensor | None
     loss: torch.Tensor | None = None
     attentions: torch.Tensor | None = None
     # Transformers, with output_attentions: one (B, h, T_q, T_k) tensor per layer

@@ -329,7 +329,9 @@ def train(
 
     def loss_fn(m, batch):
         if not ss.enabled:  # teacher forcing
-            return m(**batch, label_smoothing=ls).loss
+            return m(
+                **batch, label_smoothing=ls, return_logits=False
+            ).loss  # the output layer fused with its loss
         # ε_i of the i-th mini-batch: the trainer's step (``trainer`` is bound below, before the first batch)
         how = ScheduledSampling(epsilon(trainer.progress.step), ss.sampling)
         return m(**batch, label_smoothing=ls, scheduled_sampling=how).loss

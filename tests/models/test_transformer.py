@@ -103,6 +103,32 @@ def test_outputs_loss_and_attentions():
         m(src, mask)
 
 
+@pytest.mark.parametrize("variant", ["paper", "learned-positions, untied", "marian-like"])
+def test_the_loss_only_forward_equals_the_loss_of_the_logits(variant):
+    """``return_logits=False`` (what the trainer asks for) fuses the output layer with the loss: the same loss
+    and the same gradient of every parameter — tied embeddings and Marian's logits bias included — with label
+    smoothing and ignored (padding) labels."""
+    m = model(**VARIANTS[variant]).train()
+    torch.manual_seed(0)
+    for p in m.parameters():  # nothing left at zero: every gradient path is exercised
+        p.data.add_(0.01 * torch.randn_like(p))
+    src, mask, tgt = batch()
+    labels = tgt.masked_fill(torch.tensor([[0] * 6, [0] * 4 + [1] * 2, [0] * 3 + [1] * 3]).bool(), -100)
+    losses, grads = [], []
+    for return_logits in (True, False):
+        m.zero_grad()
+        torch.manual_seed(1)  # the same dropout masks
+        out = m(src, mask, tgt, labels=labels, label_smoothing=0.1, return_logits=return_logits)
+        out.loss.backward()
+        assert (out.logits is None) == (not return_logits)
+        losses.append(out.loss.detach())
+        grads.append({n: p.grad.clone() for n, p in m.named_parameters() if p.grad is not None})
+    torch.testing.assert_close(losses[1], losses[0], rtol=1e-6, atol=1e-6)
+    assert grads[0].keys() == grads[1].keys() and len(grads[0]) == len(list(m.parameters()))
+    for name, g in grads[0].items():
+        torch.testing.assert_close(grads[1][name], g, rtol=1e-5, atol=1e-6, msg=name)
+
+
 class Uncached(torch.nn.Module):
     """The same model decoding without a cache: each step re-runs the decoder over the whole prefix."""
 

@@ -73,3 +73,31 @@ def test_linear_cross_entropy_under_autocast_follows_the_plain_loss():
     for a, b in zip(got, expected, strict=True):
         assert a.dtype == b.dtype
         torch.testing.assert_close(a, b, rtol=0.02, atol=2e-3)
+
+
+@pytest.mark.parametrize("eps", [0.0, 0.1])
+@pytest.mark.parametrize("chunk_elements", [1, 30, 1 << 21])
+def test_linear_cross_entropy_with_a_bias_and_label_smoothing(eps, chunk_elements):
+    """The Transformer's output layer (Marian's final_logits_bias) and ε_ls = 0.1 (Vaswani et al., Sect. 5.4):
+    the loss and the gradients of hidden, W and b equal those of the plain loss of the logits."""
+    hidden, weight, labels = linear_example()
+    bias = torch.randn(weight.size(0), generator=torch.Generator().manual_seed(3))
+
+    def run(fused):
+        h, w, b = (t.detach().clone().requires_grad_() for t in (hidden, weight, bias))
+        if fused:
+            loss = linear_cross_entropy(
+                h, w, labels, bias=b, label_smoothing=eps, chunk_elements=chunk_elements
+            )
+        else:
+            loss = sequence_cross_entropy(F.linear(h, w, b)[None], labels[None], label_smoothing=eps)
+        (2.0 * loss).backward()
+        return loss.detach(), h.grad, w.grad, b.grad
+
+    for got, expected in zip(run(True), run(False), strict=True):
+        torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-6)
+    with torch.no_grad():
+        torch.testing.assert_close(
+            linear_cross_entropy(hidden, weight, labels, bias=bias, label_smoothing=eps),
+            sequence_cross_entropy(F.linear(hidden, weight, bias)[None], labels[None], label_smoothing=eps),
+        )

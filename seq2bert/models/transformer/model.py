@@ -169,14 +169,7 @@ class Transformer(EncoderDecoder):
 
         The new steps' keys and values join each layer's cache, so decoding all at once (teacher forcing,
         state.t = 0) or one step at a time gives the same logits (tests/models/test_transformer.py)."""
-        out = self.decoder(
-            decoder_input_ids,  # causal: Sect. 3.2.3
-            memory=state.memory,
-            memory_mask=state.mask,
-            caches=state.caches,
-            offset=state.t,
-            output_attentions=output_attentions,
-        )
+        out = self._decoder(decoder_input_ids, state, output_attentions)
         logits = self.output(out.last_hidden_state)  # (B, T, V)
         t = state.t + decoder_input_ids.size(1)
         new = TransformerState(
@@ -192,6 +185,22 @@ class Transformer(EncoderDecoder):
             decoder_attentions=tuple(out.attentions),
             cross_attentions=tuple(out.cross_attentions),
         )
+
+    def _decoder(self, decoder_input_ids: torch.Tensor, state: TransformerState, output_attentions: bool):
+        return self.decoder(
+            decoder_input_ids,  # causal: Sect. 3.2.3
+            memory=state.memory,
+            memory_mask=state.mask,
+            caches=state.caches,
+            offset=state.t,
+            output_attentions=output_attentions,
+        )
+
+    def output_layer(self) -> nn.Linear:
+        return self.output  # the pre-softmax projection (tied to the target embedding, Sect. 3.4)
+
+    def decoder_states(self, decoder_input_ids: torch.Tensor, state: TransformerState) -> torch.Tensor:
+        return self._decoder(decoder_input_ids, state, False).last_hidden_state  # (B, T, d_model)
 
     @staticmethod
     def reorder(state: TransformerState, index: torch.Tensor) -> TransformerState:
