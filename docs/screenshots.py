@@ -7,6 +7,8 @@ runs the page's own example input, waits for the answer and saves the tab as doc
 
     python docs/screenshots.py minilm=$MINILM sst2=runs/cmp/ft-knowledge-sst2/best \\
         conll=runs/cmp/ft-knowledge-conll/best --pick embed=minilm --pick attention=minilm
+    python docs/screenshots.py m30k=runs/m30k-transformer/best squad=runs/minilm-squad-bf16/best \
+        gpt=runs/gpt-mini/best --only translate,qa,generate
 """
 
 from __future__ import annotations
@@ -56,8 +58,11 @@ def main() -> int:
     p.add_argument("models", nargs="+", metavar="NAME=DIR", help="the checkpoints to serve")
     p.add_argument("--pick", action="append", default=[], metavar="PIPELINE=NAME",
                    help="the model a pipeline's screenshot uses (default: the first that serves it)")  # fmt: skip
+    p.add_argument("--only", default="", metavar="PIPELINE,…",
+                   help="the pipelines to photograph (default: every one the models serve)")  # fmt: skip
     p.add_argument("--out", type=Path, default=Path(__file__).with_name("img"))
     args = p.parse_args()
+    only = set(filter(None, args.only.split(",")))
     picks = dict(pick.split("=", 1) for pick in args.pick)
     binary = next((b for b in CHROMIUM if os.path.exists(b)), None)
     if binary is None:
@@ -73,7 +78,7 @@ def main() -> int:
         page.goto(url + "/")
         page.wait_for_selector("nav button")
         for pipeline in page.locator("nav button").all_inner_texts():
-            if pipeline not in offered:
+            if pipeline not in offered or (only and pipeline not in only):
                 continue
             page.click(f"#tab-{pipeline}")
             if pipeline in picks:

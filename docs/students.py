@@ -45,12 +45,10 @@ STUDENTS = [
     ("tiny4", ("method=tinybert", "student.init={runs}/" + GENERAL + "/best")),
     ("tiny4-none", ("method=none", "student.init={runs}/" + GENERAL + "/best")),
 ]
-# a task's budget for a student where the defaults (TinyBERT: 4 epochs of stage 1, 3 of stage 2) would not fit
-# the hour on 2 cores beside another run: CoNLL-2003's tiny4 takes 2 + 2 epochs, its no-teacher twin the same 2
-BUDGET = {
-    ("conll", "tiny4"): ("tinybert.intermediate_epochs=2", "train.max_epochs=2"),
-    ("conll", "tiny4-none"): ("train.max_epochs=2",),
-}
+# a task's settings for all its students: CoNLL-2003's 14,041 sentences make 439 steps an epoch, and its
+# 3-layer student's dev F1 was still climbing after the default 3 epochs (82.08, 84.86, 85.91): 6 epochs
+# (TinyBERT's stage 2 included; its stage 1 keeps 4)
+TASK_STUDENTS = {"conll": ("train.max_epochs=6",)}
 # general distillation: 1,200 steps on the books (a step budget rather than minutes, so that a paused run
 # trains as far as one left alone)
 GENERAL_STEPS = "train.max_steps=1200"
@@ -86,7 +84,7 @@ def commands(task: str, runs: Path) -> list[list[str]]:
     for student, settings in STUDENTS:
         out.append(seq2bert("distill", "--teacher", str(teacher / "best"), *data, "--out",
                             str(runs / f"{task}-{student}"),
-                            *sets(*settings, *COMMON, *BUDGET.get((task, student), ()), runs=runs)))  # fmt: skip
+                            *sets(*settings, *COMMON, *TASK_STUDENTS.get(task, ()), runs=runs)))  # fmt: skip
     for model in [f"teacher-{task}"] + [f"{task}-{s}" for s, _ in STUDENTS]:
         out.append(seq2bert("quantize", str(runs / model / "best"), "--out", str(runs / f"{model}-int8")))
     return out
