@@ -44,8 +44,15 @@ def test_a_tasks_runs_are_the_teacher_then_its_students_then_their_int8_copies(s
     assert not students.done(teacher)
     (tmp_path / "teacher-sst2" / "results.json").write_text("{}")
     assert students.done(teacher)
-    students.run("sst2", tmp_path, dry=True)
-    assert len(capsys.readouterr().out.splitlines()) == 10  # the teacher, 4 students, 5 int8 copies
+    students.run("sst2", tmp_path, dry=True, extra=["train.seed=3"])
+    printed = capsys.readouterr().out.splitlines()
+    assert len(printed) == 10  # the teacher, 4 students, 5 int8 copies
+    # --set: one more setting for every training command, none for the int8 copies
+    assert ["train.seed=3" in line for line in printed] == [True] * 5 + [False] * 5
+    # a task's own settings for its students (CoNLL-2003: 6 epochs), not for its teacher
+    conll = students.commands("conll", tmp_path)
+    assert ["train.max_epochs=6" in c for c in conll[:5]] == [False, True, True, True, True]
+    assert "train.max_steps=1200" in general  # general distillation: a step budget
 
 
 def test_collect_keeps_measured_rows_and_the_table_gives_the_share_of_the_teacher(students, tmp_path):
