@@ -94,9 +94,9 @@ def _linear_cross_entropy(
         if bool(tiny.any()):
             exact = zc[tiny].float().logsumexp(-1) - zc[tiny].float().gather(1, y[tiny]).squeeze(1)
             nll = nll.masked_scatter(tiny, exact)
-        if eps:  # the uniform part of the target: logsumexp(z) − mean(z)
-            zf = zc.float()
-            nll = (1 - eps) * nll + eps * (zf.logsumexp(-1) - zf.mean(-1))
+        if eps:  # the uniform part of the target: logsumexp(z) − mean(z) = −log p_y + z_y − mean(z)
+            uniform = nll + zc.gather(1, y).squeeze(1).float() - zc.mean(-1, dtype=torch.float32)
+            nll = (1 - eps) * nll + eps * uniform
         total = total + (nll * valid[chunk]).sum()
         if with_grad:  # ∂(mean loss)/∂z = (softmax(z) − q) · scale, over the chunk's logits
             if eps:

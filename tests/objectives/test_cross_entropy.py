@@ -52,13 +52,19 @@ def test_linear_cross_entropy_equals_the_loss_of_the_logits_and_its_gradients(ch
         torch.testing.assert_close(fused(hidden, weight, labels), plain(hidden, weight, labels))
 
 
-def test_linear_cross_entropy_where_the_probability_underflows():
+@pytest.mark.parametrize("eps", [0.0, 0.1])
+def test_linear_cross_entropy_where_the_probability_underflows(eps):
     hidden, weight, labels = linear_example()
     weight = (weight * 40).detach().requires_grad_()  # logits in the hundreds: p_y = 0 in fp32 for some rows
     with torch.no_grad():
         assert bool((F.linear(hidden, weight).softmax(-1).gather(1, labels.clamp(min=0)[:, None]) == 0).any())
-    for got, expected in zip(loss_and_grads(linear_cross_entropy, hidden, weight, labels),
-                             loss_and_grads(plain, hidden, weight, labels), strict=True):  # fmt: skip
+    fused = functools.partial(linear_cross_entropy, label_smoothing=eps)
+
+    def smoothed(h, w, y):
+        return sequence_cross_entropy(F.linear(h, w)[None], y[None], label_smoothing=eps)
+
+    for got, expected in zip(loss_and_grads(fused, hidden, weight, labels),
+                             loss_and_grads(smoothed, hidden, weight, labels), strict=True):  # fmt: skip
         torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-4)
 
 
