@@ -12,7 +12,8 @@ time (``--max-seconds``) and stops by itself.
                  request must still answer
 
 Each answer is compared with the offline pipeline's for the same sentence (computed here first, one
-sentence at a time): the same label with its score within 1e-3, and embeddings with cosine ≥ 0.9999. The
+sentence at a time): the same label with its score within 1e-3, and embeddings with cosine ≥ 0.9999 — in
+fp32; a bf16 server (the default where the CPU computes bf16 natively) within 1e-2 and 0.999. The
 table gives requests/s, latency p50/p95/p99, lost requests (no answer or an error status), wrong answers,
 and the server's resident memory at start, at its highest and at the end.
 
@@ -136,24 +137,40 @@ async def load(url: str, texts: list[str], clients: int, requests: int, max_seco
     return {"done": done, "seconds": seconds}
 
 
+def tolerance() -> tuple[float, float]:
+    """How far a served answer may be from the offline one — (a label's score, an embedding's cosine) — in
+    the precision the server runs by default. fp32: 1e-3 and 0.9999. bf16 (where the CPU computes it
+    natively): a sentence padded inside a batch rounds differently from the sentence alone, and bf16 keeps
+    about 3 significant digits, so 1e-2 and the cosine the issue holds bf16 embeddings to, 0.999. Labels
+    must be equal in both."""
+    import torch
+
+    from seq2bert.precision import native_bf16
+
+    return (1e-2, 0.999) if native_bf16(torch.device("cpu")) else (1e-3, 0.9999)
+
+
 def check(result: dict, expected: dict) -> dict:
-    """Throughput, latency percentiles, lost and wrong answers of one load run."""
+    """Throughput, latency percentiles, lost and wrong answers of one load run; ``changed``: the answers
+    whose label differs from the offline one (counted among the wrong)."""
     import torch
 
     ok = [d for d in result["done"] if d[2] == 200]
-    wrong = 0
+    wrong = changed = 0
+    score_tol, cosine_tol = tolerance()
     for pipeline, i, _, body, _ in ok:
         want = expected[pipeline][i]
         if pipeline == "classify":
             got = body["results"][0]
-            wrong += got["label"] != want["label"] or abs(got["score"] - want["score"]) > 1e-3
+            changed += got["label"] != want["label"]
+            wrong += got["label"] != want["label"] or abs(got["score"] - want["score"]) > score_tol
         else:
             got = torch.tensor(body["embeddings"][0])
-            wrong += float(torch.nn.functional.cosine_similarity(got, want, dim=0)) < 0.9999
+            wrong += float(torch.nn.functional.cosine_similarity(got, want, dim=0)) < cosine_tol
     latencies = sorted(d[4] * 1000 for d in ok) or [float("nan")]
     q = statistics.quantiles(latencies, n=100) if len(latencies) > 1 else latencies * 99
     return {"requests": len(result["done"]), "ok": len(ok), "per_s": len(ok) / result["seconds"],
-            "p50": q[49], "p95": q[94], "p99": q[98], "wrong": wrong,
+            "p50": q[49], "p95": q[94], "p99": q[98], "wrong": wrong, "changed": changed,
             "refused": sum(d[2] == 503 for d in result["done"]),
             "lost": sum(d[2] not in (200, 503) for d in result["done"])}  # fmt: skip
 
@@ -214,12 +231,16 @@ def main() -> int:
         "memory": (server.memory[0], max(server.memory), server.memory[-1]),
     }
 
-    print("\n| mode | requests | answered | refused (503) | lost | wrong | requests/s | p50 ms | p95 ms | p99 ms "
+    score_tol, cosine_tol = tolerance()
+    print(f"\nwrong: a label changed, a score off by more than {score_tol:g} or an embedding's cosine below "
+          f"{cosine_tol:g}, against the offline pipeline's answer for the sentence alone")  # fmt: skip
+    print("\n| mode | requests | answered | refused (503) | lost | wrong (labels changed) | requests/s | p50 ms "
+          "| p95 ms | p99 ms "
           "| server memory MB (start / max / end) |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for mode, r in rows.items():
         m = r["memory"]
-        print(f"| {mode} | {r['requests']} | {r['ok']} | {r['refused']} | {r['lost']} | {r['wrong']} | {r['per_s']:.1f} "
+        print(f"| {mode} | {r['requests']} | {r['ok']} | {r['refused']} | {r['lost']} | {r['wrong']} ({r['changed']}) | {r['per_s']:.1f} "
               f"| {r['p50']:.0f} | {r['p95']:.0f} | {r['p99']:.0f} | {m[0]:.0f} / {m[1]:.0f} / {m[2]:.0f} |")  # fmt: skip
     ratio = rows["batched"]["per_s"] / rows["unbatched"]["per_s"]
     print(f"\ndynamic batching: {ratio:.2f}x the requests/s of one request at a time; after the overload the "
