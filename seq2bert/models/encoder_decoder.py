@@ -124,7 +124,9 @@ class EncoderDecoder(nn.Module):
         the logits (what the trainer asks for)."""
         if decoder_input_ids is None:
             raise ValueError(f"{type(self).__name__}.forward needs decoder_input_ids ([BOS] y_1 … y_{{T-1}})")
-        loss_only = labels is not None and not (return_logits or output_attentions or scheduled_sampling)
+        loss_only = (
+            labels is not None and not (return_logits or output_attentions) and scheduled_sampling is None
+        )
         layer = self.output_layer() if loss_only else None
         if layer is not None:
             states = self.decoder_states(decoder_input_ids, self.encode(input_ids, attention_mask))
