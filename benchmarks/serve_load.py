@@ -12,10 +12,14 @@ time (``--max-seconds``) and stops by itself.
                  request must still answer
 
 Each answer is compared with the offline pipeline's for the same sentence (computed here first, one
-sentence at a time): the same label with its score within 1e-3, and embeddings with cosine ≥ 0.9999 — in
-fp32; a bf16 server (the default where the CPU computes bf16 natively) within 1e-2 and 0.999. The
-table gives requests/s, latency p50/p95/p99, lost requests (no answer or an error status), wrong answers,
-and the server's resident memory at start, at its highest and at the end.
+sentence at a time): every label's probability within 1e-3, and embeddings with cosine ≥ 0.9999 — in
+fp32; a bf16 server (the default where the CPU computes bf16 natively) within 1e-2 and 0.999. An answer
+off by more is wrong. A label may change only at a tie the precision cannot decide: both answers' probabilities
+within the tolerance, so the offline top two lie within twice the tolerance of each other (in bf16 a
+sentence alone and the same sentence padded in a batch round differently; SST-2 dev has two such sentences
+for a classifier of 400 steps, at 0.504 and 0.501). Those are counted apart ("ties flipped") and are not
+wrong. The table gives requests/s, latency p50/p95/p99, lost requests (no answer or an error status), wrong
+answers, ties flipped, and the server's resident memory at start, at its highest and at the end.
 
     python benchmarks/serve_load.py CLASSIFIER ENCODER                       # 16 clients × 200 requests
     python benchmarks/serve_load.py runs/i21/teacher-sst2/best $MINILM --clients 16 --requests 200
@@ -123,7 +127,9 @@ async def load(url: str, texts: list[str], clients: int, requests: int, max_seco
             pipeline = "classify" if (c + r) % 2 == 0 else "embed"
             start = time.perf_counter()
             try:
-                reply = await http.post(f"/v1/{pipeline}", json={"model": pipeline, "texts": [texts[i]]})
+                reply = await http.post(
+                    f"/v1/{pipeline}", json={"model": pipeline, "texts": [texts[i]], **OPTIONS[pipeline]}
+                )
                 status, body = reply.status_code, reply.json()
             except httpx.HTTPError as e:
                 status, body = 0, {"error": repr(e)}
@@ -137,12 +143,15 @@ async def load(url: str, texts: list[str], clients: int, requests: int, max_seco
     return {"done": done, "seconds": seconds}
 
 
+# every label's probability, best first, to compare with the offline answer (judge)
+OPTIONS = {"classify": {"top_k": None}, "embed": {}}
+
+
 def tolerance() -> tuple[float, float]:
     """How far a served answer may be from the offline one — (a label's score, an embedding's cosine) — in
     the precision the server runs by default. fp32: 1e-3 and 0.9999. bf16 (where the CPU computes it
     natively): a sentence padded inside a batch rounds differently from the sentence alone, and bf16 keeps
-    about 3 significant digits, so 1e-2 and the cosine the issue holds bf16 embeddings to, 0.999. Labels
-    must be equal in both."""
+    about 3 significant digits, so 1e-2 and the cosine the issue holds bf16 embeddings to, 0.999."""
     import torch
 
     from seq2bert.precision import native_bf16
@@ -150,27 +159,35 @@ def tolerance() -> tuple[float, float]:
     return (1e-2, 0.999) if native_bf16(torch.device("cpu")) else (1e-3, 0.9999)
 
 
-def check(result: dict, expected: dict) -> dict:
-    """Throughput, latency percentiles, lost and wrong answers of one load run; ``changed``: the answers
-    whose label differs from the offline one (counted among the wrong)."""
+def judge(pipeline: str, got, want, score_tol: float, cosine_tol: float) -> tuple[bool, bool]:
+    """(wrong, tie flipped) for one served answer against the offline one. A classification is every label's
+    probability (``top_k`` null, best first): wrong when one is off by more than ``score_tol``; a tie flipped
+    when it is not but the best label differs. An embedding is wrong when its cosine is below ``cosine_tol``."""
     import torch
 
+    if pipeline == "classify":
+        served, offline = ({d["label"]: d["score"] for d in answer} for answer in (got, want))
+        wrong = served.keys() != offline.keys() or any(
+            abs(served[k] - p) > score_tol for k, p in offline.items()
+        )
+        return wrong, not wrong and got[0]["label"] != want[0]["label"]
+    cosine = torch.nn.functional.cosine_similarity(torch.tensor(got), torch.as_tensor(want), dim=0)
+    return float(cosine) < cosine_tol, False
+
+
+def check(result: dict, expected: dict) -> dict:
+    """Throughput, latency percentiles, lost and wrong answers and ties flipped (``judge``) of one load run."""
     ok = [d for d in result["done"] if d[2] == 200]
-    wrong = changed = 0
+    wrong = ties = 0
     score_tol, cosine_tol = tolerance()
     for pipeline, i, _, body, _ in ok:
-        want = expected[pipeline][i]
-        if pipeline == "classify":
-            got = body["results"][0]
-            changed += got["label"] != want["label"]
-            wrong += got["label"] != want["label"] or abs(got["score"] - want["score"]) > score_tol
-        else:
-            got = torch.tensor(body["embeddings"][0])
-            wrong += float(torch.nn.functional.cosine_similarity(got, want, dim=0)) < cosine_tol
+        got = body["results"][0] if pipeline == "classify" else body["embeddings"][0]
+        bad, tie = judge(pipeline, got, expected[pipeline][i], score_tol, cosine_tol)
+        wrong, ties = wrong + bad, ties + tie
     latencies = sorted(d[4] * 1000 for d in ok) or [float("nan")]
     q = statistics.quantiles(latencies, n=100) if len(latencies) > 1 else latencies * 99
     return {"requests": len(result["done"]), "ok": len(ok), "per_s": len(ok) / result["seconds"],
-            "p50": q[49], "p95": q[94], "p99": q[98], "wrong": wrong, "changed": changed,
+            "p50": q[49], "p95": q[94], "p99": q[98], "wrong": wrong, "ties": ties,
             "refused": sum(d[2] == 503 for d in result["done"]),
             "lost": sum(d[2] not in (200, 503) for d in result["done"])}  # fmt: skip
 
@@ -194,7 +211,7 @@ def main() -> int:
     texts = sentences(args.sentences, args.clients * args.requests)
     print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}; "
           f"{args.clients} clients × {args.requests} requests, {len(texts)} distinct sentences")  # fmt: skip
-    expected = {"classify": [pl.classify([t], args.classifier)[0] for t in texts],
+    expected = {"classify": [pl.classify([t], args.classifier, top_k=None)[0] for t in texts],
                 "embed": [pl.embed([t], args.encoder)[0] for t in texts]}  # fmt: skip
     models = [f"classify={args.classifier}", f"embed={args.encoder}"]
     modes = {"batched": [], "unbatched": ["--max-batch-size", "1", "--max-wait-ms", "0"]}
@@ -219,10 +236,13 @@ def main() -> int:
         import httpx
 
         healthy = httpx.get(server.url + "/health").json()["status"] == "ok"
-        after = httpx.post(server.url + "/v1/classify", json={"model": "classify", "texts": [texts[0]]})
+        after = httpx.post(
+            server.url + "/v1/classify",
+            json={"model": "classify", "texts": [texts[0]], **OPTIONS["classify"]},
+        )
         healthy &= (
             after.status_code == 200
-            and after.json()["results"][0]["label"] == expected["classify"][0]["label"]
+            and not judge("classify", after.json()["results"][0], expected["classify"][0], *tolerance())[0]
         )
     finally:
         server.stop()
@@ -232,16 +252,17 @@ def main() -> int:
     }
 
     score_tol, cosine_tol = tolerance()
-    print(f"\nwrong: a label changed, a score off by more than {score_tol:g} or an embedding's cosine below "
-          f"{cosine_tol:g}, against the offline pipeline's answer for the sentence alone")  # fmt: skip
-    print("\n| mode | requests | answered | refused (503) | lost | wrong (labels changed) | requests/s | p50 ms "
-          "| p95 ms | p99 ms "
-          "| server memory MB (start / max / end) |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print(f"\nwrong: a label's probability off by more than {score_tol:g} or an embedding's cosine below "
+          f"{cosine_tol:g}, against the offline pipeline's answer for the sentence alone; ties flipped: the best "
+          f"label changed with every probability within {score_tol:g}")  # fmt: skip
+    print("\n| mode | requests | answered | refused (503) | lost | wrong | ties flipped | requests/s | p50 ms "
+          "| p95 ms | p99 ms | server memory MB (start / max / end) |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for mode, r in rows.items():
         m = r["memory"]
-        print(f"| {mode} | {r['requests']} | {r['ok']} | {r['refused']} | {r['lost']} | {r['wrong']} ({r['changed']}) | {r['per_s']:.1f} "
-              f"| {r['p50']:.0f} | {r['p95']:.0f} | {r['p99']:.0f} | {m[0]:.0f} / {m[1]:.0f} / {m[2]:.0f} |")  # fmt: skip
+        print(f"| {mode} | {r['requests']} | {r['ok']} | {r['refused']} | {r['lost']} | {r['wrong']} | {r['ties']} "
+              f"| {r['per_s']:.1f} | {r['p50']:.0f} | {r['p95']:.0f} | {r['p99']:.0f} "
+              f"| {m[0]:.0f} / {m[1]:.0f} / {m[2]:.0f} |")  # fmt: skip
     ratio = rows["batched"]["per_s"] / rows["unbatched"]["per_s"]
     print(f"\ndynamic batching: {ratio:.2f}x the requests/s of one request at a time; after the overload the "
           f"server is {'healthy' if healthy else 'NOT healthy'}")  # fmt: skip
