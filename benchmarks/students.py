@@ -8,7 +8,8 @@ For each model directory (the teacher first) and each way of running it, in one 
     onnxruntime an ONNX Runtime session (CPUExecutionProvider, fp32) of the model exported by `seq2bert export`,
                 fed the same batches (skipped, saying so, without the extra onnx)
 
-Before timing, each way's predicted labels are compared with fp32's on every sentence (agreement printed: int8
+Each way is timed once a round, in turn, for ``--repeats`` rounds (the median is its figure), so that a
+drift in the machine's speed falls on every model alike. Before timing, each way's predicted labels are compared with fp32's on every sentence (agreement printed: int8
 and bf16 may flip a few near-ties; ONNX Runtime must agree). The table gives sentences/s, and the ratio to the
 teacher's fp32 figure measured in the same run; parameters are the model's.
 
@@ -24,12 +25,14 @@ from __future__ import annotations
 import argparse
 import csv
 import platform
+import statistics
 import sys
 import tempfile
 from pathlib import Path
 
 import torch
-from common import timed
+from common import seconds
+from tqdm import tqdm
 
 from seq2bert.models import quantized, registry
 from seq2bert.precision import native_bf16
@@ -100,12 +103,12 @@ def main() -> None:
     p.add_argument("--sentences", type=Path, default=DATA)
     p.add_argument("--limit", type=int, default=2048)
     p.add_argument("--batch", type=int, default=32)
-    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--repeats", type=int, default=5, help="rounds; each way's figure is its median")
     args = p.parse_args()
     sentences = read_sentences(args.sentences, args.limit)
     print(f"{platform.processor() or platform.machine()}, torch {torch.__version__}, {torch.get_num_threads()} "
           f"threads; {len(sentences)} sentences from {args.sentences}, batch {args.batch}, sorted by length")  # fmt: skip
-    rows, teacher = [], None
+    entries = []  # (directory, parameters, way, its function, labels as fp32 %)
     with tempfile.TemporaryDirectory() as tmp:
         for directory in args.models:
             model, tok = registry.load(directory)
@@ -113,13 +116,20 @@ def main() -> None:
             batches = batches_of(tok, sentences, args.batch)
             reference = None
             for name, fn in ways(directory, batches, Path(tmp)):
-                seconds, labels = timed(fn, args.repeats)
+                labels = fn()  # the warm-up call
                 reference = labels if reference is None else reference
                 agree = 100.0 * sum(a == b for a, b in zip(labels, reference, strict=True)) / len(labels)
-                rate = len(sentences) / seconds
-                teacher = rate if teacher is None else teacher
-                rows.append((directory, params, name, rate, rate / teacher, agree))
-                print(f"  {directory} {name}: {rate:,.0f} sentences/s", file=sys.stderr)
+                entries.append((directory, params, name, fn, agree))
+        # rounds: each way timed once a round, so that a drift in the machine's speed falls on all alike
+        times = [[] for _ in entries]
+        for _ in tqdm(range(args.repeats), desc="rounds", file=sys.stderr):
+            for took, entry in zip(times, entries, strict=True):
+                took.append(seconds(entry[3]))
+    rows = []
+    teacher = len(sentences) / statistics.median(times[0])
+    for (directory, params, name, _, agree), took in zip(entries, times, strict=True):
+        rate = len(sentences) / statistics.median(took)
+        rows.append((directory, params, name, rate, rate / teacher, agree))
     print("\n| model | parameters | run | sentences/s | × teacher fp32 | labels as fp32 % |")
     print("|---|---|---|---|---|---|")
     for directory, params, name, rate, ratio, agree in rows:

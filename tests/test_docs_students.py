@@ -53,6 +53,9 @@ def test_a_tasks_runs_are_the_teacher_then_its_students_then_their_int8_copies(s
     conll = students.commands("conll", tmp_path)
     assert ["train.max_epochs=6" in c for c in conll[:5]] == [False, True, True, True, True]
     assert "train.max_steps=1200" in general  # general distillation: a step budget
+    # one student's settings on one task: SST-2's TinyBERT-4 has one epoch of stage 1, the others nothing
+    sst2 = students.commands("sst2", tmp_path)
+    assert ["tinybert.intermediate_epochs=1" in c for c in sst2[:5]] == [False, False, False, True, False]
 
 
 def test_collect_keeps_measured_rows_and_the_table_gives_the_share_of_the_teacher(students, tmp_path):

@@ -36,7 +36,7 @@ def test_the_students_benchmark_runs(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.run(
         [sys.executable, str(REPO / "benchmarks" / "students.py"), str(tmp_path / "teacher"), str(tmp_path / "student"),
-         "--sentences", str(tsv), "--limit", "40", "--batch", "8", "--repeats", "1"],
+         "--sentences", str(tsv), "--limit", "40", "--batch", "8", "--repeats", "2"],
         capture_output=True, text=True, cwd=REPO, env=env, timeout=300,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
