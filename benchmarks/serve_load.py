@@ -12,14 +12,12 @@ time (``--max-seconds``) and stops by itself.
                  request must still answer
 
 Each answer is compared with the offline pipeline's for the same sentence (computed here first, one
-sentence at a time): every label's probability within 1e-3, and embeddings with cosine ≥ 0.9999 — in
-fp32; a bf16 server (the default where the CPU computes bf16 natively) within 1e-2 and 0.999. An answer
-off by more is wrong. A label may change only at a tie the precision cannot decide: both answers' probabilities
-within the tolerance, so the offline top two lie within twice the tolerance of each other (in bf16 a
-sentence alone and the same sentence padded in a batch round differently; SST-2 dev has two such sentences
-for a classifier of 400 steps, at 0.504 and 0.501). Those are counted apart ("ties flipped") and are not
-wrong. The table gives requests/s, latency p50/p95/p99, lost requests (no answer or an error status), wrong
-answers, ties flipped, and the server's resident memory at start, at its highest and at the end.
+sentence at a time): the same label with every label's probability within 1e-3, and embeddings with cosine
+≥ 0.9999 — in fp32; a bf16 server (the default where the CPU computes bf16 natively) within 0.05 and 0.999
+(``tolerance``). Labels must be equal in both: the classify pipeline decides a bf16 near-tie again in fp32
+(pipelines/tasks.py, BF16_TIE), so a sentence's label does not depend on the batch it was served in. The
+table gives requests/s, latency p50/p95/p99, lost requests (no answer or an error status), wrong answers,
+and the server's resident memory at start, at its highest and at the end.
 
     python benchmarks/serve_load.py CLASSIFIER ENCODER                       # 16 clients × 200 requests
     python benchmarks/serve_load.py runs/i21/teacher-sst2/best $MINILM --clients 16 --requests 200
@@ -148,46 +146,49 @@ OPTIONS = {"classify": {"top_k": None}, "embed": {}}
 
 
 def tolerance() -> tuple[float, float]:
-    """How far a served answer may be from the offline one — (a label's score, an embedding's cosine) — in
-    the precision the server runs by default. fp32: 1e-3 and 0.9999. bf16 (where the CPU computes it
-    natively): a sentence padded inside a batch rounds differently from the sentence alone, and bf16 keeps
-    about 3 significant digits, so 1e-2 and the cosine the issue holds bf16 embeddings to, 0.999."""
+    """How far a served answer may be from the offline one — (a label's probability, an embedding's cosine) —
+    in the precision the server runs by default. fp32: 1e-3 and 0.9999. bf16 (where the CPU computes it
+    natively): a sentence padded inside a batch rounds differently from the sentence alone, and bf16 keeps 8
+    significant bits, so a logit of 5 carries ±0.02 and a probability p moves by p(1 - p) times that through
+    six layers — up to 0.018 on SST-2 dev (all-MiniLM-L6-v2 fine-tuned, batches of 64 against the sentence
+    alone): 0.05, and the cosine the issue holds bf16 embeddings to, 0.999."""
     import torch
 
     from seq2bert.precision import native_bf16
 
-    return (1e-2, 0.999) if native_bf16(torch.device("cpu")) else (1e-3, 0.9999)
+    return (0.05, 0.999) if native_bf16(torch.device("cpu")) else (1e-3, 0.9999)
 
 
-def judge(pipeline: str, got, want, score_tol: float, cosine_tol: float) -> tuple[bool, bool]:
-    """(wrong, tie flipped) for one served answer against the offline one. A classification is every label's
-    probability (``top_k`` null, best first): wrong when one is off by more than ``score_tol``; a tie flipped
-    when it is not but the best label differs. An embedding is wrong when its cosine is below ``cosine_tol``."""
+def judge(pipeline: str, got, want, score_tol: float, cosine_tol: float) -> bool:
+    """Whether one served answer is wrong against the offline one. A classification is every label's
+    probability (``top_k`` null, best first): wrong when the best label differs or a probability is off by more
+    than ``score_tol``. An embedding is wrong when its cosine is below ``cosine_tol``."""
     import torch
 
     if pipeline == "classify":
         served, offline = ({d["label"]: d["score"] for d in answer} for answer in (got, want))
-        wrong = served.keys() != offline.keys() or any(
-            abs(served[k] - p) > score_tol for k, p in offline.items()
+        return (
+            got[0]["label"] != want[0]["label"]
+            or served.keys() != offline.keys()
+            or any(abs(served[k] - p) > score_tol for k, p in offline.items())
         )
-        return wrong, not wrong and got[0]["label"] != want[0]["label"]
     cosine = torch.nn.functional.cosine_similarity(torch.tensor(got), torch.as_tensor(want), dim=0)
-    return float(cosine) < cosine_tol, False
+    return float(cosine) < cosine_tol
 
 
 def check(result: dict, expected: dict) -> dict:
-    """Throughput, latency percentiles, lost and wrong answers and ties flipped (``judge``) of one load run."""
+    """Throughput, latency percentiles, lost and wrong answers (``judge``) of one load run."""
     ok = [d for d in result["done"] if d[2] == 200]
-    wrong = ties = 0
     score_tol, cosine_tol = tolerance()
-    for pipeline, i, _, body, _ in ok:
-        got = body["results"][0] if pipeline == "classify" else body["embeddings"][0]
-        bad, tie = judge(pipeline, got, expected[pipeline][i], score_tol, cosine_tol)
-        wrong, ties = wrong + bad, ties + tie
+    wrong = sum(
+        judge(pipeline, body["results"][0] if pipeline == "classify" else body["embeddings"][0],
+              expected[pipeline][i], score_tol, cosine_tol)
+        for pipeline, i, _, body, _ in ok
+    )  # fmt: skip
     latencies = sorted(d[4] * 1000 for d in ok) or [float("nan")]
     q = statistics.quantiles(latencies, n=100) if len(latencies) > 1 else latencies * 99
     return {"requests": len(result["done"]), "ok": len(ok), "per_s": len(ok) / result["seconds"],
-            "p50": q[49], "p95": q[94], "p99": q[98], "wrong": wrong, "ties": ties,
+            "p50": q[49], "p95": q[94], "p99": q[98], "wrong": wrong,
             "refused": sum(d[2] == 503 for d in result["done"]),
             "lost": sum(d[2] not in (200, 503) for d in result["done"])}  # fmt: skip
 
@@ -242,7 +243,7 @@ def main() -> int:
         )
         healthy &= (
             after.status_code == 200
-            and not judge("classify", after.json()["results"][0], expected["classify"][0], *tolerance())[0]
+            and not judge("classify", after.json()["results"][0], expected["classify"][0], *tolerance())
         )
     finally:
         server.stop()
@@ -252,15 +253,14 @@ def main() -> int:
     }
 
     score_tol, cosine_tol = tolerance()
-    print(f"\nwrong: a label's probability off by more than {score_tol:g} or an embedding's cosine below "
-          f"{cosine_tol:g}, against the offline pipeline's answer for the sentence alone; ties flipped: the best "
-          f"label changed with every probability within {score_tol:g}")  # fmt: skip
-    print("\n| mode | requests | answered | refused (503) | lost | wrong | ties flipped | requests/s | p50 ms "
-          "| p95 ms | p99 ms | server memory MB (start / max / end) |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print(f"\nwrong: a label changed, a label's probability off by more than {score_tol:g} or an embedding's "
+          f"cosine below {cosine_tol:g}, against the offline pipeline's answer for the sentence alone")  # fmt: skip
+    print("\n| mode | requests | answered | refused (503) | lost | wrong | requests/s | p50 ms | p95 ms | p99 ms "
+          "| server memory MB (start / max / end) |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for mode, r in rows.items():
         m = r["memory"]
-        print(f"| {mode} | {r['requests']} | {r['ok']} | {r['refused']} | {r['lost']} | {r['wrong']} | {r['ties']} "
+        print(f"| {mode} | {r['requests']} | {r['ok']} | {r['refused']} | {r['lost']} | {r['wrong']} "
               f"| {r['per_s']:.1f} | {r['p50']:.0f} | {r['p95']:.0f} | {r['p99']:.0f} "
               f"| {m[0]:.0f} / {m[1]:.0f} / {m[2]:.0f} |")  # fmt: skip
     ratio = rows["batched"]["per_s"] / rows["unbatched"]["per_s"]

@@ -112,6 +112,39 @@ def test_classify_reads_texts_by_length_and_answers_in_their_order(tmp_path):
     assert classify(texts, regression, bf16=True) != classify(texts, regression, bf16=False)
 
 
+def test_bf16_near_ties_are_classified_again_in_fp32(tmp_path):
+    """In bf16 a text whose two most probable labels are closer than BF16_TIE gets fp32's answer (its label
+    cannot depend on bf16's rounding or on the batch); the others keep bf16's scores, near fp32's."""
+    from seq2bert.data.tokenization import Tokenizer
+    from seq2bert.models.bert.config import BertConfig
+    from seq2bert.models.bert.pretrained import save_bert
+    from seq2bert.models.bert.tasks import BertForSequenceClassification
+    from seq2bert.pipelines import classify
+    from seq2bert.pipelines.tasks import BF16_TIE
+
+    words = "the a of on in and to was is it film story great awful paris john".split()
+    (tmp_path / "words.txt").write_text("\n".join(" ".join(words[i:] + words[:i]) for i in range(len(words))))
+    tok = Tokenizer.train([tmp_path / "words.txt"], kind="wordpiece", vocab_size=80, lowercase=True)
+    torch.manual_seed(0)  # weights of std 0.5: logits far apart, some texts confident, some near a tie
+    cfg = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                     intermediate_size=32, max_position_embeddings=64, initializer_range=0.5,
+                     id2label={0: "neg", 1: "pos"})  # fmt: skip
+    net = BertForSequenceClassification(cfg)
+    save_bert(net, tmp_path / "c", tok)
+    texts = [" ".join(words[i % 7 : i % 7 + 1 + (5 * i) % 9]) for i in range(40)]
+    fp32 = classify(texts, str(tmp_path / "c"), top_k=None, bf16=False)
+    low = classify(texts, str(tmp_path / "c"), top_k=None, bf16=True, batch_size=8)
+    near = [i for i, r in enumerate(fp32) if r[0]["score"] - r[1]["score"] < BF16_TIE / 2]
+    assert 0 < len(near) < len(texts)
+    for i, (a, b) in enumerate(zip(fp32, low, strict=True)):
+        assert [x["label"] for x in a] == [x["label"] for x in b]
+        if i in near:  # fp32's answer exactly
+            assert [x["score"] for x in a] == pytest.approx([x["score"] for x in b], abs=1e-6)
+    far = [i for i in range(len(texts)) if fp32[i][0]["score"] - fp32[i][1]["score"] > 2 * BF16_TIE]
+    # the confident ones keep bf16's scores: not computed twice
+    assert far and any(abs(fp32[i][0]["score"] - low[i][0]["score"]) > 1e-6 for i in far)
+
+
 def linked_copy(source, target, skip=()):
     """``target`` with a symbolic link to every file of ``source`` except ``skip`` (no 90 MB copies)."""
     target.mkdir()
