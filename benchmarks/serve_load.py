@@ -17,11 +17,12 @@ sentence at a time): the same label with every label's probability within 1e-3, 
 (``tolerance``). Labels must be equal in both: the classify pipeline decides a bf16 near-tie again in fp32
 (pipelines/tasks.py, BF16_TIE), so a sentence's label does not depend on the batch it was served in. The
 table gives requests/s, latency p50/p95/p99, lost requests (no answer or an error status), wrong answers,
-and the server's resident memory at start, at its highest and at the end.
+and the server's resident memory at start, halfway through, at its highest and at the end.
 
     python benchmarks/serve_load.py CLASSIFIER ENCODER                       # 16 clients × 200 requests
-    python benchmarks/serve_load.py runs/i21/teacher-sst2/best $MINILM --clients 16 --requests 200
+    python benchmarks/serve_load.py runs/students/teacher-sst2/best $MINILM --clients 16 --requests 200
     python benchmarks/serve_load.py C E --clients 4 --requests 10 --quick    # CI's size
+    python benchmarks/serve_load.py C E --rounds 4     # the batched load 4 times over: is memory flat?
 
 The clients run in this process (asyncio, httpx) on the same 2 cores as the server: the figures are for
 both together, as a machine serving itself sees them.
@@ -159,6 +160,12 @@ def tolerance() -> tuple[float, float]:
     return (0.05, 0.999) if native_bf16(torch.device("cpu")) else (1e-3, 0.9999)
 
 
+def memory(samples: list[float]) -> tuple[float, float, float, float]:
+    """The server's resident MB at start, halfway through the run, at its highest and at the end: flat memory
+    is halfway ≈ end (the first batches' buffers are allocated by then)."""
+    return samples[0], samples[len(samples) // 2], max(samples), samples[-1]
+
+
 def judge(pipeline: str, got, want, score_tol: float, cosine_tol: float) -> bool:
     """Whether one served answer is wrong against the offline one. A classification is every label's
     probability (``top_k`` null, best first): wrong when the best label differs or a probability is off by more
@@ -202,6 +209,8 @@ def main() -> int:
     p.add_argument("--max-seconds", type=float, default=600, help="each load run stops by this time")
     p.add_argument("--sentences", type=Path, default=DATA)
     p.add_argument("--quick", action="store_true", help="skip the overload run's second pass (CI)")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="batched: run the load this many times on the same server, its memory after each")  # fmt: skip
     args = p.parse_args()
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
 
@@ -222,11 +231,19 @@ def main() -> int:
         server.wait()
         try:
             result = asyncio.run(load(server.url, texts, args.clients, args.requests, args.max_seconds))
+            for r in range(1, args.rounds if mode == "batched" else 1):  # the same server, again
+                more = asyncio.run(load(server.url, texts, args.clients, args.requests, args.max_seconds))
+                result = {
+                    "done": result["done"] + more["done"],
+                    "seconds": result["seconds"] + more["seconds"],
+                }
+                print(f"batched, after round {r + 1} of {args.rounds}: {len(result['done'])} requests, server "
+                      f"memory {server.memory[-1]:.0f} MB (highest {max(server.memory):.0f})", flush=True)  # fmt: skip
         finally:
             server.stop()
         rows[mode] = {
             **check(result, expected),
-            "memory": (server.memory[0], max(server.memory), server.memory[-1]),
+            "memory": memory(server.memory),
         }
     server = Server(models, "--max-queue", "4")
     server.wait()
@@ -241,28 +258,27 @@ def main() -> int:
             server.url + "/v1/classify",
             json={"model": "classify", "texts": [texts[0]], **OPTIONS["classify"]},
         )
-        healthy &= (
-            after.status_code == 200
-            and not judge("classify", after.json()["results"][0], expected["classify"][0], *tolerance())
+        healthy &= after.status_code == 200 and not judge(
+            "classify", after.json()["results"][0], expected["classify"][0], *tolerance()
         )
     finally:
         server.stop()
     rows["overloaded"] = {
         **check(result, expected),
-        "memory": (server.memory[0], max(server.memory), server.memory[-1]),
+        "memory": memory(server.memory),
     }
 
     score_tol, cosine_tol = tolerance()
     print(f"\nwrong: a label changed, a label's probability off by more than {score_tol:g} or an embedding's "
           f"cosine below {cosine_tol:g}, against the offline pipeline's answer for the sentence alone")  # fmt: skip
     print("\n| mode | requests | answered | refused (503) | lost | wrong | requests/s | p50 ms | p95 ms | p99 ms "
-          "| server memory MB (start / max / end) |")  # fmt: skip
+          "| server memory MB (start / halfway / max / end) |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for mode, r in rows.items():
         m = r["memory"]
         print(f"| {mode} | {r['requests']} | {r['ok']} | {r['refused']} | {r['lost']} | {r['wrong']} "
               f"| {r['per_s']:.1f} | {r['p50']:.0f} | {r['p95']:.0f} | {r['p99']:.0f} "
-              f"| {m[0]:.0f} / {m[1]:.0f} / {m[2]:.0f} |")  # fmt: skip
+              f"| {m[0]:.0f} / {m[1]:.0f} / {m[2]:.0f} / {m[3]:.0f} |")  # fmt: skip
     ratio = rows["batched"]["per_s"] / rows["unbatched"]["per_s"]
     print(f"\ndynamic batching: {ratio:.2f}x the requests/s of one request at a time; after the overload the "
           f"server is {'healthy' if healthy else 'NOT healthy'}")  # fmt: skip

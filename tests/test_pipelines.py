@@ -279,3 +279,24 @@ def test_every_pipeline_keeps_the_model_it_loaded(minilm, monkeypatch):
     pipelines.embed(["a dog runs"], model=minilm, int8=True)
     pipelines.embed(["a dog runs"], model=minilm, int8=True)
     assert loads == [None, None] and len(pipelines._KEPT) == 2
+
+
+def test_near_ties_are_computed_again_by_row_or_as_a_whole_batch():
+    """The fp32 pass takes the near-tie rows alone when every input has a row per text, the whole batch
+    otherwise (a similarity model's inputs hold both orders of each pair)."""
+    from types import SimpleNamespace
+
+    from seq2bert.pipelines.tasks import _near_ties_in_fp32
+
+    class Net(torch.nn.Module):
+        def forward(self, x, orders=None):
+            return SimpleNamespace(logits=torch.stack([x, torch.zeros_like(x)], -1))
+
+    bf16 = torch.tensor([[0.01, 0.0], [5.0, 0.0]])  # row 0: a near tie; row 1: confident
+    x = torch.tensor([0.02, 3.0])
+    by_row = _near_ties_in_fp32(Net(), {"x": x}, bf16.clone())
+    assert torch.allclose(by_row, torch.tensor([[0.02, 0.0], [5.0, 0.0]]))
+    whole = _near_ties_in_fp32(Net(), {"x": x, "orders": torch.zeros(4)}, bf16.clone())
+    assert torch.allclose(whole, torch.tensor([[0.02, 0.0], [3.0, 0.0]]))
+    confident = torch.tensor([[4.0, 0.0], [5.0, 0.0]])
+    assert _near_ties_in_fp32(Net(), {"x": x}, confident.clone()).tolist() == confident.tolist()

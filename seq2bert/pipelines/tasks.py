@@ -59,20 +59,21 @@ def classify(texts, model, *, top_k: int | None = 1, batch_size: int = 32, max_l
     if len(labels) == 1 and bf16 == "auto":  # regression: its value is the output, not a choice among labels
         bf16 = False
     with inference_precision(net, bf16, kept=directory is not None) as run:
-        logits, low = _classifier_logits(run, net, tok, list(texts), batch_size, max_length)
-    if low:  # a near-tie in bf16 is decided again in fp32: the labels are fp32's
-        undecided = [i for i, row in enumerate(logits) if row.numel() > 1 and _top_two_gap(row) < BF16_TIE]
-        again, _ = _classifier_logits(net, net, tok, [texts[i] for i in undecided], batch_size, max_length)
-        for i, row in zip(undecided, again, strict=True):
-            logits[i] = row
-    for i, row in enumerate(logits):
-        if row.numel() == 1:  # regression
-            out[i] = {"label": labels[0], "score": float(row[0])}
-            continue
-        probs = row.softmax(-1)
-        k = min(top_k or probs.numel(), probs.numel())
-        best = [{"label": labels[int(j)], "score": float(p)} for p, j in zip(*probs.topk(k), strict=True)]
-        out[i] = best[0] if top_k == 1 else best
+        for indices, batch in _classifier_batches(net, tok, list(texts), batch_size, max_length):
+            inputs = {k: v.to(_device(net)) for k, v in batch.items()}
+            logits = run(**inputs).logits  # (B, K)
+            if logits.dtype == torch.bfloat16 and logits.size(-1) > 1:
+                logits = _near_ties_in_fp32(net, inputs, logits.float())
+            for i, row in zip(indices, logits.float(), strict=True):
+                if row.numel() == 1:  # regression
+                    out[i] = {"label": labels[0], "score": float(row[0])}
+                    continue
+                probs = row.softmax(-1)
+                k = min(top_k or probs.numel(), probs.numel())
+                best = [
+                    {"label": labels[int(j)], "score": float(p)} for p, j in zip(*probs.topk(k), strict=True)
+                ]
+                out[i] = best[0] if top_k == 1 else best
     return out
 
 
@@ -82,25 +83,25 @@ def classify(texts, model, *, top_k: int | None = 1, batch_size: int = 32, max_l
 BF16_TIE = 0.1
 
 
-def _top_two_gap(logits: torch.Tensor) -> float:
-    top = logits.softmax(-1).topk(2).values
-    return float(top[0] - top[1])
+def _near_ties_in_fp32(net, inputs: dict, logits: torch.Tensor) -> torch.Tensor:
+    """``logits`` (B, K) computed in bf16, with the rows whose two most probable labels are within ``BF16_TIE``
+    computed again by the fp32 model: those rows of the batch alone, or the whole batch when an input is not
+    one row per text (a similarity model reads each pair in both orders)."""
+    top = logits.softmax(-1).topk(2, dim=-1).values
+    near = (top[:, 0] - top[:, 1] < BF16_TIE).nonzero().flatten()
+    if not near.numel():
+        return logits
+    rows = len(logits)
+    by_row = all(torch.is_tensor(v) and v.dim() > 0 and len(v) == rows for v in inputs.values())
+    with torch.autocast(logits.device.type, enabled=False):  # a model passed in runs under autocast
+        if by_row:
+            logits[near] = net(**{k: v[near] for k, v in inputs.items()}).logits.float()
+        else:
+            logits = net(**inputs).logits.float()
+    return logits
 
 
 @torch.no_grad()
-def _classifier_logits(run, net, tok, texts: list, batch_size: int, max_length: int) -> tuple[list, bool]:
-    """Each text's logits (fp32, on the CPU) from ``run`` (the model, or its bf16 copy), and whether ``run``
-    computed them in bf16."""
-    logits: list = [None] * len(texts)
-    low = False
-    for indices, batch in _classifier_batches(net, tok, texts, batch_size, max_length):
-        rows = run(**{k: v.to(_device(net)) for k, v in batch.items()}).logits  # (B, K)
-        low |= rows.dtype == torch.bfloat16
-        for i, row in zip(indices, rows.float().cpu(), strict=True):
-            logits[i] = row
-    return logits, low
-
-
 def _classifier_batches(net, tok, texts: list, batch_size: int, max_length: int):
     """(indices of the texts, the model's inputs) of each batch: an encoder's in batches of similar length
     (loading.length_batches); a decoder's (GPT-1's input transformations) and a BiLSTM's with a frozen

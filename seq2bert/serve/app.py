@@ -34,7 +34,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from seq2bert.errors import UserError
 from seq2bert.serve import schemas
-from seq2bert.serve.batching import Batcher, Overloaded
+from seq2bert.serve.batching import Batcher, HeapTrim, Overloaded
 from seq2bert.serve.models import ServedModel
 
 log = logging.getLogger("seq2bert.serve")
@@ -106,9 +106,20 @@ def create_app(models: list[ServedModel], settings: Settings | None = None):
     executor = ThreadPoolExecutor(
         1, thread_name_prefix="seq2bert-model"
     )  # one batch at a time: see batching.py
+    trim = HeapTrim()
+
+    def runner(m: ServedModel, p: str):
+        def run(items, options):
+            try:
+                return m.run(p, items, options)
+            finally:
+                trim()  # in the worker thread, after the batch
+
+        return run
+
     batchers: dict[tuple[str, str], Batcher] = {
         (m.name, p): Batcher(
-            lambda items, options, m=m, p=p: m.run(p, items, options),
+            runner(m, p),
             executor,
             max_batch_size=settings.max_batch_size,
             max_wait=settings.max_wait_ms / 1000,

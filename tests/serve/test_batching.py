@@ -3,12 +3,13 @@ call, up to max_batch_size inputs, only with equal options; each request gets it
 queue refuses at once; a request past its timeout is left out of the batch."""
 
 import asyncio
+import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from seq2bert.serve.batching import Batcher, Overloaded
+from seq2bert.serve.batching import Batcher, HeapTrim, Overloaded
 
 
 class Recorder:
@@ -116,3 +117,26 @@ def test_settings_out_of_range_are_refused():
         Batcher(Recorder(), ThreadPoolExecutor(1), max_batch_size=0)
     with pytest.raises(ValueError):
         Batcher(Recorder(), ThreadPoolExecutor(1), max_wait=-1)
+
+
+def resident_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="reads the resident size from /proc")
+def test_heap_trim_hands_freed_heap_pages_back_at_most_every_so_often():
+    trim = HeapTrim(every=3600)
+    if trim.trim is None:
+        pytest.skip("the C library has no malloc_trim")
+    # 64 KiB blocks come from the heap; freeing all but the last leaves 200 MiB of free heap below it, which
+    # glibc keeps (it only returns free space at the heap's top by itself)
+    blocks = [bytearray(64 * 1024) for _ in range(3200)]
+    last = blocks[-1]
+    del blocks
+    before = resident_mb()
+    assert trim()  # the first call trims
+    after = resident_mb()
+    assert before - after > 100, (before, after)
+    assert not trim()  # and the next, within the hour, does not
+    assert len(last) == 64 * 1024

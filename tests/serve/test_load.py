@@ -23,7 +23,7 @@ def test_the_load_test_runs_small(checkpoints, tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.run(
         [sys.executable, str(REPO / "benchmarks" / "serve_load.py"), str(checkpoints["sequence"]),
-         str(checkpoints["pretrained"]), "--clients", "4", "--requests", "10", "--sentences", str(tmp_path / "dev.tsv")],
+         str(checkpoints["pretrained"]), "--clients", "4", "--requests", "10", "--sentences", str(tmp_path / "dev.tsv"), "--rounds", "2"],
         capture_output=True, text=True, cwd=REPO, env=env, timeout=600,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -35,9 +35,12 @@ def test_the_load_test_runs_small(checkpoints, tmp_path):
     for mode in ("batched", "unbatched"):
         requests, answered, refused, lost = (int(x) for x in table[mode][:4])
         wrong = int(table[mode][4])
-        assert requests == answered == 40 and refused == lost == wrong == 0
+        expected = 80 if mode == "batched" else 40  # batched: --rounds 2 on the same server
+        assert requests == answered == expected and refused == lost == wrong == 0
+        start, halfway, highest, end = (float(x) for x in table[mode][-2].split("/"))  # resident MB
+        assert 0 < start <= highest and start <= halfway <= highest and start <= end <= highest
     assert int(table["overloaded"][2]) > 0  # refused
-    assert "server is healthy" in proc.stdout
+    assert "server is healthy" in proc.stdout and "batched, after round 2 of 2: 80 requests" in proc.stdout
 
 
 def answer(*scores: tuple[str, float]) -> list[dict]:
