@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from datetime import timedelta
 
 import torch
 import torch.distributed as dist
@@ -59,7 +60,16 @@ def setup(preference: str = "auto") -> tuple[DistInfo, torch.device]:
         if device.type == "cuda":
             torch.cuda.set_device(device)
         dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo")
+        global _LEAVING
+        _LEAVING = dist.new_group(backend="gloo", timeout=LEAVING_TIMEOUT)
     return DistInfo(rank, world_size, local_rank), device
+
+
+# the barrier every rank leaves at (cleanup): a gloo group of its own, whose timeout outlasts rank 0's scoring of
+# the best checkpoint after training (a test set's beam search, MNLI's two dev sets), which the default group's
+# might not (gloo 30 minutes, NCCL 10)
+LEAVING_TIMEOUT = timedelta(hours=12)
+_LEAVING = None
 
 
 def barrier(info: DistInfo) -> None:
@@ -87,8 +97,8 @@ def gather_objects(obj, info: DistInfo) -> list:
 
 def cleanup() -> None:
     """Leave the process group together: every rank waits at a barrier (the others idle while rank 0 scores
-    and writes the results), then tears it down. A rank that destroyed its group and exited while rank 0 still
+    and writes the results, for up to ``LEAVING_TIMEOUT``), then tears it down. A rank that destroyed its group and exited while rank 0 still
     held connections to it could abort at exit (gloo: "terminate called without an active exception")."""
     if dist.is_initialized():
-        dist.barrier()
+        dist.barrier(group=_LEAVING)
         dist.destroy_process_group()

@@ -14,10 +14,12 @@ import sys, torch, torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 from seq2bert.models.seq2seq.config import Seq2SeqConfig
 from seq2bert.models.seq2seq.model import Seq2Seq
-from seq2bert.training.distributed import setup
+from seq2bert.training import distributed
+from seq2bert.training.distributed import cleanup, setup
 
 info, device = setup("cpu")
 assert info.world_size == 2 and dist.get_backend() == "gloo"
+assert distributed._LEAVING is not None  # the group every rank leaves at, with its own long timeout
 cfg = Seq2SeqConfig(src_vocab_size=17, tgt_vocab_size=19, embedding_dim=8, hidden_size=16, num_layers=2, dropout=0.0)
 torch.manual_seed(0)
 model = Seq2Seq(cfg)
@@ -37,7 +39,9 @@ if info.rank == 0:
     print(f"max gradient difference {worst:.3g}")
     assert worst < 1e-6, worst
     assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in single.parameters() if p.dim() > 1)
-dist.destroy_process_group()
+    import time; time.sleep(2)  # rank 1 waits at cleanup's barrier meanwhile
+cleanup()
+assert not dist.is_initialized()
 """
 
 
