@@ -103,7 +103,6 @@ def _near_ties_in_fp32(net, inputs: dict, logits: torch.Tensor) -> torch.Tensor:
     return logits
 
 
-@torch.no_grad()
 def _classifier_batches(net, tok, texts: list, batch_size: int, max_length: int):
     """(indices of the texts, the model's inputs) of each batch: an encoder's in batches of similar length
     (loading.length_batches); a decoder's (GPT-1's input transformations) and a BiLSTM's with a frozen

@@ -97,8 +97,9 @@ def gather_objects(obj, info: DistInfo) -> list:
 
 def cleanup() -> None:
     """Leave the process group together: every rank waits at a barrier (the others idle while rank 0 scores
-    and writes the results, for up to ``LEAVING_TIMEOUT``), then tears it down. A rank that destroyed its group and exited while rank 0 still
-    held connections to it could abort at exit (gloo: "terminate called without an active exception")."""
+    and writes the results, for up to ``LEAVING_TIMEOUT``), then tears it down. A rank that destroyed its
+    group and exited while rank 0 still held connections to it could abort at exit (gloo: "terminate called
+    without an active exception")."""
     if dist.is_initialized():
         dist.barrier(group=_LEAVING)
         dist.destroy_process_group()

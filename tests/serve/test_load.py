@@ -53,7 +53,7 @@ def test_a_served_answer_is_wrong_when_its_label_or_a_probability_moved():
     assert not judge("classify", answer(("0", 0.6), ("1", 0.4)), offline, 0.05, 0.999)
     assert judge("classify", answer(("0", 0.6), ("1", 0.4)), offline, 1e-3, 0.9999)  # fp32's tolerance
     # a changed label is wrong even with every probability within the tolerance
-    assert judge("classify", answer(("1", 0.51), ("0", 0.49)), offline, 0.05, 0.999)
+    assert judge("classify", answer(("1", 0.51), ("0", 0.49)), answer(("0", 0.52), ("1", 0.48)), 0.05, 0.999)
     assert judge("classify", answer(("0", 0.56)), offline, 0.05, 0.999)  # a label missing
     value = {"label": "score", "score": 3.2}  # a regression model's answer: one dict
     assert not judge("classify", {"label": "score", "score": 3.2004}, value, 1e-3, 0.9999)
