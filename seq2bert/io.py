@@ -23,7 +23,7 @@ from typing import Any
 from safetensors.torch import load_file, save_file, save_model
 from torch import nn
 
-from seq2bert.errors import CheckpointError
+from seq2bert.errors import CheckpointError, UserError
 
 
 def umask_mode(bits: int = 0o666) -> int:
@@ -97,6 +97,42 @@ def write_dir_atomically(target: Path, write: Callable[[Path], None]) -> None:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def check_output_dir(
+    out: str | Path, *, command: str, mark: str, inputs: tuple[Path, ...] = (), overwrite: bool = False
+) -> Path:
+    """Refuse a folder the user named (``--out``) where writing it would lose what the user did not give us.
+
+    ``write_dir_atomically`` replaces its target wholesale: right for a run's ``best/``, never for a folder the
+    user names. So ``out`` may be new, empty, or the previous output of the same ``command`` (it holds the
+    ``mark`` file that command writes) and then only with ``overwrite``; a file, a folder holding anything
+    else, an input, a folder inside an input, or a folder holding an input is a one-line UserError, checked
+    before anything is read or written."""
+    out = Path(out)
+    where = out.resolve()
+    for source in inputs:
+        source_at = Path(source).resolve()
+        if where == source_at or where.is_relative_to(source_at):
+            raise UserError(
+                f"--out {out}: is the input {source} or inside it; name a folder outside the input"
+            )
+        if source_at.is_relative_to(where):
+            raise UserError(f"--out {out}: holds the input {source}; name a folder outside the input")
+    if out.exists() and not out.is_dir():
+        raise UserError(f"--out {out}: a file; expected a folder to write (new or empty)")
+    if not out.is_dir() or not any(out.iterdir()):
+        return out
+    if not (out / mark).is_file():
+        raise UserError(
+            f"--out {out}: not empty and not written by `seq2bert {command}`; name a new or empty folder "
+            "(nothing was changed)"
+        )
+    if not overwrite:
+        raise UserError(
+            f"--out {out}: holds a previous `seq2bert {command}` output; pass --overwrite to replace it"
+        )
+    return out
 
 
 def _exchange(a: Path, b: Path) -> bool:

@@ -55,13 +55,16 @@ def distill_columns(row: dict) -> list[tuple[str, str]]:
 
 
 def cmd_quantize(args: argparse.Namespace) -> int:
+    from seq2bert.io import check_output_dir
     from seq2bert.models import quantized, registry
 
     source = registry.checkpoint_dir(args.model)
+    out = check_output_dir(
+        args.out, command="quantize", mark=quantized.QUANTIZATION, inputs=(source,), overwrite=args.overwrite
+    )
     model, _ = registry.load(source)
     if quantized.is_quantized(model):
         raise UserError(f"{args.model}: int8 already")
-    out = Path(args.out)
     quantized.save_int8(quantized.quantize(model), source, out)
     before = sum(f.stat().st_size for f in source.glob("model.safetensors"))
     after = (out / quantized.INT8_WEIGHTS).stat().st_size
@@ -119,7 +122,10 @@ def register(sub) -> None:
     p.add_argument(
         "model", help="a checkpoint directory (a BERT-family task model, a Transformer translation run, …)"
     )
-    p.add_argument("--out", required=True, help="the int8 directory to write")
+    p.add_argument("--out", required=True, help="the int8 directory to write: new or empty")
+    p.add_argument(
+        "--overwrite", action="store_true", help="replace --out if it holds a previous quantize output"
+    )
     p.set_defaults(func=cmd_quantize)
 
     p = sub.add_parser("export", help="a BERT-family task model or encoder as ONNX, checked with ONNX Runtime",

@@ -66,7 +66,8 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_average(args: argparse.Namespace) -> int:
-    from seq2bert.training.checkpoint import average_checkpoints, list_checkpoints
+    from seq2bert.io import check_output_dir
+    from seq2bert.training.checkpoint import AVERAGED, average_checkpoints, list_checkpoints
 
     run_dir = Path(args.run_dir)
     if args.last < 2:
@@ -74,7 +75,14 @@ def cmd_average(args: argparse.Namespace) -> int:
     paths = list_checkpoints(run_dir)[-args.last :]
     if len(paths) < 2:
         raise UserError(f"{run_dir}: {len(paths)} checkpoint-<step>/ folder(s) found, at least 2 are needed")
-    out = Path(args.out) if args.out else run_dir / "averaged"
+    # the default RUN_DIR/averaged is the run's own: a previous average there is replaced
+    out = check_output_dir(
+        args.out or run_dir / "averaged",
+        command="average",
+        mark=AVERAGED,
+        inputs=tuple(paths),
+        overwrite=args.overwrite or not args.out,
+    )
     average_checkpoints(paths, out)
     note = "" if len(paths) == args.last else f" (only {len(paths)} of the {args.last} asked for exist)"
     print(f"averaged {', '.join(p.name for p in paths)}{note} into {out}")
@@ -299,7 +307,8 @@ def register(sub) -> None:
     )
     p.add_argument("run_dir", help="run directory holding checkpoint-<step>/ folders")
     p.add_argument("--last", type=int, default=5, help="how many of the last checkpoints (default: 5)")
-    p.add_argument("--out", help="checkpoint directory to write (default: RUN_DIR/averaged)")
+    p.add_argument("--out", help="checkpoint directory to write, new or empty (default: RUN_DIR/averaged)")
+    p.add_argument("--overwrite", action="store_true", help="replace --out if it holds a previous average")
     p.set_defaults(func=cmd_average)
 
     p = sub.add_parser(

@@ -35,7 +35,7 @@ from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
 
 from seq2bert.config import atomic_write_text
 from seq2bert.errors import CheckpointError
-from seq2bert.io import WEIGHT_FILES, read_json, save_tensors
+from seq2bert.io import WEIGHT_FILES, read_json, save_tensors, write_dir_atomically
 
 QUANTIZATION = "quantization.json"
 INT8_WEIGHTS = WEIGHT_FILES[1]
@@ -120,22 +120,28 @@ def load_int8_state(model: nn.Module, state: dict[str, torch.Tensor], source: st
 
 
 def save_int8(model: nn.Module, source: Path, out: Path) -> None:
-    """Write the quantised ``model`` of the directory ``source`` as an int8 directory ``out`` (atomically:
-    a temporary folder renamed at the end)."""
-    out = Path(out)
-    tmp = out.with_name(f".{out.name}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    for f in Path(source).iterdir():
-        if f.is_file() and f.name not in ("model.safetensors", "pytorch_model.bin", "trainer_state.pt"):
-            shutil.copy2(f, tmp / f.name)
-    save_tensors(int8_state(model), str(tmp / INT8_WEIGHTS))
-    info = {"method": METHOD, "weights": "int8, per-channel symmetric", "modules": "Linear",
-            "activations": "quantised per batch for each matmul, fp32 elsewhere"}  # fmt: skip
-    atomic_write_text(tmp / QUANTIZATION, json.dumps(info, indent=2) + "\n")
-    if out.exists():
-        shutil.rmtree(out)
-    tmp.rename(out)
+    """Write the quantised ``model`` of the directory ``source`` as an int8 directory ``out``: the source's
+    other files and folders (tokenizer, ``1_Pooling/``, …) beside the int8 weights and quantization.json,
+    written atomically (``io.write_dir_atomically``). The command checks ``out`` first
+    (``io.check_output_dir``): this replaces it."""
+    fp32 = {"model.safetensors", "pytorch_model.bin", "trainer_state.pt"}
+
+    def write(tmp: Path) -> None:
+        for f in Path(source).iterdir():
+            if f.is_dir():
+                shutil.copytree(f, tmp / f.name)
+            elif f.is_file() and f.name not in fp32:
+                shutil.copy2(f, tmp / f.name)
+        save_tensors(int8_state(model), str(tmp / INT8_WEIGHTS))
+        info = {
+            "method": METHOD,
+            "weights": "int8, per-channel symmetric",
+            "modules": "Linear",
+            "activations": "quantised per batch for each matmul, fp32 elsewhere",
+        }
+        atomic_write_text(tmp / QUANTIZATION, json.dumps(info, indent=2) + "\n")
+
+    write_dir_atomically(Path(out), write)
 
 
 def is_int8_dir(path: Path) -> bool:

@@ -205,6 +205,9 @@ def prune_checkpoints(run_dir: Path, keep_last: int) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
+AVERAGED = "averaged.json"  # what an average holds: the checkpoints it averages
+
+
 def average_checkpoints(directories: list[Path], target: Path) -> None:
     """Write ``target``, a checkpoint whose weights are the element-wise mean of the ``directories``' weights
     (Vaswani et al. 2017, Sect. 6.1: "a single model obtained by averaging the last 5 checkpoints"), summed
@@ -241,7 +244,7 @@ def average_checkpoints(directories: list[Path], target: Path) -> None:
         for f in last.iterdir():
             if f.is_file() and f.name != "model.safetensors" and not f.name.startswith("trainer_state"):
                 shutil.copy2(f, tmp / f.name)
-        (tmp / "averaged.json").write_text(
+        (tmp / AVERAGED).write_text(
             json.dumps({"checkpoints": [Path(d).name for d in directories]}, indent=2) + "\n"
         )
 

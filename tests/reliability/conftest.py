@@ -87,3 +87,12 @@ def snapshot(directory: Path) -> dict[str, tuple]:
         for p in sorted(directory.rglob("*"))
         if p.is_file() and p.name != ".lock"
     }
+
+
+def one_line(capsys) -> str:
+    """The command's stderr: one line, no traceback."""
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    return lines[0]

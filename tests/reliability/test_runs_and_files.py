@@ -15,15 +15,7 @@ from seq2bert.data.tokenization import Tokenizer
 from seq2bert.io import write_dir_atomically, write_json
 from seq2bert.pipelines import translate
 from seq2bert.recipes.translation import TranslationConfig
-from tests.reliability.conftest import snapshot
-
-
-def one_line(capsys) -> str:
-    err = capsys.readouterr().err
-    assert "Traceback" not in err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    return lines[0]
+from tests.reliability.conftest import one_line, snapshot
 
 
 def bad_data(folder):

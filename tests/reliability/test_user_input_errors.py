@@ -13,15 +13,7 @@ import pytest
 
 from seq2bert.cli import main
 from tests.conftest import REPO
-from tests.reliability.conftest import snapshot
-
-
-def one_line(capsys) -> str:
-    err = capsys.readouterr().err
-    assert "Traceback" not in err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    return lines[0]
+from tests.reliability.conftest import one_line, snapshot
 
 
 def feed(monkeypatch, data: bytes) -> None:
