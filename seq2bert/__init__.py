@@ -39,8 +39,9 @@ def translate(
 
     decoding = Decoding(num_beams, length_penalty, max_len_a, max_len_b)
     texts = texts if isinstance(texts, str) else list(texts)
-    return _translate(model, texts, decoding=decoding, batch_size=batch_size,
-                      max_source_length=max_source_length, bf16=bf16)  # fmt: skip
+    return _translate(
+        model, texts, decoding=decoding, batch_size=batch_size, max_source_length=max_source_length, bf16=bf16
+    )
 
 
 def embed(

@@ -66,8 +66,12 @@ def cpu_name() -> str:
 def cpu_kind(flags: frozenset[str] | None = None) -> str:
     """The instruction set that decides bf16 speed: AMX, AVX-512 BF16, AVX-512, AVX2 or neither."""
     flags = cpu_flags() if flags is None else flags
-    for flag, name in (("amx_bf16", "AMX"), ("avx512_bf16", "AVX-512 BF16"), ("avx512f", "AVX-512 (no BF16)"),
-                       ("avx2", "AVX2")):  # fmt: skip
+    for flag, name in (
+        ("amx_bf16", "AMX"),
+        ("avx512_bf16", "AVX-512 BF16"),
+        ("avx512f", "AVX-512 (no BF16)"),
+        ("avx2", "AVX2"),
+    ):
         if flag in flags:
             return name
     return "no AVX2"

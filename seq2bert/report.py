@@ -54,8 +54,14 @@ def format_table(rows: Sequence[dict], columns: Sequence[tuple[str, str]] = COLU
 def task_columns(rows: Sequence[dict]) -> list[tuple[str, str]]:
     """Columns of fine-tuning results: the run, then every dev metric the rows have (dev_f1 → "dev f1")."""
     metrics = [k for k in dict.fromkeys(k for r in rows for k in r) if k.startswith("dev_")]
-    head = [("task", "task"), ("params", "params"), ("train_seconds", "train time"), ("tokens_per_s", "tokens/s"),
-            ("best_step", "best step"), ("examples", "examples")]  # fmt: skip
+    head = [
+        ("task", "task"),
+        ("params", "params"),
+        ("train_seconds", "train time"),
+        ("tokens_per_s", "tokens/s"),
+        ("best_step", "best step"),
+        ("examples", "examples"),
+    ]
     return head + [(k, "dev " + k[4:].replace("_", " ")) for k in metrics]
 
 

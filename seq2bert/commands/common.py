@@ -19,8 +19,12 @@ BF16 = {
 
 def add_bf16_arg(p: argparse.ArgumentParser) -> None:
     """A pipeline command's --bf16 (its value: BF16[args.bf16])."""
-    p.add_argument("--bf16", choices=tuple(BF16), default="auto", help="compute in bf16 (default: auto, where "
-                   "the CPU computes it natively; false: fp32)")  # fmt: skip
+    p.add_argument(
+        "--bf16",
+        choices=tuple(BF16),
+        default="auto",
+        help="compute in bf16 (default: auto, where the CPU computes it natively; false: fp32)",
+    )
 
 
 def add_data_dir_args(p: argparse.ArgumentParser) -> None:
@@ -67,8 +71,12 @@ def load_config(cls: type, args: argparse.Namespace, overrides: list[str] = (), 
             base = config_io.from_dict(cls, read_json(last / "run.json"))
         except ConfigError as e:
             raise ConfigError(f"{last / 'run.json'}: {e}") from None
-    cfg = config_io.build(cls, base=base if base is not None else defaults, file=args.config,
-                          overrides=[*overrides, *args.overrides])  # fmt: skip
+    cfg = config_io.build(
+        cls,
+        base=base if base is not None else defaults,
+        file=args.config,
+        overrides=[*overrides, *args.overrides],
+    )
     if base is not None and cfg != base:
         changed = changed_keys(config_io.to_dict(base), config_io.to_dict(cfg))
         logging.getLogger("seq2bert").warning("--resume with a changed configuration: %s", ", ".join(changed))
@@ -140,8 +148,13 @@ def add_decoding_args(p: argparse.ArgumentParser) -> None:
 
 
 def add_source_length_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--max-source-length", type=int, metavar="N", help="truncate longer sources to their first N "
-                   "tokens, with a warning (default: the model's positions, else 512)")  # fmt: skip
+    p.add_argument(
+        "--max-source-length",
+        type=int,
+        metavar="N",
+        help="truncate longer sources to their first N "
+        "tokens, with a warning (default: the model's positions, else 512)",
+    )
 
 
 def stdin_text() -> str:

@@ -44,8 +44,13 @@ def cmd_finetune(args: argparse.Namespace) -> int:
     features = (
         replace(cfg.features, path=str(Path(args.features).resolve())) if args.features else cfg.features
     )
-    cfg = replace(cfg, data=data, init=str(Path(args.init).resolve()) if args.init else cfg.init,
-                  random_init=cfg.random_init or args.random_init, features=features)  # fmt: skip
+    cfg = replace(
+        cfg,
+        data=data,
+        init=str(Path(args.init).resolve()) if args.init else cfg.init,
+        random_init=cfg.random_init or args.random_init,
+        features=features,
+    )
     row = finetune(cfg, args.out, resume=args.resume)
     print(format_table([row], task_columns([row])))
     return 0
@@ -82,8 +87,10 @@ def cmd_evaluate_finetuned(args: argparse.Namespace) -> int:
 
     family, architecture = _architecture(args.checkpoint)
     if architecture not in [family.heads.get(h) for h in TASK_HEADS]:  # a pretraining run, a bare encoder
-        raise UserError(f"{args.checkpoint}: a {architecture}, not a fine-tuned model; evaluate scores a task's "
-                        f"head (fine-tune it first: seq2bert finetune --init {args.checkpoint} …)")  # fmt: skip
+        raise UserError(
+            f"{args.checkpoint}: a {architecture}, not a fine-tuned model; evaluate scores a task's "
+            f"head (fine-tune it first: seq2bert finetune --init {args.checkpoint} …)"
+        )
     data = None
     if args.task or args.data:
         if not (args.task and args.data):
@@ -146,9 +153,16 @@ def cmd_qa(args: argparse.Namespace) -> int:
         context = Path(args.context_file).read_text(encoding="utf-8")
     if not context:
         raise UserError("qa: give --context TEXT or --context-file FILE")
-    result = answer(args.question, context, model, handle_impossible_answer=args.allow_no_answer,
-                    max_seq_length=args.max_seq_length, doc_stride=args.doc_stride,
-                    max_answer_length=args.max_answer_length, int8=args.int8)  # fmt: skip
+    result = answer(
+        args.question,
+        context,
+        model,
+        handle_impossible_answer=args.allow_no_answer,
+        max_seq_length=args.max_seq_length,
+        doc_stride=args.doc_stride,
+        max_answer_length=args.max_answer_length,
+        int8=args.int8,
+    )
     print(f"{result['answer'] or '(no answer)'}\t{result['score']:.4f}\t{result['start']}-{result['end']}")
     return 0
 
@@ -175,8 +189,14 @@ def cmd_embed(args: argparse.Namespace) -> int:
         vectors = word_vectors(texts, args.word, model=args.model, layer=args.layer)
         vectors = torch_normalize(vectors) if args.normalize else vectors
     else:
-        vectors = embed(texts, model=args.model, normalize=args.normalize, layer=args.layer, int8=args.int8,
-                        bf16=BF16[args.bf16])  # fmt: skip
+        vectors = embed(
+            texts,
+            model=args.model,
+            normalize=args.normalize,
+            layer=args.layer,
+            int8=args.int8,
+            bf16=BF16[args.bf16],
+        )
     if args.out:
         import numpy as np
 
@@ -220,8 +240,12 @@ def torch_normalize(v):
 
 
 def add_int8_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--int8", action="store_true", help="run with the Linear layers dynamically quantised to int8 "
-                   "(CPU; an int8 directory of `seq2bert quantize` is int8 already)")  # fmt: skip
+    p.add_argument(
+        "--int8",
+        action="store_true",
+        help="run with the Linear layers dynamically quantised to int8 "
+        "(CPU; an int8 directory of `seq2bert quantize` is int8 already)",
+    )
 
 
 def register(sub) -> None:
@@ -242,8 +266,14 @@ def register(sub) -> None:
     )
     p.add_argument("files", nargs="*", help="text files, or folders of *.txt files")
     p.add_argument("--config", metavar="FILE", help="a YAML or JSON pretraining configuration")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="override one config key, e.g. --set model.num_hidden_layers=4 (repeatable)")  # fmt: skip
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override one config key, e.g. --set model.num_hidden_layers=4 (repeatable)",
+    )
     p.add_argument("--out", required=True, help="run directory")
     p.add_argument("--resume", action="store_true", help="continue from the last checkpoint in --out")
     p.set_defaults(func=cmd_pretrain)
@@ -272,16 +302,30 @@ def register(sub) -> None:
     p.add_argument("--init", help="the BERT or GPT directory to start from (sets init)")
     p.add_argument("--data", metavar="DIR", help="the task's data folder (sets data.path)")
     p.add_argument("--random-init", action="store_true", help="the checkpoint's architecture, fresh weights")
-    p.add_argument("--model", metavar="TYPE", help="in place of --init: a family trained from random weights "
-                   "with a tokenizer trained on the task (bilstm: the pre-Transformer baseline; sets model)")  # fmt: skip
-    p.add_argument("--features", metavar="DIR", help="with --model: a frozen encoder (ELMo, BERT) whose layers "
-                   "the model reads beside its embeddings (sets features.path; features.layers=mix|last|"
-                   "sum_last_four)")  # fmt: skip
+    p.add_argument(
+        "--model",
+        metavar="TYPE",
+        help="in place of --init: a family trained from random weights "
+        "with a tokenizer trained on the task (bilstm: the pre-Transformer baseline; sets model)",
+    )
+    p.add_argument(
+        "--features",
+        metavar="DIR",
+        help="with --model: a frozen encoder (ELMo, BERT) whose layers "
+        "the model reads beside its embeddings (sets features.path; features.layers=mix|last|"
+        "sum_last_four)",
+    )
     p.add_argument("--out", required=True, help="run directory")
     p.add_argument("--resume", action="store_true", help="continue a killed run from its last checkpoint")
     p.add_argument("--config", metavar="FILE", help="a YAML or JSON fine-tuning configuration")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="override one config key, e.g. --set train.lr=3e-5 --set data.batch_size=16")  # fmt: skip
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override one config key, e.g. --set train.lr=3e-5 --set data.batch_size=16",
+    )
     p.set_defaults(func=cmd_finetune)
 
     p = sub.add_parser("classify", help="label texts with a fine-tuned sequence classifier")
@@ -313,8 +357,11 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_qa)
 
     p = sub.add_parser("fill-mask", help="the most probable tokens for [MASK] (a directory with an MLM head)")
-    p.add_argument("model", help="a directory with a masked-LM head: BERT, RoBERTa, ALBERT, SpanBERT (…ForMaskedLM "
-                   "/ …ForPreTraining); of an ELECTRA run, its generator (found in best/generator)")  # fmt: skip
+    p.add_argument(
+        "model",
+        help="a directory with a masked-LM head: BERT, RoBERTa, ALBERT, SpanBERT (…ForMaskedLM "
+        "/ …ForPreTraining); of an ELECTRA run, its generator (found in best/generator)",
+    )
     p.add_argument(
         "text", help='a text with the mask token, e.g. "Paris is the [MASK] of France." (RoBERTa: <mask>)'
     )
@@ -335,9 +382,13 @@ def register(sub) -> None:
         help="L2-normalise the vectors (default: as the directory's modules.json says)",
     )
     p.add_argument("--word", help="the contextual vector of this word in each text instead of the sentence's")
-    p.add_argument("--layer", type=layer_arg, metavar="N|mean",
-                   help="the layer read: an index (0: the embeddings, ELMo's character-CNN layer; -1: the last) "
-                   "or mean (all layers averaged); default: the last, and for ELMo the mean")  # fmt: skip
+    p.add_argument(
+        "--layer",
+        type=layer_arg,
+        metavar="N|mean",
+        help="the layer read: an index (0: the embeddings, ELMo's character-CNN layer; -1: the last) "
+        "or mean (all layers averaged); default: the last, and for ELMo the mean",
+    )
     p.add_argument("--out", help="save the (n, hidden) vectors as a .npy file")
     p.add_argument("--plot", metavar="PNG", help="draw the cosine-similarity matrix of the texts")
     add_int8_arg(p)

@@ -59,9 +59,15 @@ def cmd_sample(args: argparse.Namespace) -> int:
     ids = tok.ids_batch([args.prompt])[0] if args.prompt else []
     prompt = torch.tensor([ids or [model.config.eos_token_id]])
     for i in range(args.n):
-        out = model.generate(prompt, max_new_tokens=args.max_new_tokens, do_sample=args.temperature > 0,
-                             temperature=args.temperature or 1.0, top_k=args.top_k, top_p=args.top_p,
-                             seed=None if args.seed is None else args.seed + i)  # fmt: skip
+        out = model.generate(
+            prompt,
+            max_new_tokens=args.max_new_tokens,
+            do_sample=args.temperature > 0,
+            temperature=args.temperature or 1.0,
+            top_k=args.top_k,
+            top_p=args.top_p,
+            seed=None if args.seed is None else args.seed + i,
+        )
         print(tok.decode(out[0].tolist()))
     return 0
 
@@ -76,11 +82,21 @@ def cmd_generate(args: argparse.Namespace) -> int:
     prompts = args.text or [stdin_text().removesuffix("\n")]
     # --stop '\n': backslash escapes read as Python reads them in a string
     stops = [s.encode("latin-1", "backslashreplace").decode("unicode_escape") for s in args.stop]
-    settings = dict(max_new_tokens=args.max_new_tokens, do_sample=args.do_sample, temperature=args.temperature,
-                    top_k=args.top_k, top_p=args.top_p, num_beams=args.num_beams,
-                    repetition_penalty=args.repetition_penalty, no_repeat_ngram_size=args.no_repeat_ngram_size,
-                    min_new_tokens=args.min_new_tokens, stop=stops or None, seed=args.seed,
-                    batch_size=args.batch_size, bf16=BF16[args.bf16])  # fmt: skip
+    settings = dict(
+        max_new_tokens=args.max_new_tokens,
+        do_sample=args.do_sample,
+        temperature=args.temperature,
+        top_k=args.top_k,
+        top_p=args.top_p,
+        num_beams=args.num_beams,
+        repetition_penalty=args.repetition_penalty,
+        no_repeat_ngram_size=args.no_repeat_ngram_size,
+        min_new_tokens=args.min_new_tokens,
+        stop=stops or None,
+        seed=args.seed,
+        batch_size=args.batch_size,
+        bf16=BF16[args.bf16],
+    )
     if len(prompts) == 1 and args.num_beams == 1:  # streamed: each piece printed as it is generated
 
         def show(piece: str) -> None:
@@ -139,8 +155,14 @@ def register(sub) -> None:
         "--valid", nargs="*", help="held-out text files (default: data.valid_fraction of the documents)"
     )
     p.add_argument("--config", metavar="FILE", help="a YAML or JSON configuration")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="override one config key, e.g. --set model.cell=gru (repeatable)")  # fmt: skip
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override one config key, e.g. --set model.cell=gru (repeatable)",
+    )
     p.add_argument("--out", required=True, help="run directory")
     p.add_argument("--resume", action="store_true", help="continue from the last checkpoint in --out")
     p.set_defaults(func=cmd_train_lm)
@@ -182,14 +204,24 @@ def register(sub) -> None:
         "--top-p", type=float, default=1.0, metavar="P", help="with --do-sample: the nucleus, (0, 1]"
     )
     p.add_argument("--num-beams", type=int, default=1, metavar="B", help="beam search (default 1: greedy)")
-    p.add_argument("--repetition-penalty", type=float, default=1.0, metavar="R",
-                   help="CTRL's penalty on tokens already in the text, > 0 (1: none; 1.2 is common)")  # fmt: skip
+    p.add_argument(
+        "--repetition-penalty",
+        type=float,
+        default=1.0,
+        metavar="R",
+        help="CTRL's penalty on tokens already in the text, > 0 (1: none; 1.2 is common)",
+    )
     p.add_argument(
         "--no-repeat-ngram-size", type=int, default=0, metavar="N", help="no n-gram twice (0: off)"
     )
     p.add_argument("--min-new-tokens", type=int, default=0, metavar="N", help="no end token before N tokens")
-    p.add_argument("--stop", action="append", default=[], metavar="STR",
-                   help="stop a text when it comes to contain STR (kept; escapes such as \\n read; repeatable)")  # fmt: skip
+    p.add_argument(
+        "--stop",
+        action="append",
+        default=[],
+        metavar="STR",
+        help="stop a text when it comes to contain STR (kept; escapes such as \\n read; repeatable)",
+    )
     p.add_argument("--seed", type=int, help="repeatable samples")
     p.add_argument("--batch-size", type=int, default=16, help="prompts decoded together (left-padded)")
     add_bf16_arg(p)

@@ -11,9 +11,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from seq2bert.serve import run
     from seq2bert.serve.app import Settings
 
-    settings = Settings(max_batch_size=args.max_batch_size, max_wait_ms=args.max_wait_ms, max_queue=args.max_queue,
-                        timeout=args.timeout, max_body_bytes=args.max_body_bytes, max_text_chars=args.max_text_chars,
-                        max_items=args.max_items)  # fmt: skip
+    settings = Settings(
+        max_batch_size=args.max_batch_size,
+        max_wait_ms=args.max_wait_ms,
+        max_queue=args.max_queue,
+        timeout=args.timeout,
+        max_body_bytes=args.max_body_bytes,
+        max_text_chars=args.max_text_chars,
+        max_items=args.max_items,
+    )
     for name in ("max_batch_size", "max_queue", "max_body_bytes", "max_text_chars", "max_items"):
         if getattr(settings, name) < 1:
             raise UserError(f"--{name.replace('_', '-')}: at least 1, got {getattr(settings, name)}")

@@ -39,16 +39,32 @@ def cmd_distill(args: argparse.Namespace) -> int:
     return 0
 
 
-CORPUS_COLUMNS = [("method", "method"), ("layers", "layers"), ("hidden_size", "width"), ("params", "params"),
-                  ("teacher_params", "teacher params"), ("steps", "steps"), ("train_seconds", "train time"),
-                  ("tokens_per_s", "tokens/s"), ("valid_loss", "held-out loss"), ("valid_mlm_accuracy", "MLM acc %")]  # fmt: skip
+CORPUS_COLUMNS = [
+    ("method", "method"),
+    ("layers", "layers"),
+    ("hidden_size", "width"),
+    ("params", "params"),
+    ("teacher_params", "teacher params"),
+    ("steps", "steps"),
+    ("train_seconds", "train time"),
+    ("tokens_per_s", "tokens/s"),
+    ("valid_loss", "held-out loss"),
+    ("valid_mlm_accuracy", "MLM acc %"),
+]
 
 
 def distill_columns(row: dict) -> list[tuple[str, str]]:
     """The student (method, size), its dev metrics, the teacher's, and the share of the teacher's kept."""
-    head = [("task", "task"), ("method", "method"), ("layers", "layers"), ("hidden_size", "width"),
-            ("params", "params"), ("teacher_params", "teacher params"), ("train_seconds", "train time"),
-            ("best_step", "best step")]  # fmt: skip
+    head = [
+        ("task", "task"),
+        ("method", "method"),
+        ("layers", "layers"),
+        ("hidden_size", "width"),
+        ("params", "params"),
+        ("teacher_params", "teacher params"),
+        ("train_seconds", "train time"),
+        ("best_step", "best step"),
+    ]
     dev = [(k, "dev " + k[4:].replace("_", " ")) for k in row if k.startswith("dev_")]
     teacher = [(k, "teacher " + k[12:].replace("_", " ")) for k in row if k.startswith("teacher_dev_")]
     return head + dev + teacher + [("of_teacher", "% of teacher")]
@@ -106,19 +122,33 @@ def register(sub) -> None:
     p.add_argument("--teacher", help="the fine-tuned teacher's directory (sets teacher)")
     p.add_argument("--task", help="the task (sets data.task): a GLUE task, conll2003, squad, …")
     p.add_argument("--data", metavar="DIR", help="the task's data folder (sets data.path)")
-    p.add_argument("--corpus", nargs="+", metavar="FILE", help="in place of --task: general distillation from a "
-                   "pretrained teacher on text files or folders (sets corpus.files)")  # fmt: skip
+    p.add_argument(
+        "--corpus",
+        nargs="+",
+        metavar="FILE",
+        help="in place of --task: general distillation from a "
+        "pretrained teacher on text files or folders (sets corpus.files)",
+    )
     p.add_argument("--out", required=True, help="run directory")
     p.add_argument("--resume", action="store_true", help="continue a killed run from its last checkpoint")
     p.add_argument("--config", metavar="FILE", help="a YAML or JSON distillation configuration")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="override one config key, e.g. --set student.num_hidden_layers=3 --set loss.temperature=4")  # fmt: skip
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override one config key, e.g. --set student.num_hidden_layers=3 --set loss.temperature=4",
+    )
     p.set_defaults(func=cmd_distill)
 
-    p = sub.add_parser("quantize", help="a directory with its Linear layers dynamically quantised to int8 (CPU)",
-                       description="Quantise every Linear layer of a model to int8 (per-channel weights, activations "
-                       "quantised per batch: torch.ao dynamic quantisation) and write it as an int8 directory, "
-                       "which every command and pipeline loads (on the CPU).")  # fmt: skip
+    p = sub.add_parser(
+        "quantize",
+        help="a directory with its Linear layers dynamically quantised to int8 (CPU)",
+        description="Quantise every Linear layer of a model to int8 (per-channel weights, activations "
+        "quantised per batch: torch.ao dynamic quantisation) and write it as an int8 directory, "
+        "which every command and pipeline loads (on the CPU).",
+    )
     p.add_argument(
         "model", help="a checkpoint directory (a BERT-family task model, a Transformer translation run, …)"
     )
@@ -128,9 +158,12 @@ def register(sub) -> None:
     )
     p.set_defaults(func=cmd_quantize)
 
-    p = sub.add_parser("export", help="a BERT-family task model or encoder as ONNX, checked with ONNX Runtime",
-                       description="Export to ONNX (dynamic batch and sequence axes) and check ONNX Runtime's "
-                       "outputs against ours on padded batches (max |diff| <= 1e-4). Needs the extra onnx.")  # fmt: skip
+    p = sub.add_parser(
+        "export",
+        help="a BERT-family task model or encoder as ONNX, checked with ONNX Runtime",
+        description="Export to ONNX (dynamic batch and sequence axes) and check ONNX Runtime's "
+        "outputs against ours on padded batches (max |diff| <= 1e-4). Needs the extra onnx.",
+    )
     p.add_argument(
         "model", help="a task model (sequence, token classification, span QA) or an encoder directory"
     )

@@ -39,8 +39,15 @@ def cmd_tour(args: argparse.Namespace) -> int:
         raise UserError(f"--budget must be > 0, got {args.budget}")
     bf16 = BF16[args.bf16]
     models = args.models.split(",") if args.models else None
-    result = run_tour(args.out, budget=args.budget, seed=args.seed, data=data, bf16=bf16, models=models,
-                      overrides=tuple(args.overrides))  # fmt: skip
+    result = run_tour(
+        args.out,
+        budget=args.budget,
+        seed=args.seed,
+        data=data,
+        bf16=bf16,
+        models=models,
+        overrides=tuple(args.overrides),
+    )
     print(format_tour(result))
     return 0
 
@@ -151,8 +158,13 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     with inference_precision(model, BF16[args.bf16], kept=True) as net:  # the copy translate runs
         result = evaluate((net, tok, run), pairs, decoding=decoding, by_length=args.by_length)
         weight = next(net.parameters())
-        precision = ("int8" if args.int8 else "bf16 autocast" if torch.is_autocast_enabled(weight.device.type)
-                     else str(weight.dtype).removeprefix("torch."))  # fmt: skip
+        precision = (
+            "int8"
+            if args.int8
+            else "bf16 autocast"
+            if torch.is_autocast_enabled(weight.device.type)
+            else str(weight.dtype).removeprefix("torch.")
+        )
     buckets = result.pop("bleu_by_length", None)
     search = "greedy" if decoding.num_beams == 1 else f"beam {decoding.num_beams}"
     print(format_metrics(result, title=f"{args.checkpoint} on {label} ({search}, {precision})"))
@@ -194,8 +206,13 @@ def cmd_translate(args: argparse.Namespace) -> int:
         for i, text in enumerate(texts):
             try:  # in the precision translate decodes in (bf16 where native: the model's bf16-weights copy)
                 with inference_precision(model, BF16[args.bf16], kept=True) as net:
-                    a = align(net, text, tokenizer=tok, decoding=decoding_of(args),
-                              max_source_length=args.max_source_length)  # fmt: skip
+                    a = align(
+                        net,
+                        text,
+                        tokenizer=tok,
+                        decoding=decoding_of(args),
+                        max_source_length=args.max_source_length,
+                    )
             except ValueError as e:
                 raise UserError(f"{args.checkpoint}: {e}") from None
             png = out if len(texts) == 1 else out.with_name(f"{out.stem}-{i + 1}{out.suffix}")
@@ -203,8 +220,15 @@ def cmd_translate(args: argparse.Namespace) -> int:
                 f"{a.translation}\t{plot_alignment(a.source_tokens, a.target_tokens, a.weights, png, title=a.translation)}"
             )
         return 0
-    for line in translate(args.checkpoint, texts, batch_size=args.batch_size, decoding=decoding_of(args),
-                          int8=args.int8, bf16=BF16[args.bf16], max_source_length=args.max_source_length):  # fmt: skip
+    for line in translate(
+        args.checkpoint,
+        texts,
+        batch_size=args.batch_size,
+        decoding=decoding_of(args),
+        int8=args.int8,
+        bf16=BF16[args.bf16],
+        max_source_length=args.max_source_length,
+    ):
         print(line)
     return 0
 
@@ -263,13 +287,27 @@ def register(sub) -> None:
     p.add_argument("--out", default="runs/tour", help="folder of the runs and plots (default: runs/tour)")
     p.add_argument("--budget", type=float, default=1.0, help="scale the steps of every model (default: 1)")
     p.add_argument("--seed", type=int, default=0, help="training seed (default: 0)")
-    p.add_argument("--bf16", choices=("auto", "true", "false"), default="auto",
-                   help="train.bf16 of every model (default: auto, bf16 autocast where the CPU computes it natively)")  # fmt: skip
-    p.add_argument("--models", metavar="A,B", help="train only these models (default: all): "
-                   "seq2seq, seq2seq-reversed, cho, bahdanau, luong, transformer")  # fmt: skip
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="override one config key of every run, e.g. --set train.scheduled_sampling.schedule="
-                   "inverse_sigmoid (repeatable)")  # fmt: skip
+    p.add_argument(
+        "--bf16",
+        choices=("auto", "true", "false"),
+        default="auto",
+        help="train.bf16 of every model (default: auto, bf16 autocast where the CPU computes it natively)",
+    )
+    p.add_argument(
+        "--models",
+        metavar="A,B",
+        help="train only these models (default: all): "
+        "seq2seq, seq2seq-reversed, cho, bahdanau, luong, transformer",
+    )
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override one config key of every run, e.g. --set train.scheduled_sampling.schedule="
+        "inverse_sigmoid (repeatable)",
+    )
     add_data_dir_args(p)
     p.set_defaults(func=cmd_tour)
 
@@ -352,11 +390,18 @@ def register(sub) -> None:
     )
     p.add_argument("--out", help="fine-tuned BERT: write the dev predictions to this JSONL file")
     add_decoding_args(p)
-    p.add_argument("--int8", action="store_true",
-                   help="translation: score the model with its Linear layers dynamically quantised to int8 (CPU)")  # fmt: skip
-    p.add_argument("--bf16", choices=tuple(BF16), default="false",
-                   help="translation: score in bf16 as seq2bert translate decodes by default (a bf16-weights copy; "
-                   "default: false, fp32, the precision results.json reports; auto: where native)")  # fmt: skip
+    p.add_argument(
+        "--int8",
+        action="store_true",
+        help="translation: score the model with its Linear layers dynamically quantised to int8 (CPU)",
+    )
+    p.add_argument(
+        "--bf16",
+        choices=tuple(BF16),
+        default="false",
+        help="translation: score in bf16 as seq2bert translate decodes by default (a bf16-weights copy; "
+        "default: false, fp32, the precision results.json reports; auto: where native)",
+    )
     p.set_defaults(func=cmd_evaluate)
 
     p = sub.add_parser(
@@ -368,12 +413,20 @@ def register(sub) -> None:
     p.add_argument("text", nargs="*", help="texts to translate (default: read lines from --input or stdin)")
     p.add_argument("--input", help="file with one source sentence per line")
     p.add_argument("--batch-size", type=int, default=64)
-    p.add_argument("--show-alignment", nargs="?", const="alignment.png", metavar="PNG",
-                   help="also draw each translation's attention alignment (default alignment.png; -N per text)")  # fmt: skip
+    p.add_argument(
+        "--show-alignment",
+        nargs="?",
+        const="alignment.png",
+        metavar="PNG",
+        help="also draw each translation's attention alignment (default alignment.png; -N per text)",
+    )
     add_decoding_args(p)
     add_source_length_arg(p)
-    p.add_argument("--int8", action="store_true", help="decode with the Linear layers dynamically quantised to "
-                   "int8 (CPU)")  # fmt: skip
+    p.add_argument(
+        "--int8",
+        action="store_true",
+        help="decode with the Linear layers dynamically quantised to int8 (CPU)",
+    )
     add_bf16_arg(p)
     p.set_defaults(func=cmd_translate)
 

@@ -58,8 +58,9 @@ def augment_words(words: list[str], candidates: Candidates, p: float, rng: np.ra
     return out
 
 
-def augment_examples(examples: list[TextExample], cfg: AugmentConfig, candidates: Candidates, seed: int,
-                     progress: bool = False) -> list[TextExample]:  # fmt: skip
+def augment_examples(
+    examples: list[TextExample], cfg: AugmentConfig, candidates: Candidates, seed: int, progress: bool = False
+) -> list[TextExample]:
     """The examples followed by ``cfg.copies`` augmented copies of each (ids ``<id>-aug<n>``), in a seeded,
     reproducible draw."""
     rng = np.random.default_rng(seed)

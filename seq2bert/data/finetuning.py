@@ -108,8 +108,15 @@ def encode_tagged(
                 )  # unknown tag: untrained
                 starts.append(w if first else -1)
                 previous = w
-            out.append({"input_ids": enc.ids, "token_type_ids": enc.type_ids, "labels": labels,
-                        "word_ids": starts, "num_words": len(s.words)})  # fmt: skip
+            out.append(
+                {
+                    "input_ids": enc.ids,
+                    "token_type_ids": enc.type_ids,
+                    "labels": labels,
+                    "word_ids": starts,
+                    "num_words": len(s.words),
+                }
+            )
             if words:
                 kept = 1 + max((w for w in enc.word_ids if w is not None), default=-1)
                 out[-1]["words"] = [list(s.words[:kept])]
@@ -155,8 +162,10 @@ def collate(features: Sequence[Feature], pad_token_id: int) -> dict[str, torch.T
         flat = [c for f in features for c in f["input_ids"]]
         ids, mask = pad_sequences(flat, pad_token_id)  # (B·C, T)
         types, _ = pad_sequences([c for f in features for c in f["token_type_ids"]], 0)
-        batch = {k: v.view(len(features), C, -1) for k, v in
-                 (("input_ids", ids), ("attention_mask", mask.long()), ("token_type_ids", types))}  # fmt: skip
+        batch = {
+            k: v.view(len(features), C, -1)
+            for k, v in (("input_ids", ids), ("attention_mask", mask.long()), ("token_type_ids", types))
+        }
     else:
         ids, mask = pad_sequences([f["input_ids"] for f in features], pad_token_id)  # (B, T)
         types, _ = pad_sequences([f["token_type_ids"] for f in features], 0)

@@ -79,8 +79,12 @@ def train(
         # (huggingface/tokenizers#1794): a first pass without merges finds them all, and the real one is given
         # them, sorted, so that the same text always learns the same merges (``_renumbered`` then orders ids).
         probe = pipeline(kind, {}, [], with_special=False)
-        probe.train_from_iterator(_without(special, texts()), trainer=trainers.BpeTrainer(
-            vocab_size=1, special_tokens=[UNK], end_of_word_suffix=SUFFIX, show_progress=False))  # fmt: skip
+        probe.train_from_iterator(
+            _without(special, texts()),
+            trainer=trainers.BpeTrainer(
+                vocab_size=1, special_tokens=[UNK], end_of_word_suffix=SUFFIX, show_progress=False
+            ),
+        )
         finals = sorted(t for t in probe.get_vocab() if t.endswith(SUFFIX))
         trainer = trainers.BpeTrainer(
             vocab_size=vocab_size,

@@ -135,12 +135,20 @@ def encode_task(examples: Sequence, tok: Tokenizer, shape: str, max_length: int)
         answers = tok.ids_batch([f"{e.start} {ending}".strip() for e in examples for ending in e.endings])
         out, i = [], 0
         for e, context in zip(examples, contexts, strict=True):
-            out.append({"input_ids": [transform(shape, t, context, answers[i + k], max_length)
-                                      for k in range(len(e.endings))]})  # fmt: skip
+            out.append(
+                {
+                    "input_ids": [
+                        transform(shape, t, context, answers[i + k], max_length)
+                        for k in range(len(e.endings))
+                    ]
+                }
+            )
             i += len(e.endings)
     else:
-        texts = [e.text_a if e.text_b is None or shape == "classification" else (e.text_a, e.text_b)
-                 for e in examples]  # fmt: skip
+        texts = [
+            e.text_a if e.text_b is None or shape == "classification" else (e.text_a, e.text_b)
+            for e in examples
+        ]
         out = [{"input_ids": ids} for ids in encode_texts(texts, tok, shape, max_length)]
     for feature, e in zip(out, examples, strict=True):
         if e.label is not None:

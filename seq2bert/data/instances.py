@@ -46,8 +46,15 @@ from seq2bert.errors import DataError
 SENTENCE_TASKS = ("nsp", "sop", "none", "full_sentences")
 
 
-def instance_table(corpus, documents: np.ndarray, *, max_seq_length: int, short_seq_prob: float, seed: int,
-                   sentence_task: str = "nsp") -> np.ndarray:  # fmt: skip
+def instance_table(
+    corpus,
+    documents: np.ndarray,
+    *,
+    max_seq_length: int,
+    short_seq_prob: float,
+    seed: int,
+    sentence_task: str = "nsp",
+) -> np.ndarray:
     """The instances over ``documents`` (ids) of ``corpus`` (a data.pretraining.Corpus: ``doc_sentences``,
     ``lengths``) for ``sentence_task``, one row each (module docstring). Random B segments (NSP) come from
     other documents of the same set."""
@@ -87,8 +94,18 @@ def instance_table(corpus, documents: np.ndarray, *, max_seq_length: int, short_
     return np.frombuffer(rows, dtype=np.dtype(rows.typecode)).reshape(-1, 5)
 
 
-def next_sentence_rows(rows: array, corpus, documents, d: int, chunk_start: int, i: int, target: int,
-                       lens: list[int], first: int, rng: np.random.Generator) -> int:  # fmt: skip
+def next_sentence_rows(
+    rows: array,
+    corpus,
+    documents,
+    d: int,
+    chunk_start: int,
+    i: int,
+    target: int,
+    lens: list[int],
+    first: int,
+    rng: np.random.Generator,
+) -> int:
     """BERT's NSP instance of the chunk chunk_start … i of document d (appended to ``rows``); returns the last
     sentence used, i or earlier when a random B sent the rest of the chunk back to the pool."""
     starts, lengths = corpus.doc_sentences, corpus.lengths

@@ -155,8 +155,17 @@ class BiStreamBatches:
     data/characters.py), so a word outside the softmax's ``vocab_size`` words is still read by its
     spelling; as a target it is [UNK] (``unk_token_id``)."""
 
-    def __init__(self, stream: TokenStream, batch_size: int, bptt: int, *, char_table: np.ndarray,
-                 vocab_size: int, unk_token_id: int, source: str = "text"):  # fmt: skip
+    def __init__(
+        self,
+        stream: TokenStream,
+        batch_size: int,
+        bptt: int,
+        *,
+        char_table: np.ndarray,
+        vocab_size: int,
+        unk_token_id: int,
+        source: str = "text",
+    ):
         self.forward = StreamBatches(stream, batch_size, bptt, source=source)
         self.backward = StreamBatches(ReversedStream(stream), batch_size, bptt, source=source)
         self.char_table = torch.from_numpy(char_table)  # int16: 100 bytes a word
@@ -185,8 +194,18 @@ class Blocks:
     share when distributed), ``collate(indices)`` input_ids, attention_mask and labels (B, T) — the labels are
     the inputs, −100 on the padding of a short last block (the model shifts them)."""
 
-    def __init__(self, stream: TokenStream, length: int, batch_size: int, *, seed: int = 0, shuffle: bool = True,
-                 rank: int = 0, world: int = 1, source: str = "text"):  # fmt: skip
+    def __init__(
+        self,
+        stream: TokenStream,
+        length: int,
+        batch_size: int,
+        *,
+        seed: int = 0,
+        shuffle: bool = True,
+        rank: int = 0,
+        world: int = 1,
+        source: str = "text",
+    ):
         if len(stream) < 2:
             raise DataError(f"{source}: {len(stream)} token(s), too few for a block of text")
         self.stream, self.length, self.batch_size = stream, length, batch_size

@@ -84,10 +84,15 @@ class MaskingConfig:
             raise ConfigError(
                 f"masking strategy: expected one of {', '.join(STRATEGIES)}, got {self.strategy!r}"
             )
-        if not (0.0 <= self.mask_fraction and 0.0 <= self.random_fraction
-                and self.mask_fraction + self.random_fraction <= 1.0):  # fmt: skip
-            raise ConfigError(f"mask_fraction, random_fraction: must be >= 0 with a sum <= 1, got "
-                              f"{self.mask_fraction}, {self.random_fraction}")  # fmt: skip
+        if not (
+            0.0 <= self.mask_fraction
+            and 0.0 <= self.random_fraction
+            and self.mask_fraction + self.random_fraction <= 1.0
+        ):
+            raise ConfigError(
+                f"mask_fraction, random_fraction: must be >= 0 with a sum <= 1, got "
+                f"{self.mask_fraction}, {self.random_fraction}"
+            )
         check_units(
             self.span_p, self.span_max_words, self.ngram_max, (self.knowledge_level, *self.knowledge_schedule)
         )
@@ -178,8 +183,9 @@ def harmonic_lengths(max_n: int) -> np.ndarray:
     return inverse / inverse.sum()
 
 
-def word_spans(tokens, special, cfg: MaskingConfig, rng: np.random.Generator, is_continuation,
-               length_probs: np.ndarray) -> list[list[int]]:  # fmt: skip
+def word_spans(
+    tokens, special, cfg: MaskingConfig, rng: np.random.Generator, is_continuation, length_probs: np.ndarray
+) -> list[list[int]]:
     """Spans of whole words until the budget is spent: sample a length ℓ (in words) from ``length_probs``,
     then a start uniformly among the words where ℓ consecutive words of one segment are still free (a span
     never crosses [SEP], nor another span); if no start fits, the longest length that fits. A span that
@@ -335,9 +341,14 @@ STRATEGIES: dict[str, Strategy] = {
 WHOLE_UNIT = frozenset({"span", "ngram", "knowledge"})  # 80/10/10 decided once per group
 
 
-def mask_tokens(tokens: list[int], special, cfg: MaskingConfig, rng: np.random.Generator,
-                is_continuation: Callable[[int], bool] | None = None,
-                spans: list[tuple[int, int]] | None = None) -> tuple[list[int], list[int]]:  # fmt: skip
+def mask_tokens(
+    tokens: list[int],
+    special,
+    cfg: MaskingConfig,
+    rng: np.random.Generator,
+    is_continuation: Callable[[int], bool] | None = None,
+    spans: list[tuple[int, int]] | None = None,
+) -> tuple[list[int], list[int]]:
     """Task #1 on one sequence: tokens (T,) ids, special (T,) bool ([CLS], [SEP]: never chosen). Returns
     (inputs, labels): inputs with 80 % of the chosen positions (or units) [MASK], 10 % random tokens, 10 %
     unchanged (``mask_fraction``, ``random_fraction``); labels the original token at the chosen positions, IGNORE_INDEX elsewhere. ``spans``: a list
@@ -374,8 +385,13 @@ def runs(group: list[int]) -> list[tuple[int, int]]:
     return out
 
 
-def choose(tokens: list[int], special, cfg: MaskingConfig, rng: np.random.Generator,
-           is_continuation: Callable[[int], bool] | None = None) -> list[list[int]]:  # fmt: skip
+def choose(
+    tokens: list[int],
+    special,
+    cfg: MaskingConfig,
+    rng: np.random.Generator,
+    is_continuation: Callable[[int], bool] | None = None,
+) -> list[list[int]]:
     """The groups of positions to predict: the strategy's groups, in its order, while they fit the budget."""
     groups = STRATEGIES[cfg.strategy](tokens, special, cfg, rng, is_continuation)
     n_predict, chosen, out = budget(special, cfg), 0, []

@@ -48,8 +48,15 @@ def merge(units: list[Unit], phrases: set[tuple[Unit, Unit]]) -> list[Unit]:
     return out
 
 
-def collocations(sentences: Iterable[list[int]], is_continuation: Callable[[int], bool], *, top: int,
-                 passes: int = 2, min_count: int = 5, delta: float = 5.0) -> list[Unit]:  # fmt: skip
+def collocations(
+    sentences: Iterable[list[int]],
+    is_continuation: Callable[[int], bool],
+    *,
+    top: int,
+    passes: int = 2,
+    min_count: int = 5,
+    delta: float = 5.0,
+) -> list[Unit]:
     """The ``top`` phrases of ``sentences`` (lists of token ids) by the score above, each the token ids of
     two or more whole words: a pass keeps the ``top`` best-scored pairs seen at least ``min_count`` times,
     the next pass scores pairs of the units merged so far (``passes`` passes: phrases of up to 2^passes

@@ -245,8 +245,14 @@ def prepare_corpus(
 
     def write(tmp: Path) -> None:
         writer = ShardWriter(tmp, dtype, shard_tokens)
-        bar = tqdm(total=sum(p.stat().st_size for p in paths), unit="B", unit_scale=True, desc="tokenizing",
-                   disable=not progress, mininterval=1.0)  # fmt: skip
+        bar = tqdm(
+            total=sum(p.stat().st_size for p in paths),
+            unit="B",
+            unit_scale=True,
+            desc="tokenizing",
+            disable=not progress,
+            mininterval=1.0,
+        )
         done_bytes = 0
 
         def tokenized(batch: list[str | None]) -> tuple[list[str | None], list[list[int]]]:
@@ -458,10 +464,24 @@ class PretrainingData:
     epoch) and ``collate(indices)`` (tensors for BertForPreTraining: the pairs of ``sentence_task`` labelled
     ``label_key`` — ``sentence_order_label`` for AlbertForPreTraining)."""
 
-    def __init__(self, corpus: Corpus, documents: np.ndarray, cfg: MaskingConfig, *, batch_size: int,
-                 short_seq_prob: float = 0.1, masking: str = "static", dupe_factor: int = 10, seed: int = 0,
-                 shuffle: bool = True, rank: int = 0, world: int = 1, sentence_task: str = "nsp",
-                 label_key: str = "next_sentence_label", span_boundaries: bool = False):  # fmt: skip
+    def __init__(
+        self,
+        corpus: Corpus,
+        documents: np.ndarray,
+        cfg: MaskingConfig,
+        *,
+        batch_size: int,
+        short_seq_prob: float = 0.1,
+        masking: str = "static",
+        dupe_factor: int = 10,
+        seed: int = 0,
+        shuffle: bool = True,
+        rank: int = 0,
+        world: int = 1,
+        sentence_task: str = "nsp",
+        label_key: str = "next_sentence_label",
+        span_boundaries: bool = False,
+    ):
         if masking not in ("static", "dynamic"):
             raise DataError(f"masking: expected static or dynamic, got {masking!r}")
         if sentence_task not in SENTENCE_TASKS:
@@ -488,9 +508,16 @@ class PretrainingData:
     def table(self, epoch: int) -> np.ndarray:
         key = self.pass_index(epoch)
         if key not in self._tables:
-            self._tables = {key: instance_table(self.corpus, self.documents, max_seq_length=self.cfg.max_seq_length,
-                                                short_seq_prob=self.short_seq_prob, seed=self.seed * 1000 + key,
-                                                sentence_task=self.sentence_task)}  # fmt: skip
+            self._tables = {
+                key: instance_table(
+                    self.corpus,
+                    self.documents,
+                    max_seq_length=self.cfg.max_seq_length,
+                    short_seq_prob=self.short_seq_prob,
+                    seed=self.seed * 1000 + key,
+                    sentence_task=self.sentence_task,
+                )
+            }
         return self._tables[key]
 
     def batches(self, epoch: int) -> Batches:

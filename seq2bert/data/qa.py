@@ -80,8 +80,13 @@ class PairTemplate:
         first_a, first_b = seq.index(0), seq.index(1)
         last_a, last_b = len(seq) - 1 - seq[::-1].index(0), len(seq) - 1 - seq[::-1].index(1)
         part = list(zip(enc.ids, enc.type_ids, strict=True))
-        return cls(head=part[:first_a], middle=part[last_a + 1 : first_b], tail=part[last_b + 1 :],
-                   type_a=enc.type_ids[first_a], type_b=enc.type_ids[first_b])  # fmt: skip
+        return cls(
+            head=part[:first_a],
+            middle=part[last_a + 1 : first_b],
+            tail=part[last_b + 1 :],
+            type_a=enc.type_ids[first_a],
+            type_b=enc.type_ids[first_b],
+        )
 
     @property
     def num_special(self) -> int:
@@ -90,8 +95,13 @@ class PairTemplate:
     def ids_and_types(self, a: list[int], b: list[int]) -> tuple[list[int], list[int]]:
         """The input ids and token type ids of the pair of token sequences ``a``, ``b``."""
         ids = [i for i, _ in self.head] + a + [i for i, _ in self.middle] + b + [i for i, _ in self.tail]
-        types = ([t for _, t in self.head] + [self.type_a] * len(a) + [t for _, t in self.middle]
-                 + [self.type_b] * len(b) + [t for _, t in self.tail])  # fmt: skip
+        types = (
+            [t for _, t in self.head]
+            + [self.type_a] * len(a)
+            + [t for _, t in self.middle]
+            + [self.type_b] * len(b)
+            + [t for _, t in self.tail]
+        )
         return ids, types
 
 

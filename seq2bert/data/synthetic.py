@@ -124,23 +124,60 @@ def _symbol_task(transform: Callable[[list[int]], list[int]]) -> Callable[..., l
 # The invented language pair: lexicon (source word → target stem)
 
 NOUNS = {
-    "dog": "vosko", "cat": "miru", "bird": "pelka", "horse": "tarvo", "girl": "nesha",
-    "boy": "ruko", "teacher": "zaleni", "farmer": "govaku", "doctor": "lekaro", "king": "kiroda",
-    "ball": "tupa", "car": "vazi", "house": "doma", "tree": "derva", "river": "rekka",
-    "garden": "sadi", "book": "bukte", "table": "stolu", "chair": "kresi", "window": "okena",
-}  # fmt: skip
+    "dog": "vosko",
+    "cat": "miru",
+    "bird": "pelka",
+    "horse": "tarvo",
+    "girl": "nesha",
+    "boy": "ruko",
+    "teacher": "zaleni",
+    "farmer": "govaku",
+    "doctor": "lekaro",
+    "king": "kiroda",
+    "ball": "tupa",
+    "car": "vazi",
+    "house": "doma",
+    "tree": "derva",
+    "river": "rekka",
+    "garden": "sadi",
+    "book": "bukte",
+    "table": "stolu",
+    "chair": "kresi",
+    "window": "okena",
+}
 ADJECTIVES = {
-    "big": "velki", "small": "mala", "red": "kraso", "green": "zelo", "tall": "visko",
-    "happy": "radi", "sad": "tuzho", "young": "mlodi", "quick": "brzo", "brown": "smedi",
-}  # fmt: skip
+    "big": "velki",
+    "small": "mala",
+    "red": "kraso",
+    "green": "zelo",
+    "tall": "visko",
+    "happy": "radi",
+    "sad": "tuzho",
+    "young": "mlodi",
+    "quick": "brzo",
+    "brown": "smedi",
+}
 INTRANSITIVE_VERBS = {
-    "sleep": "spav", "run": "beg", "sing": "pev", "wait": "chek",
-    "smile": "ulib", "jump": "skak", "fall": "pad",
-}  # fmt: skip
+    "sleep": "spav",
+    "run": "beg",
+    "sing": "pev",
+    "wait": "chek",
+    "smile": "ulib",
+    "jump": "skak",
+    "fall": "pad",
+}
 TRANSITIVE_VERBS = {
-    "see": "vid", "like": "lub", "chase": "gon", "find": "nahod", "help": "pomag",
-    "know": "znav", "follow": "sled", "call": "zov", "visit": "poset", "hold": "derzh",
-}  # fmt: skip
+    "see": "vid",
+    "like": "lub",
+    "chase": "gon",
+    "find": "nahod",
+    "help": "pomag",
+    "know": "znav",
+    "follow": "sled",
+    "call": "zov",
+    "visit": "poset",
+    "hold": "derzh",
+}
 NOUN_PREPOSITIONS = {"with": "kon", "without": "bez", "from": "dal"}
 VERB_PREPOSITIONS = {"in": "vnu", "on": "nad", "under": "pod", "behind": "zad", "near": "blis"}
 DETERMINERS = {True: "lo", False: "na"}  # definite → "lo", indefinite ("a", "some") → "na"

@@ -58,11 +58,19 @@ def train_with_specials(
     common = dict(min_frequency=min_frequency, show_progress=False)
     if kind == "wordpiece":
         probe = new_pipeline(kind, lowercase)
-        probe.train_from_iterator(texts(), trainer=trainers.WordPieceTrainer(
-            vocab_size=1, special_tokens=SPECIAL_TOKENS, continuing_subword_prefix="##", **common))  # fmt: skip
+        probe.train_from_iterator(
+            texts(),
+            trainer=trainers.WordPieceTrainer(
+                vocab_size=1, special_tokens=SPECIAL_TOKENS, continuing_subword_prefix="##", **common
+            ),
+        )
         pieces = sorted(t for t in probe.get_vocab() if t.startswith("##"))
-        trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS + pieces,
-                                            continuing_subword_prefix="##", **common)  # fmt: skip
+        trainer = trainers.WordPieceTrainer(
+            vocab_size=vocab_size,
+            special_tokens=SPECIAL_TOKENS + pieces,
+            continuing_subword_prefix="##",
+            **common,
+        )
     elif kind == "bpe":
         trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS, **common)
     else:

@@ -91,8 +91,14 @@ class Alignment:
 
 
 @torch.no_grad()
-def align(checkpoint_or_model, text: str, *, tokenizer=None, decoding: Decoding = GREEDY,
-          max_source_length: int | None = None) -> Alignment:  # fmt: skip
+def align(
+    checkpoint_or_model,
+    text: str,
+    *,
+    tokenizer=None,
+    decoding: Decoding = GREEDY,
+    max_source_length: int | None = None,
+) -> Alignment:
     """Translate ``text`` and return the attention weights of the translation (for plotting, Bahdanau Fig. 3).
 
     The weights come from a teacher-forced pass over the model's own translation, which gives the same
@@ -119,8 +125,10 @@ def align(checkpoint_or_model, text: str, *, tokenizer=None, decoding: Decoding 
     weights = out.attentions[0].float().cpu()
     layers = {"cross": [weights[None]]}
     if getattr(out, "encoder_attentions", None):
-        layers = {kind: [w[0].float().cpu() for w in getattr(out, f"{kind}_attentions")]
-                  for kind in ("encoder", "decoder", "cross")}  # fmt: skip
+        layers = {
+            kind: [w[0].float().cpu() for w in getattr(out, f"{kind}_attentions")]
+            for kind in ("encoder", "decoder", "cross")
+        }
     return Alignment(
         source_tokens=[tokenizer.id_to_token(i) for i in src],
         target_tokens=[tokenizer.id_to_token(i) for i in hyp] + (["[EOS]"] if ended else []),

@@ -103,8 +103,10 @@ def init_task_model(
     # A departure from Devlin et al. Sect. 5.1, who kept the left-only mask at fine-tuning ("removing it
     # introduced a pre-train/fine-tune mismatch"): here a [CLS] classifier under that mask would see [CLS] alone
     if getattr(cfg, "is_decoder", False):
-        log.info("%s: pretrained left to right (is_decoder); the task model reads it as a bidirectional encoder",
-                 path)  # fmt: skip
+        log.info(
+            "%s: pretrained left to right (is_decoder); the task model reads it as a bidirectional encoder",
+            path,
+        )
         cfg = replace(cfg, is_decoder=False)
     for key, value in (overrides or {}).items():
         if not hasattr(cfg, key):
@@ -119,12 +121,21 @@ def init_task_model(
     expected = model.state_dict()
     if relabelled:
         for key in [k for k in state if k.split(".")[0] in family.head_modules]:
-            log.info("%s: %s was trained for the labels %s: initialised new", path, key,
-                     ", ".join(trained_labels.values()))  # fmt: skip
+            log.info(
+                "%s: %s was trained for the labels %s: initialised new",
+                path,
+                key,
+                ", ".join(trained_labels.values()),
+            )
             del state[key]
     for key in [k for k, v in state.items() if k in expected and v.shape != expected[k].shape]:
-        log.info("%s: %s has shape %s, the task needs %s: initialised new", path, key,
-                 tuple(state[key].shape), tuple(expected[key].shape))  # fmt: skip
+        log.info(
+            "%s: %s has shape %s, the task needs %s: initialised new",
+            path,
+            key,
+            tuple(state[key].shape),
+            tuple(expected[key].shape),
+        )
         del state[key]
     missing, unexpected = model.load_state_dict(state, strict=False)
     if family.load_files is not None:

@@ -101,8 +101,10 @@ def load_int8_state(model: nn.Module, state: dict[str, torch.Tensor], source: st
     ours = {k for k in state if not k.startswith(inside)}
     if floats != ours:
         missing, unexpected = sorted(floats - ours), sorted(ours - floats)
-        raise CheckpointError(f"{source}: int8 weights do not fit the model (missing {missing[:3]}, "
-                              f"unexpected {unexpected[:3]})")  # fmt: skip
+        raise CheckpointError(
+            f"{source}: int8 weights do not fit the model (missing {missing[:3]}, "
+            f"unexpected {unexpected[:3]})"
+        )
     for k in floats:  # into the state dict itself: its metadata tells the quantised layers their format
         own[k] = state[k]
     model.load_state_dict(own)  # the quantised layers' own weights are set below
@@ -112,8 +114,10 @@ def load_int8_state(model: nn.Module, state: dict[str, torch.Tensor], source: st
         except KeyError as e:
             raise CheckpointError(f"{source}: no {e.args[0]} (an int8 Linear of the model)") from None
         if q.shape != (module.out_features, module.in_features) or q.dtype != torch.int8:
-            raise CheckpointError(f"{source}: {name}.weight_int8 is {q.dtype} {tuple(q.shape)}, the model's Linear "
-                                  f"is int8 {(module.out_features, module.in_features)}")  # fmt: skip
+            raise CheckpointError(
+                f"{source}: {name}.weight_int8 is {q.dtype} {tuple(q.shape)}, the model's Linear "
+                f"is int8 {(module.out_features, module.in_features)}"
+            )
         zero = torch.zeros(q.size(0), dtype=torch.long)
         w = torch._make_per_channel_quantized_tensor(q, scale.double(), zero, 0)
         module.set_weight_bias(w, state.get(f"{name}.bias"))

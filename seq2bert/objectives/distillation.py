@@ -166,8 +166,16 @@ class Distiller(nn.Module):
     models take (a masked LM's sparse prediction, which then predicts the same labelled rows in both). The
     teacher stays in evaluation mode and receives no gradient; the student's and W_h's parameters are the trainable ones."""
 
-    def __init__(self, student: nn.Module, teacher: nn.Module, student_stack: nn.Module, teacher_stack: nn.Module,
-                 weights: DistillWeights, mapping: list[int] | None = None, options: dict | None = None):  # fmt: skip
+    def __init__(
+        self,
+        student: nn.Module,
+        teacher: nn.Module,
+        student_stack: nn.Module,
+        teacher_stack: nn.Module,
+        weights: DistillWeights,
+        mapping: list[int] | None = None,
+        options: dict | None = None,
+    ):
         super().__init__()
         weights.validate()
         self.student, self.teacher, self.weights = student, teacher, weights
@@ -213,14 +221,17 @@ class Distiller(nn.Module):
         if w.cos:
             parts["cos"] = cosine_embedding_loss(s.hidden_states[-1], t.hidden_states[-1], mask)
         if w.hidden:
-            layers = sum(hidden_mse(self.W_h(s.hidden_states[m]), t.hidden_states[n], mask)
-                         for m, n in enumerate(self.mapping, 1))  # fmt: skip
+            layers = sum(
+                hidden_mse(self.W_h(s.hidden_states[m]), t.hidden_states[n], mask)
+                for m, n in enumerate(self.mapping, 1)
+            )
             parts["hidden"] = layers + hidden_mse(self.W_e(s.hidden_states[0]), t.hidden_states[0], mask)
         if w.attention:
             student_stack, teacher_stack = self._stacks
             with torch.no_grad():
-                teacher_scores = [teacher_stack.layer(n - 1).attention_scores(t.hidden_states[n - 1])
-                                  for n in self.mapping]  # fmt: skip
+                teacher_scores = [
+                    teacher_stack.layer(n - 1).attention_scores(t.hidden_states[n - 1]) for n in self.mapping
+                ]
             parts["attention"] = sum(
                 attention_mse(student_stack.layer(m - 1).attention_scores(s.hidden_states[m - 1]), a_t, mask)
                 for m, a_t in enumerate(teacher_scores, 1)

@@ -33,8 +33,13 @@ class SpanBoundaryHead(nn.Module):
     """Eq. 2: a two-layer feed-forward network with GeLU and layer normalisation on the two boundary states
     and a relative position embedding; d = hidden_size, P = positions, D = position_size (d by default)."""
 
-    def __init__(self, hidden_size: int, positions: int = 10, position_size: int | None = None,
-                 layer_norm_eps: float = 1e-12):  # fmt: skip
+    def __init__(
+        self,
+        hidden_size: int,
+        positions: int = 10,
+        position_size: int | None = None,
+        layer_norm_eps: float = 1e-12,
+    ):
         super().__init__()
         d, D = hidden_size, position_size or hidden_size
         self.position_embeddings = nn.Embedding(positions, D)  # p_1 … p_P

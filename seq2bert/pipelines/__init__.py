@@ -24,6 +24,24 @@ from seq2bert.pipelines.generation import generate, prompt_ids, translate
 from seq2bert.pipelines.loading import _KEPT, ENCODER, KEEP, _base, _load, int8_model, said_truncated
 from seq2bert.pipelines.tasks import answer, classify, tag
 
-__all__ = ["ENCODER", "POOLING", "KEEP", "_KEPT", "_base", "_load", "answer", "classify", "embed", "fill_mask",
-           "generate", "int8_model", "mean_pool", "prompt_ids", "said_truncated", "sentence_modules", "tag", "translate",
-           "word_vectors"]  # fmt: skip
+__all__ = [
+    "ENCODER",
+    "POOLING",
+    "KEEP",
+    "_KEPT",
+    "_base",
+    "_load",
+    "answer",
+    "classify",
+    "embed",
+    "fill_mask",
+    "generate",
+    "int8_model",
+    "mean_pool",
+    "prompt_ids",
+    "said_truncated",
+    "sentence_modules",
+    "tag",
+    "translate",
+    "word_vectors",
+]

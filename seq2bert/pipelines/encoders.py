@@ -31,8 +31,9 @@ def _encode(encoder, tok, texts: list[str], max_length: int) -> tuple[dict, list
     family = registry.family_of(encoder)
     if family.text_inputs is not None:
         return family.text_inputs(encoder, tok, list(texts))
-    batch = tok.encode_batch(list(texts), max_length=max_length, truncation="longest_first",
-                             padding="longest", return_tensors="pt")  # fmt: skip
+    batch = tok.encode_batch(
+        list(texts), max_length=max_length, truncation="longest_first", padding="longest", return_tensors="pt"
+    )
     said_truncated(batch.encodings, max_length)
     return dict(batch), None
 
@@ -200,8 +201,10 @@ def fill_mask(text: str, model, *, top_k: int = 5, int8: bool = False) -> list[d
     than the model's positions is truncated to them, with a warning."""
     net, tok, _ = _load(model, "masked_lm", int8)
     if getattr(net.config, "is_decoder", False):  # BERT's LTR: its LM head was trained on the next token
-        raise UserError(f"fill_mask: {model if isinstance(model, (str, Path)) else 'the model'} is a left-to-right "
-                        "language model (is_decoder): it predicts the next token, not a masked one; use generate")  # fmt: skip
+        raise UserError(
+            f"fill_mask: {model if isinstance(model, (str, Path)) else 'the model'} is a left-to-right "
+            "language model (is_decoder): it predicts the next token, not a masked one; use generate"
+        )
     mask_id = tok.mask_token_id
     if mask_id is None:
         raise CheckpointError("fill_mask: the tokenizer has no [MASK] token")

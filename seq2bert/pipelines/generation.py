@@ -16,9 +16,17 @@ from seq2bert.pipelines.loading import ENCODER, _device, _load, inference_precis
 
 
 @torch.no_grad()
-def translate(checkpoint_or_model, texts: str | list[str], *, tokenizer=None, batch_size: int = 64,
-              decoding: Decoding = GREEDY, int8: bool = False, bf16: bool | str = "auto",
-              max_source_length: int | None = None) -> str | list[str]:  # fmt: skip
+def translate(
+    checkpoint_or_model,
+    texts: str | list[str],
+    *,
+    tokenizer=None,
+    batch_size: int = 64,
+    decoding: Decoding = GREEDY,
+    int8: bool = False,
+    bf16: bool | str = "auto",
+    max_source_length: int | None = None,
+) -> str | list[str]:
     """Translations of ``texts`` (greedy, or beam search with ``decoding=Decoding(num_beams=5)``) by a
     checkpoint (path) or a loaded model with its tokenizer; ``int8``: with dynamically quantised Linears.
     A string is one sentence (its translation, a string); an empty text translates to "". A source longer
@@ -28,8 +36,16 @@ def translate(checkpoint_or_model, texts: str | list[str], *, tokenizer=None, ba
     computes bf16 natively (``bf16="auto"``: a bf16-weights copy of a kept model, autocast for a model
     passed in; loading.inference_precision), in fp32 with ``bf16=False``."""
     if isinstance(texts, str):
-        return translate(checkpoint_or_model, [texts], tokenizer=tokenizer, batch_size=batch_size,
-                         decoding=decoding, int8=int8, bf16=bf16, max_source_length=max_source_length)[0]  # fmt: skip
+        return translate(
+            checkpoint_or_model,
+            [texts],
+            tokenizer=tokenizer,
+            batch_size=batch_size,
+            decoding=decoding,
+            int8=int8,
+            bf16=bf16,
+            max_source_length=max_source_length,
+        )[0]
     kept = isinstance(checkpoint_or_model, (str, Path))
     if kept:
         encoder_decoder(checkpoint_or_model)
@@ -94,8 +110,13 @@ def prompt_ids(net, tok, prompts: list[str], max_new_tokens: int) -> list[list[i
         elif room is not None and len(ids) > room:
             log.warning(
                 "prompt %d: %d tokens, but the context holds %d positions, %d of them for new tokens: kept its "
-                "last %d tokens", i + 1, len(ids), context, max_new_tokens, room,
-            )  # fmt: skip
+                "last %d tokens",
+                i + 1,
+                len(ids),
+                context,
+                max_new_tokens,
+                room,
+            )
             rows[i] = ids[-room:]
     return rows
 
@@ -137,10 +158,19 @@ def generate(
 
     single = isinstance(prompts, str)
     prompts = [prompts] if single else list(prompts)
-    settings = dict(max_new_tokens=max_new_tokens, do_sample=do_sample, temperature=temperature, top_k=top_k,
-                    top_p=top_p, num_beams=num_beams, repetition_penalty=repetition_penalty,
-                    no_repeat_ngram_size=no_repeat_ngram_size, min_new_tokens=min_new_tokens,
-                    length_penalty=length_penalty, seed=seed)  # fmt: skip
+    settings = dict(
+        max_new_tokens=max_new_tokens,
+        do_sample=do_sample,
+        temperature=temperature,
+        top_k=top_k,
+        top_p=top_p,
+        num_beams=num_beams,
+        repetition_penalty=repetition_penalty,
+        no_repeat_ngram_size=no_repeat_ngram_size,
+        min_new_tokens=min_new_tokens,
+        length_penalty=length_penalty,
+        seed=seed,
+    )
     GenerationConfig(eos_token_id=None, pad_token_id=0, **settings)  # invalid settings fail before any work
     if on_text is not None and (len(prompts) != 1 or num_beams != 1):
         raise ConfigError("on_text: streams one prompt decoded greedily or by sampling (num_beams=1)")
@@ -162,8 +192,14 @@ def generate(
         for b in range(0, len(order), batch_size):
             idx = order[b : b + batch_size]
             input_ids, mask = pad_sequences([rows[i] for i in idx], config.pad_token_id, left=True)
-            found = decode(run, input_ids.to(_device(net)), mask.to(_device(net)), config, stopping=stopping,
-                           streamer=streamer)  # fmt: skip
+            found = decode(
+                run,
+                input_ids.to(_device(net)),
+                mask.to(_device(net)),
+                config,
+                stopping=stopping,
+                streamer=streamer,
+            )
             for i, text in zip(idx, tok.decode_batch(found.token_ids()), strict=True):
                 out[i] = text
     if stream is not None and (rest := stream.flush()):

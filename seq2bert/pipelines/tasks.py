@@ -36,8 +36,16 @@ def _word_features(net, encodings, texts) -> dict[str, torch.Tensor]:
 
 
 @torch.no_grad()
-def classify(texts, model, *, top_k: int | None = 1, batch_size: int = 32, max_length: int = 512,
-             int8: bool = False, bf16: bool | str = "auto") -> list:  # fmt: skip
+def classify(
+    texts,
+    model,
+    *,
+    top_k: int | None = 1,
+    batch_size: int = 32,
+    max_length: int = 512,
+    int8: bool = False,
+    bf16: bool | str = "auto",
+) -> list:
     """Labels of texts or ``(text, pair)`` tuples with a fine-tuned sequence classifier: BERT's, or a GPT's
     (GPT-1's input transformations; a similarity model reads each pair in both orders).
 
@@ -52,8 +60,9 @@ def classify(texts, model, *, top_k: int | None = 1, batch_size: int = 32, max_l
     A regression model computes in fp32 unless bf16 is asked for: bf16 would round its value to 8 significant
     bits."""
     if isinstance(texts, str) or (isinstance(texts, tuple) and len(texts) == 2):
-        return classify([texts], model, top_k=top_k, batch_size=batch_size, max_length=max_length, int8=int8,
-                        bf16=bf16)[0]  # fmt: skip
+        return classify(
+            [texts], model, top_k=top_k, batch_size=batch_size, max_length=max_length, int8=int8, bf16=bf16
+        )[0]
     net, tok, directory = _load(model, ("sequence", "similarity"), int8)
     max_length = positions(net.config, max_length)
     labels = net.config.id2label
@@ -117,8 +126,9 @@ def _classifier_batches(net, tok, texts: list, batch_size: int, max_length: int)
         return
     for start in range(0, len(texts), batch_size):
         chunk = texts[start : start + batch_size]
-        batch = tok.encode_batch(chunk, max_length=max_length, truncation="longest_first", padding="longest",
-                                 return_tensors="pt")  # fmt: skip
+        batch = tok.encode_batch(
+            chunk, max_length=max_length, truncation="longest_first", padding="longest", return_tensors="pt"
+        )
         said_truncated(batch.encodings, max_length)
         yield range(start, start + len(chunk)), {**batch, **_word_features(net, batch.encodings, chunk)}
 
@@ -129,10 +139,14 @@ def _decoder_inputs(net, tok, items: list, max_length: int) -> dict:
     family = registry.family_of(net)
     similarity = family.architecture_of(net) == family.heads.get("similarity")
     rows = [
-        gpt.encode_texts([x], tok, "similarity" if similarity else "classification" if isinstance(x, str)
-                         else "entailment", max_length)[0]
+        gpt.encode_texts(
+            [x],
+            tok,
+            "similarity" if similarity else "classification" if isinstance(x, str) else "entailment",
+            max_length,
+        )[0]
         for x in items
-    ]  # fmt: skip
+    ]
     shape = "similarity" if similarity else "classification"
     return gpt.collate([{"input_ids": r} for r in rows], net.config.pad_token_id, shape, lm=False)
 
@@ -174,8 +188,16 @@ def tag(text: str, model, *, aggregate: bool = True, max_length: int = 512, int8
     for w in tagged:
         w["word"] = text[w["start"] : w["end"]]
     if not aggregate:
-        return [{"entity": w["entity"], "score": w["score"], "word": w["word"], "start": w["start"], "end": w["end"]}
-                for w in tagged]  # fmt: skip
+        return [
+            {
+                "entity": w["entity"],
+                "score": w["score"],
+                "word": w["word"],
+                "start": w["start"],
+                "end": w["end"],
+            }
+            for w in tagged
+        ]
     groups: list[dict] = []
     previous_end = None
     for w in words.values():
@@ -191,13 +213,30 @@ def tag(text: str, model, *, aggregate: bool = True, max_length: int = 512, int8
                 {"entity_group": kind, "scores": [w["score"]], "start": w["start"], "end": w["end"]}
             )
         previous_end = w["end"]
-    return [{"entity_group": g["entity_group"], "score": sum(g["scores"]) / len(g["scores"]),
-             "word": text[g["start"] : g["end"]], "start": g["start"], "end": g["end"]} for g in groups]  # fmt: skip
+    return [
+        {
+            "entity_group": g["entity_group"],
+            "score": sum(g["scores"]) / len(g["scores"]),
+            "word": text[g["start"] : g["end"]],
+            "start": g["start"],
+            "end": g["end"],
+        }
+        for g in groups
+    ]
 
 
 @torch.no_grad()
-def answer(question: str, context: str, model, *, max_seq_length: int = 384, doc_stride: int = 128,
-           max_answer_length: int = 30, handle_impossible_answer: bool = False, int8: bool = False) -> dict:  # fmt: skip
+def answer(
+    question: str,
+    context: str,
+    model,
+    *,
+    max_seq_length: int = 384,
+    doc_stride: int = 128,
+    max_answer_length: int = 30,
+    handle_impossible_answer: bool = False,
+    int8: bool = False,
+) -> dict:
     """The answer to ``question`` as a span of ``context`` with a BertForQuestionAnswering directory:
     {"answer", "score" (probability of the span among the n best), "start", "end"} (character offsets).
     Long contexts are read in overlapping windows (data/qa.py). ``handle_impossible_answer``: "" when the
@@ -215,6 +254,12 @@ def answer(question: str, context: str, model, *, max_seq_length: int = 384, doc
         o = net(ids, torch.ones_like(ids), torch.tensor([f.token_type_ids], device=ids.device))
         starts.append(o.start_logits[0].float().cpu())
         ends.append(o.end_logits[0].float().cpu())
-    found = postprocess([example], features, starts, ends, max_answer_length=max_answer_length,
-                        version_2=handle_impossible_answer)["q"]  # fmt: skip
+    found = postprocess(
+        [example],
+        features,
+        starts,
+        ends,
+        max_answer_length=max_answer_length,
+        version_2=handle_impossible_answer,
+    )["q"]
     return {"answer": found.text, "score": found.probability, "start": found.start, "end": found.end}

@@ -47,8 +47,16 @@ def demo_config(budget: float = 1.0) -> TranslationConfig:
     return config_io.apply_overrides(TranslationConfig(), overrides)
 
 
-RUN_ARTEFACTS = {"run.json", "log.jsonl", "curves.png", "results.json", "best", "averaged", "tokenizer",
-                 "tensorboard"}  # fmt: skip
+RUN_ARTEFACTS = {
+    "run.json",
+    "log.jsonl",
+    "curves.png",
+    "results.json",
+    "best",
+    "averaged",
+    "tokenizer",
+    "tensorboard",
+}
 
 
 @dataclass

@@ -173,8 +173,13 @@ def student_config(teacher: Any, s: StudentConfig) -> Any:
         raise ConfigError(
             f"student.num_hidden_layers: {layers}, more than the teacher's {teacher.num_hidden_layers}"
         )
-    config = replace(teacher, num_hidden_layers=layers, hidden_size=H, num_attention_heads=heads,
-                     intermediate_size=s.intermediate_size or (teacher.intermediate_size if H == H_t else 4 * H))  # fmt: skip
+    config = replace(
+        teacher,
+        num_hidden_layers=layers,
+        hidden_size=H,
+        num_attention_heads=heads,
+        intermediate_size=s.intermediate_size or (teacher.intermediate_size if H == H_t else 4 * H),
+    )
     try:
         config.validate()
     except (ValueError, ConfigError) as e:
@@ -203,19 +208,30 @@ def make_student(cfg: DistillConfig, family, teacher: nn.Module, architecture: s
     """The student of step 2 (see the module docstring)."""
     config = student_config(teacher.config, cfg.student)
     if cfg.student.init:
-        student, _, new = init_task_model(family, cfg.student.init, architecture, id2label=teacher.config.id2label,
-                                          problem_type=getattr(teacher.config, "problem_type", None))  # fmt: skip
+        student, _, new = init_task_model(
+            family,
+            cfg.student.init,
+            architecture,
+            id2label=teacher.config.id2label,
+            problem_type=getattr(teacher.config, "problem_type", None),
+        )
         log.info("student from %s%s", cfg.student.init, f"; new: {', '.join(new)}" if new else "")
         return student
     student = family.make(config, architecture)
     if config.hidden_size == teacher.config.hidden_size:
         mapping = layer_map(config.num_hidden_layers, teacher.config.num_hidden_layers)
         left = copy_from_teacher(student, teacher, mapping)
-        log.info("student initialised from the teacher's embeddings and layers %s%s", mapping,
-                 f"; not from the teacher: {', '.join(left)}" if left else "")  # fmt: skip
+        log.info(
+            "student initialised from the teacher's embeddings and layers %s%s",
+            mapping,
+            f"; not from the teacher: {', '.join(left)}" if left else "",
+        )
     else:
-        log.info("student of width %d (teacher %d): random initial weights", config.hidden_size,
-                 teacher.config.hidden_size)  # fmt: skip
+        log.info(
+            "student of width %d (teacher %d): random initial weights",
+            config.hidden_size,
+            teacher.config.hidden_size,
+        )
     return student
 
 
@@ -235,8 +251,20 @@ def load_distiller(family, model: Distiller, directory: Path) -> None:
 
 
 # --- the run
-def distiller_trainer(model: Distiller, train_cfg: TrainConfig, family, tok, out_dir: Path, plan, collate, evaluate,
-                      write_extra, device, dist, progress_bar: bool) -> Trainer:  # fmt: skip
+def distiller_trainer(
+    model: Distiller,
+    train_cfg: TrainConfig,
+    family,
+    tok,
+    out_dir: Path,
+    plan,
+    collate,
+    evaluate,
+    write_extra,
+    device,
+    dist,
+    progress_bar: bool,
+) -> Trainer:
     """The engine over a Distiller: its loss, the student's tokens, checkpoints of the student (and W_h)."""
     return Trainer(
         model,
@@ -267,8 +295,10 @@ def load_teacher(cfg: DistillConfig, device) -> tuple[nn.Module, Any, Any, str]:
     family = registry.family_of(teacher)
     architecture = family.heads.get(cfg.data.kind)
     if architecture is None or type(teacher).__name__ != architecture:
-        raise ConfigError(f"{cfg.teacher}: a {type(teacher).__name__}; task {cfg.data.task} needs a fine-tuned "
-                          f"{architecture or cfg.data.kind + ' model'} as the teacher")  # fmt: skip
+        raise ConfigError(
+            f"{cfg.teacher}: a {type(teacher).__name__}; task {cfg.data.task} needs a fine-tuned "
+            f"{architecture or cfg.data.kind + ' model'} as the teacher"
+        )
     if tok is None:
         raise DataError(f"{cfg.teacher}: no tokenizer in the teacher's directory")
     return teacher, tok, family, architecture
@@ -307,8 +337,14 @@ def distill(
     log.info("teacher %s on %s dev: %s", cfg.teacher, data.task, teacher_metrics)
     seed_everything(cfg.train.seed)
     student = make_student(cfg, family, teacher, architecture).to(device)
-    plan = BucketBatchSampler([feature_length(f) for f in train_features], batch_size=data.batch_size,
-                              shuffle=True, seed=cfg.train.seed, num_replicas=dist.world_size, rank=dist.rank)  # fmt: skip
+    plan = BucketBatchSampler(
+        [feature_length(f) for f in train_features],
+        batch_size=data.batch_size,
+        shuffle=True,
+        seed=cfg.train.seed,
+        num_replicas=dist.world_size,
+        rank=dist.rank,
+    )
     base = partial(family.base_model)
     metric = main_metric(data)
 
@@ -326,8 +362,16 @@ def distill(
     for i, stage in enumerate(stages):
         last = i == len(stages) - 1
         stage_dir = out_dir if last else out_dir / stage
-        train_cfg = cfg.train if last else replace(cfg.train, max_epochs=cfg.tinybert.intermediate_epochs,
-                                                   lr=cfg.tinybert.intermediate_lr, max_steps=0)  # fmt: skip
+        train_cfg = (
+            cfg.train
+            if last
+            else replace(
+                cfg.train,
+                max_epochs=cfg.tinybert.intermediate_epochs,
+                lr=cfg.tinybert.intermediate_lr,
+                max_steps=0,
+            )
+        )
         train_cfg = (
             replace(train_cfg, metric=metric, higher_is_better=True)
             if train_cfg.metric == "main"
@@ -345,21 +389,47 @@ def distill(
         if not last and (stage_dir / "results.json").is_file():  # a resumed run past this stage
             load_distiller(family, model, ckpt.latest_checkpoint(stage_dir))
             continue
-        trainer = distiller_trainer(model, train_cfg, family, tok, stage_dir, plan, collate, evaluate,
-                                    write_extra, device, dist, progress_bar)  # fmt: skip
-        log.info("%s: stage %s, weights %s; student %s parameters, teacher %s", cfg.method, stage,
-                 to_dict(cfg.weights(stage)), f"{count_parameters(student):,}", f"{count_parameters(teacher):,}")  # fmt: skip
+        trainer = distiller_trainer(
+            model,
+            train_cfg,
+            family,
+            tok,
+            stage_dir,
+            plan,
+            collate,
+            evaluate,
+            write_extra,
+            device,
+            dist,
+            progress_bar,
+        )
+        log.info(
+            "%s: stage %s, weights %s; student %s parameters, teacher %s",
+            cfg.method,
+            stage,
+            to_dict(cfg.weights(stage)),
+            f"{count_parameters(student):,}",
+            f"{count_parameters(teacher):,}",
+        )
         stage_resume = resume and ckpt.latest_checkpoint(stage_dir) is not None
         result = trainer.fit(resume=stage_resume)
         if not last:  # stage 2 starts from stage 1's last weights (its task head was not trained)
             load_distiller(family, model, ckpt.latest_checkpoint(stage_dir))
             if dist.is_main:
                 write_results(stage_dir, {"stage": stage, "steps": result.progress.step})
-    row = {"task": data.task, "method": cfg.method, "teacher": cfg.teacher,
-           "params": count_parameters(student), "teacher_params": count_parameters(teacher),
-           "layers": student.config.num_hidden_layers, "hidden_size": student.config.hidden_size,
-           "train_examples": len(train_examples), "steps": result.progress.step, "train_seconds": result.progress.train_seconds,
-           **{f"teacher_dev_{k}": v for k, v in teacher_metrics.items()}}  # fmt: skip
+    row = {
+        "task": data.task,
+        "method": cfg.method,
+        "teacher": cfg.teacher,
+        "params": count_parameters(student),
+        "teacher_params": count_parameters(teacher),
+        "layers": student.config.num_hidden_layers,
+        "hidden_size": student.config.hidden_size,
+        "train_examples": len(train_examples),
+        "steps": result.progress.step,
+        "train_seconds": result.progress.train_seconds,
+        **{f"teacher_dev_{k}": v for k, v in teacher_metrics.items()},
+    }
     if dist.is_main and (out_dir / "best").is_dir():
         load_hf_weights(family, student, out_dir / "best")
         student.eval()

@@ -103,8 +103,9 @@ def distill_corpus(
     seed_everything(cfg.train.seed)
     # 1. the teacher
     try:
-        teacher, tok = registry.load(ckpt.resolve_checkpoint(cfg.teacher), head="masked_lm" if mlm else "base",
-                                     device=device)  # fmt: skip
+        teacher, tok = registry.load(
+            ckpt.resolve_checkpoint(cfg.teacher), head="masked_lm" if mlm else "base", device=device
+        )
     except CheckpointError as e:
         hint = " (DistilBERT's L_ce and L_mlm read a masked-LM head; method=tinybert reads the layers only)"
         raise CheckpointError(f"{e}{hint if mlm else ''}") from None
@@ -124,12 +125,19 @@ def distill_corpus(
     train_docs, valid_docs = held_out(corpus, cfg.corpus, cfg.train.seed, least=1)
     data = replace(cfg.corpus, sentence_task="none", masking="dynamic")
     pretrain_cfg = PretrainConfig(data=data, train=cfg.train)
-    train, valid, indices = masked_instances(pretrain_cfg, corpus, train_docs, valid_docs, tok, dist, "none",
-                                             "next_sentence_label")  # fmt: skip
+    train, valid, indices = masked_instances(
+        pretrain_cfg, corpus, train_docs, valid_docs, tok, dist, "none", "next_sentence_label"
+    )
     # 4. the loss and the engine
     options = family.pretraining_options if mlm else {}  # the MLM head at the masked positions only
-    model = Distiller(student.to(device), teacher, family.base_model(student), family.base_model(teacher), weights,
-                      options=options)  # fmt: skip
+    model = Distiller(
+        student.to(device),
+        teacher,
+        family.base_model(student),
+        family.base_model(teacher),
+        weights,
+        options=options,
+    )
     keep = ("input_ids", "attention_mask", "token_type_ids") + (("labels",) if mlm else ())
 
     def collate(indices: list[int]) -> dict:
@@ -139,17 +147,44 @@ def distill_corpus(
         replace(cfg.train, metric="loss", higher_is_better=False) if cfg.train.metric == "main" else cfg.train
     )
     evaluation = partial(evaluate, data=valid, indices=indices, keep=keep, device=device)
-    trainer = distiller_trainer(model, train_cfg, family, tok, out_dir, train, collate, evaluation,
-                                lambda directory: write_run_config(directory, cfg), device, dist, progress_bar)  # fmt: skip
-    log.info("general distillation (%s): %s, %s parameters, from %s (%s); %s tokens in %d documents", cfg.method,
-             architecture, f"{count_parameters(student):,}", cfg.teacher, f"{count_parameters(teacher):,}",
-             f"{corpus.info['tokens']:,}", corpus.num_documents)  # fmt: skip
+    trainer = distiller_trainer(
+        model,
+        train_cfg,
+        family,
+        tok,
+        out_dir,
+        train,
+        collate,
+        evaluation,
+        lambda directory: write_run_config(directory, cfg),
+        device,
+        dist,
+        progress_bar,
+    )
+    log.info(
+        "general distillation (%s): %s, %s parameters, from %s (%s); %s tokens in %d documents",
+        cfg.method,
+        architecture,
+        f"{count_parameters(student):,}",
+        cfg.teacher,
+        f"{count_parameters(teacher):,}",
+        f"{corpus.info['tokens']:,}",
+        corpus.num_documents,
+    )
     result = trainer.fit(resume=resume)
-    row = {"method": cfg.method, "teacher": cfg.teacher, "params": count_parameters(student),
-           "teacher_params": count_parameters(teacher), "layers": student.config.num_hidden_layers,
-           "hidden_size": student.config.hidden_size, "steps": result.progress.step,
-           "train_seconds": result.progress.train_seconds, "tokens_per_s": result.tokens_per_second,
-           **{f"valid_{k}": v for k, v in result.progress.last_eval.items()}, "run_dir": str(out_dir)}  # fmt: skip
+    row = {
+        "method": cfg.method,
+        "teacher": cfg.teacher,
+        "params": count_parameters(student),
+        "teacher_params": count_parameters(teacher),
+        "layers": student.config.num_hidden_layers,
+        "hidden_size": student.config.hidden_size,
+        "steps": result.progress.step,
+        "train_seconds": result.progress.train_seconds,
+        "tokens_per_s": result.tokens_per_second,
+        **{f"valid_{k}": v for k, v in result.progress.last_eval.items()},
+        "run_dir": str(out_dir),
+    }
     if dist.is_main:
         write_results(out_dir, row)
     cleanup()

@@ -31,8 +31,13 @@ from seq2bert.pipelines import POOLING, sentence_modules
 
 log = logging.getLogger(__name__)
 
-HEADS = {"sequence": ("logits",), "similarity": ("logits",), "tokens": ("logits",),
-         "qa": ("start_logits", "end_logits"), "base": ("last_hidden_state", "sentence_embedding")}  # fmt: skip
+HEADS = {
+    "sequence": ("logits",),
+    "similarity": ("logits",),
+    "tokens": ("logits",),
+    "qa": ("start_logits", "end_logits"),
+    "base": ("last_hidden_state", "sentence_embedding"),
+}
 TOLERANCE = 1e-4
 
 
@@ -104,8 +109,10 @@ def export_onnx(directory: str | Path, out: str | Path, *, check: bool = True) -
         )
     head = head_of(net)
     if not head:
-        raise ConfigError(f"{directory}: a {type(net).__name__}; export takes a BERT-family encoder or a task "
-                          f"model ({', '.join(HEADS)})")  # fmt: skip
+        raise ConfigError(
+            f"{directory}: a {type(net).__name__}; export takes a BERT-family encoder or a task "
+            f"model ({', '.join(HEADS)})"
+        )
     if tok is None:
         raise ConfigError(f"{directory}: no tokenizer in the directory")
     pooling, normalize = (
@@ -125,13 +132,23 @@ def export_onnx(directory: str | Path, out: str | Path, *, check: bool = True) -
     out = Path(out)
     tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
     try:
-        torch.onnx.export(model, args, str(tmp), dynamo=True, input_names=inputs, output_names=outputs,
-                          dynamic_shapes={k: {0: B, 1: T} for k in inputs}, external_data=False, verbose=False,
-                          optimize=True)  # fmt: skip
+        torch.onnx.export(
+            model,
+            args,
+            str(tmp),
+            dynamo=True,
+            input_names=inputs,
+            output_names=outputs,
+            dynamic_shapes={k: {0: B, 1: T} for k in inputs},
+            external_data=False,
+            verbose=False,
+            optimize=True,
+        )
         result = {"onnx": str(out), "inputs": inputs, "outputs": outputs}
         if check:
-            result["max_abs_diff"] = check_onnx(tmp, model, sample_batch(tok, net.config.vocab_size, segments),
-                                                outputs)  # fmt: skip
+            result["max_abs_diff"] = check_onnx(
+                tmp, model, sample_batch(tok, net.config.vocab_size, segments), outputs
+            )
         tmp.replace(out)
     finally:
         tmp.unlink(missing_ok=True)

@@ -149,7 +149,7 @@ class FinetuneConfig:
     train: TrainConfig = field(
         default_factory=lambda: TrainConfig(
             lr=5e-5, weight_decay=0.01, schedule="linear", max_epochs=3, metric="main"
-        )  # fmt: skip
+        )
     )
 
     def __post_init__(self) -> None:
@@ -159,8 +159,10 @@ class FinetuneConfig:
         if not self.lm_coef >= 0:
             raise ConfigError(f"lm_coef: must be >= 0 (0: no auxiliary LM loss), got {self.lm_coef}")
         if self.init and self.model:
-            raise ConfigError("init and model: give one (--init DIR fine-tunes a checkpoint, --model TYPE "
-                              "trains a model from random weights)")  # fmt: skip
+            raise ConfigError(
+                "init and model: give one (--init DIR fine-tunes a checkpoint, --model TYPE "
+                "trains a model from random weights)"
+            )
         if self.model:
             model_config(self.model, self.model_config)  # the family exists, model_config holds its fields
             try:
@@ -222,15 +224,20 @@ def read_task(data: FinetuneDataConfig) -> dict[str, list]:
     if data.kind == "sequence":
         return read_glue_dir(data.task, folder)
     if data.kind == "tokens":
-        files = {"train": _find(folder, ("train.txt",)), "dev": _find(folder, ("valid.txt", "dev.txt", "testa.txt"))}  # fmt: skip
+        files = {
+            "train": _find(folder, ("train.txt",)),
+            "dev": _find(folder, ("valid.txt", "dev.txt", "testa.txt")),
+        }
         reader = read_conll
     elif data.kind == "qa":
         version = "v2.0" if data.task == "squad_v2" else "v1.1"
-        files = {"train": _find(folder, (f"train-{version}*.json*",)),
-                 "dev": _find(folder, (f"dev-{version}*.json*",))}  # fmt: skip
+        files = {
+            "train": _find(folder, (f"train-{version}*.json*",)),
+            "dev": _find(folder, (f"dev-{version}*.json*",)),
+        }
         reader = read_squad
     else:
-        files = {"train": _find(folder, ("train.csv",)), "dev": _find(folder, ("val.csv", "dev.csv"))}  # fmt: skip
+        files = {"train": _find(folder, ("train.csv",)), "dev": _find(folder, ("val.csv", "dev.csv"))}
         reader = read_swag
     if files["dev"] is None:
         raise DataError(f"{folder}: no {data.task} dev file")
@@ -252,7 +259,10 @@ def task_examples(data: FinetuneDataConfig, seed: int) -> tuple[list, list]:
     splits = read_task(data)
     if "train" not in splits:
         raise DataError(f"{data.path}: no {data.task} training file")
-    train, dev = subset(splits["train"], data.max_train_examples, seed), subset(splits["dev"], data.max_eval_examples, None)  # fmt: skip
+    train, dev = (
+        subset(splits["train"], data.max_train_examples, seed),
+        subset(splits["dev"], data.max_eval_examples, None),
+    )
     for split, examples in (("train", train), ("dev", dev)):
         require_labels(split, examples, data)
     return train, dev
@@ -299,13 +309,26 @@ def fit_length(data: FinetuneDataConfig, config, checkpoint) -> FinetuneDataConf
             f"data.max_seq_length: {data.seq_length} is longer than the {positions} positions of {checkpoint} "
             f"(max_position_embeddings); set data.max_seq_length <= {positions}"
         )
-    log.info("%s has %d positions: sequences of at most %d tokens (the task's default is %d)",
-             checkpoint, positions, positions, data.seq_length)  # fmt: skip
+    log.info(
+        "%s has %d positions: sequences of at most %d tokens (the task's default is %d)",
+        checkpoint,
+        positions,
+        positions,
+        data.seq_length,
+    )
     return replace(data, max_seq_length=positions)
 
 
-def encode(data: FinetuneDataConfig, examples: list, tok, id2label, *, progress: bool = False,
-           words: bool = False, decoder: bool = False) -> list[dict]:  # fmt: skip
+def encode(
+    data: FinetuneDataConfig,
+    examples: list,
+    tok,
+    id2label,
+    *,
+    progress: bool = False,
+    words: bool = False,
+    decoder: bool = False,
+) -> list[dict]:
     """Features of ``examples`` (QA: several per example, each with its ``example_index``); ``words``: with
     the words of each (a model that reads a frozen encoder's features of them); for a ``decoder`` GPT-1's
     input transformations."""
@@ -319,10 +342,25 @@ def encode(data: FinetuneDataConfig, examples: list, tok, id2label, *, progress:
         return encode_tagged(examples, tok, label2id, L, progress=progress, words=words)
     if data.kind == "choice":
         return encode_choices(examples, tok, L, progress=progress)
-    features = make_features(examples, tok, max_seq_length=L, doc_stride=data.doc_stride,
-                             max_query_length=data.max_query_length, progress=progress)  # fmt: skip
-    return [{"input_ids": f.input_ids, "token_type_ids": f.token_type_ids, "start_position": f.start_position,
-             "end_position": f.end_position, "example_index": f.example_index, "qa": f} for f in features]  # fmt: skip
+    features = make_features(
+        examples,
+        tok,
+        max_seq_length=L,
+        doc_stride=data.doc_stride,
+        max_query_length=data.max_query_length,
+        progress=progress,
+    )
+    return [
+        {
+            "input_ids": f.input_ids,
+            "token_type_ids": f.token_type_ids,
+            "start_position": f.start_position,
+            "end_position": f.end_position,
+            "example_index": f.example_index,
+            "qa": f,
+        }
+        for f in features
+    ]
 
 
 # --- 4. evaluation
@@ -337,7 +375,11 @@ def predict(
     targets = ("labels", "mc_labels", "lm_labels", "start_positions", "end_positions")
     for indices in plan.batches(0):
         chunk = [features[i] for i in indices]
-        batch = gpt.collate(chunk, pad_token_id, shape, lm=False) if shape else batch_of(model, chunk, pad_token_id)  # fmt: skip
+        batch = (
+            gpt.collate(chunk, pad_token_id, shape, lm=False)
+            if shape
+            else batch_of(model, chunk, pad_token_id)
+        )
         o = model(**{k: v.to(device) for k, v in batch.items() if k not in targets})
         rows = torch.stack([o.start_logits, o.end_logits], 1) if hasattr(o, "start_logits") else o.logits
         rows = o.mc_logits if shape == "choice" else rows  # the double-heads model's choice scores
@@ -347,8 +389,15 @@ def predict(
     return out  # type: ignore[return-value]
 
 
-def score(data: FinetuneDataConfig, model, examples: list, features: list[dict], pad_token_id: int, device,
-          shape: str | None = None):  # fmt: skip
+def score(
+    data: FinetuneDataConfig,
+    model,
+    examples: list,
+    features: list[dict],
+    pad_token_id: int,
+    device,
+    shape: str | None = None,
+):
     """(metrics, one prediction per example) on labelled ``examples``; ``shape``: a decoder's (predict)."""
     outputs = predict(model, features, pad_token_id, data.batch_size, device, shape)
     id2label = model.config.id2label
@@ -375,10 +424,16 @@ def score(data: FinetuneDataConfig, model, examples: list, features: list[dict],
         return {
             "accuracy": 100.0 * float(np.mean([p == y for p, y in zip(preds, labels, strict=True)]))
         }, preds
-    found = postprocess(examples, [f["qa"] for f in features], [o[0] for o in outputs], [o[1] for o in outputs],
-                        n_best_size=data.n_best_size, max_answer_length=data.max_answer_length,
-                        version_2=data.task == "squad_v2",
-                        null_score_diff_threshold=data.null_score_diff_threshold)  # fmt: skip
+    found = postprocess(
+        examples,
+        [f["qa"] for f in features],
+        [o[0] for o in outputs],
+        [o[1] for o in outputs],
+        n_best_size=data.n_best_size,
+        max_answer_length=data.max_answer_length,
+        version_2=data.task == "squad_v2",
+        null_score_diff_threshold=data.null_score_diff_threshold,
+    )
     texts = {i: p.text for i, p in found.items()}
     return squad_metrics(texts, examples, version_2=data.task == "squad_v2"), [
         texts.get(e.id, "") for e in examples
@@ -398,8 +453,10 @@ def gold(data: FinetuneDataConfig, example, id2label):
 def write_predictions(path: Path, data: FinetuneDataConfig, examples: list, preds: list, id2label) -> None:
     """One JSON line per dev example (id, prediction, label); for SQuAD also ``predictions.json`` beside it,
     {question id: answer text}, the file the official evaluate-v1.1.py / evaluate-v2.0.py scripts read."""
-    lines = [json.dumps({"id": e.id, "prediction": p, "label": gold(data, e, id2label)}, ensure_ascii=False)
-             for e, p in zip(examples, preds, strict=True)]  # fmt: skip
+    lines = [
+        json.dumps({"id": e.id, "prediction": p, "label": gold(data, e, id2label)}, ensure_ascii=False)
+        for e, p in zip(examples, preds, strict=True)
+    ]
     config_io.atomic_write_text(path, "\n".join(lines) + "\n")
     if data.kind == "qa":
         official = {e.id: p for e, p in zip(examples, preds, strict=True)}
@@ -418,8 +475,10 @@ def finetune(
     out_dir = Path(out_dir)
     data = cfg.data
     if not cfg.init and not cfg.model:
-        raise ConfigError("init: give the checkpoint to start from (--init DIR), or a model to train from "
-                          "random weights (--model bilstm)")  # fmt: skip
+        raise ConfigError(
+            "init: give the checkpoint to start from (--init DIR), or a model to train from "
+            "random weights (--model bilstm)"
+        )
     if not resume:
         ckpt.check_fresh_run_dir(out_dir)
     dist, device = setup(cfg.train.device)
@@ -437,19 +496,34 @@ def finetune(
     seed_everything(cfg.train.seed)
     id2label = labels_of(data, train_examples + dev_examples)
     if cfg.model:  # random weights, a tokenizer trained on the training texts (recipes/scratch.py)
-        model, tok = new_model(cfg.model, cfg.model_config, cfg.vocab, data.kind, train_examples, architecture,
-                               id2label=id2label, problem_type=problem_type_of(data), features=cfg.features,
-                               resume_from=ckpt.latest_checkpoint(out_dir) if resume else None)  # fmt: skip
+        model, tok = new_model(
+            cfg.model,
+            cfg.model_config,
+            cfg.vocab,
+            data.kind,
+            train_examples,
+            architecture,
+            id2label=id2label,
+            problem_type=problem_type_of(data),
+            features=cfg.features,
+            resume_from=ckpt.latest_checkpoint(out_dir) if resume else None,
+        )
         new = []
     else:
-        model, tok, new = init_task_model(family, cfg.init, architecture, id2label=id2label,
-                                          problem_type=problem_type_of(data), random_init=cfg.random_init,
-                                          overrides=dropout_overrides(cfg))  # fmt: skip
+        model, tok, new = init_task_model(
+            family,
+            cfg.init,
+            architecture,
+            id2label=id2label,
+            problem_type=problem_type_of(data),
+            random_init=cfg.random_init,
+            overrides=dropout_overrides(cfg),
+        )
     data = fit_length(data, model.config, cfg.init)
     if tok is None:
         raise DataError(f"{cfg.init}: no tokenizer (vocab.txt or tokenizer.json) in the checkpoint")
     if not cfg.random_init and new:
-        log.info("new parameters (trained from scratch): %s", ", ".join(new))  # fmt: skip
+        log.info("new parameters (trained from scratch): %s", ", ".join(new))
     shape = gpt.shape_of(data.task) if decoder else None
     if decoder:
         tok = decoder_inputs(model, tok)
@@ -466,8 +540,14 @@ def finetune(
         for split in (train_features, dev_features):
             cache_word_layers(model, split, batch_size=2 * data.batch_size, progress=progress_bar)
         log.info("features of %s computed once: %.1f s", cfg.features.path, time.perf_counter() - started)
-    plan = BucketBatchSampler([feature_length(f) for f in train_features], batch_size=data.batch_size,
-                              shuffle=True, seed=cfg.train.seed, num_replicas=dist.world_size, rank=dist.rank)  # fmt: skip
+    plan = BucketBatchSampler(
+        [feature_length(f) for f in train_features],
+        batch_size=data.batch_size,
+        shuffle=True,
+        seed=cfg.train.seed,
+        num_replicas=dist.world_size,
+        rank=dist.rank,
+    )
     # 4. the engine
     train_cfg = cfg.train
     if train_cfg.metric == "main":
@@ -514,14 +594,27 @@ def finetune(
         load_model=partial(load_hf_weights, family),
         plot_curves=plot_training_curves,
     )
-    log.info("%s on %s: %s parameters; %d training examples (%d features), %d dev", architecture, data.task,
-             f"{count_parameters(model):,}", len(train_examples), len(train_features), len(dev_examples))  # fmt: skip
+    log.info(
+        "%s on %s: %s parameters; %d training examples (%d features), %d dev",
+        architecture,
+        data.task,
+        f"{count_parameters(model):,}",
+        len(train_examples),
+        len(train_features),
+        len(dev_examples),
+    )
     result = trainer.fit(resume=resume)
-    row = {"task": data.task, "init": "random" if cfg.random_init or cfg.model else cfg.init,
-           **({"model": cfg.model} if cfg.model else {}), "params": count_parameters(model),
-           "train_examples": len(train_examples), "steps": result.progress.step,
-           "train_seconds": result.progress.train_seconds, "tokens_per_s": result.tokens_per_second,
-           **({"lm_coef": cfg.lm_coef} if decoder else {})}  # fmt: skip
+    row = {
+        "task": data.task,
+        "init": "random" if cfg.random_init or cfg.model else cfg.init,
+        **({"model": cfg.model} if cfg.model else {}),
+        "params": count_parameters(model),
+        "train_examples": len(train_examples),
+        "steps": result.progress.step,
+        "train_seconds": result.progress.train_seconds,
+        "tokens_per_s": result.tokens_per_second,
+        **({"lm_coef": cfg.lm_coef} if decoder else {}),
+    }
     if dist.is_main and (out_dir / "best").is_dir():
         # 5. the best checkpoint's dev predictions, in fp32 as `seq2bert evaluate` gives them: scored again unless
         # the last evaluation was of these weights (no checkpoint averaging since) in fp32 (no bf16 autocast)
@@ -543,21 +636,35 @@ def finetune(
             )
             metrics, preds = score(mismatched, model, mm_examples, mm_features, pad, device, shape)
             row.update({f"dev_mm_{k}": v for k, v in metrics.items()})  # MNLI-mm beside MNLI-m
-            write_predictions(out_dir / "predictions_mismatched.jsonl", mismatched, mm_examples, preds,
-                              model.config.id2label)  # fmt: skip
+            write_predictions(
+                out_dir / "predictions_mismatched.jsonl",
+                mismatched,
+                mm_examples,
+                preds,
+                model.config.id2label,
+            )
         features = registry.family_of(model).base_model(model).features if words else None
         if features is not None and features.layer_weights() is not None:  # which layers the task reads
             row["feature_layer_weights"] = features.layer_weights()
-            log.info("learned layer weights of %s: s_j = %s, gamma = %s", cfg.features.path,
-                     row["feature_layer_weights"]["s"], row["feature_layer_weights"]["gamma"])  # fmt: skip
+            log.info(
+                "learned layer weights of %s: s_j = %s, gamma = %s",
+                cfg.features.path,
+                row["feature_layer_weights"]["s"],
+                row["feature_layer_weights"]["gamma"],
+            )
         row["run_dir"] = str(out_dir)
         write_results(out_dir, row)
     cleanup()
     return row
 
 
-def evaluate_checkpoint(checkpoint: str | Path, data: FinetuneDataConfig | None = None, *, out: str | Path | None = None,
-                        device: str = "cpu") -> dict:  # fmt: skip
+def evaluate_checkpoint(
+    checkpoint: str | Path,
+    data: FinetuneDataConfig | None = None,
+    *,
+    out: str | Path | None = None,
+    device: str = "cpu",
+) -> dict:
     """Dev metrics of a fine-tuned checkpoint directory (a run's best/, or any directory with run.json: a
     fine-tuning's or a task distillation's, whose ``data`` is read); ``data`` overrides the task and folder of
     its run.json. Writes predictions to ``out`` when given."""
@@ -595,5 +702,9 @@ def evaluate_checkpoint(checkpoint: str | Path, data: FinetuneDataConfig | None 
     metrics, preds = score(data, model, examples, features, pad, torch.device(device), shape)
     if out is not None:
         write_predictions(Path(out), data, examples, preds, model.config.id2label)
-    return {"task": data.task, "checkpoint": str(checkpoint), "examples": len(examples),
-            **{f"dev_{k}": v for k, v in metrics.items()}}  # fmt: skip
+    return {
+        "task": data.task,
+        "checkpoint": str(checkpoint),
+        "examples": len(examples),
+        **{f"dev_{k}": v for k, v in metrics.items()},
+    }

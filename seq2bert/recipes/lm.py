@@ -99,7 +99,7 @@ class LMConfig:
     train: TrainConfig = field(
         default_factory=lambda: TrainConfig(
             lr=2e-3, weight_decay=0.0, clip_norm=0.25, max_epochs=1, metric="perplexity", log_every=50
-        )  # fmt: skip
+        )
     )
 
 
@@ -136,8 +136,12 @@ def model_config(model, tok: Tokenizer, vocab_size: int):
     tokenizer (the separator ends documents); a biLM the first ``vocab_size`` words (<S> = [BOS],
     </S> = [EOS])."""
     if not type(model).bidirectional:
-        return replace(model, vocab_size=tok.vocab_size, pad_token_id=tok.pad_token_id or 0,
-                       eos_token_id=separator_id(tok))  # fmt: skip
+        return replace(
+            model,
+            vocab_size=tok.vocab_size,
+            pad_token_id=tok.pad_token_id or 0,
+            eos_token_id=separator_id(tok),
+        )
     tokens = {
         "pad_token_id": "[PAD]",
         "unk_token_id": "[UNK]",
@@ -151,8 +155,16 @@ def model_config(model, tok: Tokenizer, vocab_size: int):
     return replace(model, vocab_size=min(vocab_size, tok.vocab_size), **ids)
 
 
-def stream_batches(corpus: Corpus, documents, tok: Tokenizer, model, batch_size: int, bptt: int, source: str,
-                   table: np.ndarray | None = None):  # fmt: skip
+def stream_batches(
+    corpus: Corpus,
+    documents,
+    tok: Tokenizer,
+    model,
+    batch_size: int,
+    bptt: int,
+    source: str,
+    table: np.ndarray | None = None,
+):
     """The TBPTT segments of ``documents``: one stream, or a biLM's two (the text and the text reversed, each
     sentence between <S> and </S>, the tokens spelled: ``table``, data/characters.char_table)."""
     if not type(model).bidirectional:
@@ -163,8 +175,15 @@ def stream_batches(corpus: Corpus, documents, tok: Tokenizer, model, batch_size:
         corpus, documents, separator_id(tok), sentence_markers=(model.bos_token_id, model.eos_token_id)
     )
     table = char_table(tok, model.max_characters_per_token) if table is None else table
-    return BiStreamBatches(stream, batch_size, bptt, char_table=table, vocab_size=model.vocab_size,
-                           unk_token_id=model.unk_token_id, source=source)  # fmt: skip
+    return BiStreamBatches(
+        stream,
+        batch_size,
+        bptt,
+        char_table=table,
+        vocab_size=model.vocab_size,
+        unk_token_id=model.unk_token_id,
+        source=source,
+    )
 
 
 def separator_id(tok: Tokenizer) -> int:
@@ -185,8 +204,16 @@ def prepared(
     spaces: bool = False,
 ) -> Corpus:
     if not (directory / "corpus.json").is_file():
-        prepare_corpus(files, tok, directory, documents=data.documents, shard_tokens=data.shard_tokens,
-                       skip_bad=data.skip_bad, progress=progress, spaces=spaces)  # fmt: skip
+        prepare_corpus(
+            files,
+            tok,
+            directory,
+            documents=data.documents,
+            shard_tokens=data.shard_tokens,
+            skip_bad=data.skip_bad,
+            progress=progress,
+            spaces=spaces,
+        )
     return Corpus(directory)
 
 
@@ -296,17 +323,23 @@ def evaluate_bistream(model, batches: BiStreamBatches, device, max_tokens: int =
         batch = {k: v.to(device) for k, v in batches.collate([i]).items()}
         out = model(**batch, state=state)
         state = out.state
-        for d, logits, labels in (("forward", out.forward_logits, batch["labels"]),
-                                  ("backward", out.backward_logits, batch["backward_labels"])):  # fmt: skip
+        for d, logits, labels in (
+            ("forward", out.forward_logits, batch["labels"]),
+            ("backward", out.backward_logits, batch["backward_labels"]),
+        ):
             nll[d] += float(F.cross_entropy(logits.float().flatten(0, 1), labels.flatten(), reduction="sum"))
         n += batch["labels"].numel()
         if max_tokens and n >= max_tokens:
             break
     model.train(was_training)
     ppl = {d: math.exp(min(v / max(n, 1), 50.0)) for d, v in nll.items()}
-    return {"loss": (nll["forward"] + nll["backward"]) / max(2 * n, 1), "forward_perplexity": ppl["forward"],
-            "backward_perplexity": ppl["backward"], "perplexity": (ppl["forward"] + ppl["backward"]) / 2,
-            "tokens": n}  # fmt: skip
+    return {
+        "loss": (nll["forward"] + nll["backward"]) / max(2 * n, 1),
+        "forward_perplexity": ppl["forward"],
+        "backward_perplexity": ppl["backward"],
+        "perplexity": (ppl["forward"] + ppl["backward"]) / 2,
+        "tokens": n,
+    }
 
 
 def words_per_token(tok: Tokenizer, files: list[Path], limit: int = 2_000_000) -> float:
@@ -360,10 +393,19 @@ def train_lm(cfg: LMConfig, out_dir: str | Path, *, resume: bool = False, progre
         valid_docs, train_docs = np.sort(order[:n_valid]), np.sort(order[n_valid:])
     bilm = type(model_cfg).bidirectional
     table = char_table(tok, model_cfg.max_characters_per_token) if bilm else None  # each word spelled
-    train = stream_batches(corpus, train_docs, tok, model_cfg, cfg.data.batch_size, cfg.data.bptt, "data.files",
-                           table)  # fmt: skip
-    valid = stream_batches(valid_corpus, valid_docs, tok, model_cfg, min(cfg.data.batch_size, 8), cfg.data.bptt,
-                           "the held-out text", table)  # fmt: skip
+    train = stream_batches(
+        corpus, train_docs, tok, model_cfg, cfg.data.batch_size, cfg.data.bptt, "data.files", table
+    )
+    valid = stream_batches(
+        valid_corpus,
+        valid_docs,
+        tok,
+        model_cfg,
+        min(cfg.data.batch_size, 8),
+        cfg.data.bptt,
+        "the held-out text",
+        table,
+    )
     words = None if bilm else words_per_token(tok, valid_files or [files[0]])
     # 3. the model: a biLM with its softmax (the "pretraining" head), or the LM itself
     family = registry.family_of(model_cfg)
@@ -424,8 +466,13 @@ def train_lm(cfg: LMConfig, out_dir: str | Path, *, resume: bool = False, progre
         load_model=lambda m, d: load_hf_weights(family, m, d),
         plot_curves=plot_training_curves,
     )
-    log.info("%s: %s parameters; %s training tokens, %s held-out", model_cfg.describe(),
-             f"{count_parameters(model):,}", f"{train.tokens():,}", f"{valid.tokens():,}")  # fmt: skip
+    log.info(
+        "%s: %s parameters; %s training tokens, %s held-out",
+        model_cfg.describe(),
+        f"{count_parameters(model):,}",
+        f"{train.tokens():,}",
+        f"{valid.tokens():,}",
+    )
     result = trainer.fit(resume=resume)
     row = {
         "model": model_cfg.describe(),
@@ -512,22 +559,44 @@ def evaluate_lm(
                 (ids == unk, placeholders) if unk is not None else placeholder_targets(ids, tok, unk_token)
             )
             if found != placeholders:
-                log.warning("%s: %d of the %d %s placeholders found among the tokens (the rest are scored)",
-                            ", ".join(files), found, placeholders, unk_token)  # fmt: skip
+                log.warning(
+                    "%s: %d of the %d %s placeholders found among the tokens (the rest are scored)",
+                    ", ".join(files),
+                    found,
+                    placeholders,
+                    unk_token,
+                )
         scored = len(stream) - 1 - int(unscored[1:].sum())
         per_token = (words - placeholders) / max(scored, 1)
         if causal:  # a Transformer carries no state: sliding windows of bptt tokens
             window = min(bptt, max_input_length(model.config, bptt))
-            result = evaluate_windows(model, torch.from_numpy(ids.astype(np.int64)), torch.from_numpy(unscored),
-                                      window, torch.device(device), per_token)  # fmt: skip
+            result = evaluate_windows(
+                model,
+                torch.from_numpy(ids.astype(np.int64)),
+                torch.from_numpy(unscored),
+                window,
+                torch.device(device),
+                per_token,
+            )
         else:
-            result = evaluate_stream(model, batches, torch.device(device), 0, per_token,
-                                     unscored_id=unk if unk_token is not None else None)  # fmt: skip
+            result = evaluate_stream(
+                model,
+                batches,
+                torch.device(device),
+                0,
+                per_token,
+                unscored_id=unk if unk_token is not None else None,
+            )
         corpus.close()
         if unknown - placeholders > max_unknown * len(stream):
             raise DataError(
                 f"{', '.join(files)}: the vocabulary of {checkpoint} does not cover this text: {unknown:,} of "
                 f"its {len(stream):,} tokens are [UNK] (more than {max_unknown:.0%}; --max-unknown sets the limit)"
             )
-    return {"checkpoint": str(checkpoint), "words": words - placeholders, **result,
-            "unk_tokens": unknown - (placeholders if unk is not None else 0), "unscored_words": placeholders}  # fmt: skip
+    return {
+        "checkpoint": str(checkpoint),
+        "words": words - placeholders,
+        **result,
+        "unk_tokens": unknown - (placeholders if unk is not None else 0),
+        "unscored_words": placeholders,
+    }

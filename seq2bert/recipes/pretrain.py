@@ -137,8 +137,10 @@ class InitConfig:
             tables = [getattr(m, "position_embeddings", None) for m in model.modules()]
             tables = [t for t in tables if isinstance(t, nn.Embedding)]
             if not tables:
-                raise ConfigError(f"init.positions=sinusoidal: {type(model).__name__} has no learned position "
-                                  "table (position_embeddings) to start; leave init.positions=normal")  # fmt: skip
+                raise ConfigError(
+                    f"init.positions=sinusoidal: {type(model).__name__} has no learned position "
+                    "table (position_embeddings) to start; leave init.positions=normal"
+                )
             for table in tables:
                 init_sinusoidal_(table, std)
 
@@ -148,8 +150,15 @@ class InitConfig:
 # model.model_type switches to it
 PRETRAINABLE = [f for f in registry.FAMILIES.values() if "pretraining" in f.heads]
 PretrainModelConfig = Union[tuple(f.config_class for f in PRETRAINABLE)]  # noqa: UP007 (built from a list)
-MINI = {"bert": bert_mini, "albert": albert_mini, "roberta": roberta_mini, "spanbert": spanbert_mini,
-        "openai-gpt": gpt1_mini, "gpt2": gpt2_mini, "electra": partial(electra_small, num_hidden_layers=4)}  # fmt: skip
+MINI = {
+    "bert": bert_mini,
+    "albert": albert_mini,
+    "roberta": roberta_mini,
+    "spanbert": spanbert_mini,
+    "openai-gpt": gpt1_mini,
+    "gpt2": gpt2_mini,
+    "electra": partial(electra_small, num_hidden_layers=4),
+}
 
 
 @dataclass
@@ -247,29 +256,62 @@ def sentence_task(family: Family, setting: str) -> tuple[str, str, bool]:
     forward = family.architectures[family.architecture_for("pretraining")].forward
     sbo = "span_left" in inspect.signature(forward).parameters
     if task == "full_sentences" and (sbo or family.pretraining_objective == "replaced_token_detection"):
-        raise ConfigError(f"data.sentence_task: full_sentences is RoBERTa's packing; {family.model_type} trains "
-                          "on one document's sentences (none)")  # fmt: skip
+        raise ConfigError(
+            f"data.sentence_task: full_sentences is RoBERTa's packing; {family.model_type} trains "
+            "on one document's sentences (none)"
+        )
     return task, label_key, sbo
 
 
-def masked_instances(cfg: PretrainConfig, corpus: Corpus, train_docs, valid_docs, tok: Tokenizer, dist: DistInfo,
-                     sentence_task: str, label_key: str, span_boundaries: bool = False
-                     ) -> tuple[PretrainingData, PretrainingData, list[int]]:  # fmt: skip
+def masked_instances(
+    cfg: PretrainConfig,
+    corpus: Corpus,
+    train_docs,
+    valid_docs,
+    tok: Tokenizer,
+    dist: DistInfo,
+    sentence_task: str,
+    label_key: str,
+    span_boundaries: bool = False,
+) -> tuple[PretrainingData, PretrainingData, list[int]]:
     """Instances of ``sentence_task`` with masked tokens, drawn per pass (``label_key``: the model's name for
     the pair labels; ``span_boundaries``: the batches carry each masked token's span boundaries, for
     SpanBERT's SBO): the training ones, the held-out ones and the held-out instances scored."""
     sentences = corpus_sentences(corpus, train_docs) if cfg.data.phrase_ngrams else []
     masking = masking_config(cfg.data, tok, sentences)
     masking_kind = cfg.data.masking if cfg.data.masking != "auto" else "static"
-    common = dict(short_seq_prob=cfg.data.short_seq_prob, masking=masking_kind, dupe_factor=cfg.data.dupe_factor,
-                  sentence_task=sentence_task, label_key=label_key, span_boundaries=span_boundaries)  # fmt: skip
-    train = PretrainingData(corpus, train_docs, masking, batch_size=cfg.data.batch_size, seed=cfg.train.seed,
-                            rank=dist.rank, world=dist.world_size, **common)  # fmt: skip
+    common = dict(
+        short_seq_prob=cfg.data.short_seq_prob,
+        masking=masking_kind,
+        dupe_factor=cfg.data.dupe_factor,
+        sentence_task=sentence_task,
+        label_key=label_key,
+        span_boundaries=span_boundaries,
+    )
+    train = PretrainingData(
+        corpus,
+        train_docs,
+        masking,
+        batch_size=cfg.data.batch_size,
+        seed=cfg.train.seed,
+        rank=dist.rank,
+        world=dist.world_size,
+        **common,
+    )
     if not len(train.table(0)):
-        raise DataError(f"{', '.join(cfg.data.files)}: no training instances of data.sentence_task={sentence_task} "
-                        f"in {len(train_docs)} documents")  # fmt: skip
-    valid = PretrainingData(corpus, valid_docs, masking, batch_size=cfg.data.batch_size, seed=cfg.train.seed + 1,
-                            shuffle=False, **common)  # fmt: skip
+        raise DataError(
+            f"{', '.join(cfg.data.files)}: no training instances of data.sentence_task={sentence_task} "
+            f"in {len(train_docs)} documents"
+        )
+    valid = PretrainingData(
+        corpus,
+        valid_docs,
+        masking,
+        batch_size=cfg.data.batch_size,
+        seed=cfg.train.seed + 1,
+        shuffle=False,
+        **common,
+    )
     indices = [i for b in valid.batches(0) for i in b][: cfg.data.max_valid_instances]
     return train, valid, indices
 
@@ -287,12 +329,20 @@ def masked_lm(
     )
 
 
-def causal_lm(cfg: PretrainConfig, corpus: Corpus, train_docs, valid_docs, tok: Tokenizer, dist: DistInfo,
-              device) -> Objective:  # fmt: skip
+def causal_lm(
+    cfg: PretrainConfig, corpus: Corpus, train_docs, valid_docs, tok: Tokenizer, dist: DistInfo, device
+) -> Objective:
     """GPT's objective: contiguous blocks of the documents' stream, each document followed by its end of text."""
     L, B, eot = cfg.data.max_seq_length, cfg.data.batch_size, tok.eos_token_id
-    train = Blocks(TokenStream(corpus, train_docs, eot), L, B, seed=cfg.train.seed, rank=dist.rank,
-                   world=dist.world_size, source="the training documents")  # fmt: skip
+    train = Blocks(
+        TokenStream(corpus, train_docs, eot),
+        L,
+        B,
+        seed=cfg.train.seed,
+        rank=dist.rank,
+        world=dist.world_size,
+        source="the training documents",
+    )
     valid = Blocks(TokenStream(corpus, valid_docs, eot), L, B, shuffle=False, source="the held-out documents")
     indices = list(range(min(len(valid), cfg.data.max_valid_instances)))
     words = words_per_token(tok, valid.stream, len(indices) * L)
@@ -305,8 +355,15 @@ def causal_lm(cfg: PretrainConfig, corpus: Corpus, train_docs, valid_docs, tok: 
     )
 
 
-def replaced_token_detection(cfg: PretrainConfig, train: PretrainingData, valid: PretrainingData,
-                             indices: list[int], device, family, tok: Tokenizer) -> Objective:  # fmt: skip
+def replaced_token_detection(
+    cfg: PretrainConfig,
+    train: PretrainingData,
+    valid: PretrainingData,
+    indices: list[int],
+    device,
+    family,
+    tok: Tokenizer,
+) -> Objective:
     """ELECTRA's objective (recipes/pretrain_electra.py) on the masked instances."""
     s = cfg.electra
     return Objective(
@@ -345,15 +402,21 @@ def pretrain(
         task, label_key, sbo = sentence_task(family, cfg.data.sentence_task)
     positions = max_input_length(cfg.model)
     if positions is not None and cfg.data.max_seq_length > positions:
-        raise ConfigError(f"data.max_seq_length: {cfg.data.max_seq_length} is longer than the model's {positions} "
-                          "positions")  # fmt: skip
+        raise ConfigError(
+            f"data.max_seq_length: {cfg.data.max_seq_length} is longer than the model's {positions} positions"
+        )
     dist, device = setup(cfg.train.device)
     seed_everything(cfg.train.seed)
     # what the tokenizer and corpus below are made from: one left by another attempt is made again
     tokenizer_source = (
-        {"file": file_stamp(Path(cfg.data.tokenizer))} if cfg.data.tokenizer else
-        {"trained": family.model_type, "vocab_size": cfg.data.vocab_size, "lowercase": cfg.data.lowercase}
-    )  # fmt: skip
+        {"file": file_stamp(Path(cfg.data.tokenizer))}
+        if cfg.data.tokenizer
+        else {
+            "trained": family.model_type,
+            "vocab_size": cfg.data.vocab_size,
+            "lowercase": cfg.data.lowercase,
+        }
+    )
     prepared_from(out_dir, inputs_of(files, cfg.data, tokenizer_source, causal), resume, dist)
     # 1. the tokenizer (kept with the run: a resumed run must see the same ids)
     tok_dir = out_dir / "tokenizer"
@@ -387,8 +450,11 @@ def pretrain(
         else:
             objective = masked_lm(*data, device, family.pretraining_options)
         # a model that names its first and last tokens (RoBERTa: <s>, </s>) takes the tokenizer's
-        special = {k: v for k, v in (("bos_token_id", tok.cls_token_id), ("eos_token_id", tok.sep_token_id))
-                   if getattr(cfg.model, k, None) is not None and v is not None}  # fmt: skip
+        special = {
+            k: v
+            for k, v in (("bos_token_id", tok.cls_token_id), ("eos_token_id", tok.sep_token_id))
+            if getattr(cfg.model, k, None) is not None and v is not None
+        }
     # 4. the model and the engine
     model_cfg = replace(cfg.model, vocab_size=tok.vocab_size, pad_token_id=tok.pad_token_id, **special)
     seed_everything(cfg.train.seed)
@@ -423,8 +489,13 @@ def pretrain(
         load_model=objective.load_model or partial(load_hf_weights, family),
         plot_curves=plot_training_curves,
     )
-    log.info("%s: %s parameters; %s tokens in %d documents", type(model).__name__, f"{count_parameters(model):,}",
-             f"{corpus.info['tokens']:,}", corpus.num_documents)  # fmt: skip
+    log.info(
+        "%s: %s parameters; %s tokens in %d documents",
+        type(model).__name__,
+        f"{count_parameters(model):,}",
+        f"{corpus.info['tokens']:,}",
+        corpus.num_documents,
+    )
     result = trainer.fit(resume=resume)
     row = {
         "model": f"{family.model_type} ({model_cfg.num_hidden_layers}/{model_cfg.hidden_size})",

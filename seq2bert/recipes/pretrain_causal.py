@@ -94,8 +94,10 @@ def continuations(model, tok: Tokenizer, s: SampleConfig, device) -> list[dict]:
     for i, prompt in enumerate(s.prompts):
         ids = torch.tensor([[eot, *tok.ids_batch([prompt])[0]]], device=device)  # (1, P)
         row = {"prompt": prompt}
-        for name, options in (("greedy", {}), ("sampled", dict(do_sample=True, temperature=s.temperature,
-                                                                top_k=s.top_k, seed=s.seed + i))):  # fmt: skip
+        for name, options in (
+            ("greedy", {}),
+            ("sampled", dict(do_sample=True, temperature=s.temperature, top_k=s.top_k, seed=s.seed + i)),
+        ):
             new = model.generate(ids, torch.ones_like(ids), max_new_tokens=s.max_new_tokens, **options)[
                 0, ids.size(1) :
             ]

@@ -87,8 +87,15 @@ class PretrainDataConfig:
             raise ConfigError(f"short_seq_prob: must be in [0, 1], got {self.short_seq_prob}")
         if not 0.0 <= self.valid_fraction < 1.0:
             raise ConfigError(f"valid_fraction: must be in [0, 1), got {self.valid_fraction}")
-        for name in ("max_seq_length", "max_predictions_per_seq", "dupe_factor", "batch_size", "vocab_size",
-                     "shard_tokens", "max_valid_instances"):  # fmt: skip
+        for name in (
+            "max_seq_length",
+            "max_predictions_per_seq",
+            "dupe_factor",
+            "batch_size",
+            "vocab_size",
+            "shard_tokens",
+            "max_valid_instances",
+        ):
             if getattr(self, name) != "auto" and getattr(self, name) < 1:
                 raise ConfigError(f"{name}: must be at least 1, got {getattr(self, name)}")
         if self.masking_strategy != "auto" and self.masking_strategy not in STRATEGIES:
@@ -104,8 +111,10 @@ class PretrainDataConfig:
             raise ConfigError(f"phrase_ngrams: must be at least 0, got {self.phrase_ngrams}")
         knowledge = self.phrases or self.entities or self.knowledge_schedule or self.phrase_ngrams
         if knowledge and self.masking_strategy != "knowledge":
-            raise ConfigError(f"phrases, entities, phrase_ngrams, knowledge_schedule: set, but masking_strategy is "
-                              f"{self.masking_strategy!r} (knowledge reads them)")  # fmt: skip
+            raise ConfigError(
+                f"phrases, entities, phrase_ngrams, knowledge_schedule: set, but masking_strategy is "
+                f"{self.masking_strategy!r} (knowledge reads them)"
+            )
         if self.knowledge_schedule and self.masking == "static":  # auto: known with the family (family_data)
             raise ConfigError(KNOWLEDGE_STAGES)
         if self.max_seq_length < 8:
@@ -139,8 +148,13 @@ def build_tokenizer(data: PretrainDataConfig, files: list[Path], kind: str) -> T
     if data.tokenizer:
         return Tokenizer.from_file(data.tokenizer)
     lowercase = data.lowercase if data.lowercase is not None else kind == "wordpiece"
-    log.info("training a%s %s vocabulary of %d on %d files", "n uncased" if lowercase else "", kind,
-             data.vocab_size, len(files))  # fmt: skip
+    log.info(
+        "training a%s %s vocabulary of %d on %d files",
+        "n uncased" if lowercase else "",
+        kind,
+        data.vocab_size,
+        len(files),
+    )
     return Tokenizer.train(files, kind=kind, vocab_size=data.vocab_size, lowercase=lowercase)
 
 
@@ -253,8 +267,14 @@ def file_stamp(path: Path) -> list:
 
 def inputs_of(files: list[Path], data: PretrainDataConfig, tokenizer: dict, causal: bool) -> dict:
     """The fingerprint of a prepared corpus: its text files, the tokenizer's source and how the text is read."""
-    return {"files": [file_stamp(f) for f in files], "tokenizer": tokenizer, "documents": data.documents,
-            "skip_bad": data.skip_bad, "shard_tokens": data.shard_tokens, "causal": causal}  # fmt: skip
+    return {
+        "files": [file_stamp(f) for f in files],
+        "tokenizer": tokenizer,
+        "documents": data.documents,
+        "skip_bad": data.skip_bad,
+        "shard_tokens": data.shard_tokens,
+        "causal": causal,
+    }
 
 
 def prepared_from(out_dir: Path, inputs: dict, resume: bool, dist: DistInfo) -> None:
@@ -267,8 +287,11 @@ def prepared_from(out_dir: Path, inputs: dict, resume: bool, dist: DistInfo) -> 
     parts = [out_dir / "tokenizer", out_dir / "corpus"]
     if resume:
         if before is not None and before != json.loads(json.dumps(inputs)):
-            log.warning("%s: the input files or tokenizer changed since the run began; it resumes on the "
-                        "tokenizer and corpus it prepared then", out_dir)  # fmt: skip
+            log.warning(
+                "%s: the input files or tokenizer changed since the run began; it resumes on the "
+                "tokenizer and corpus it prepared then",
+                out_dir,
+            )
         if before is not None:
             return
     elif any(p.exists() for p in parts) and before != json.loads(json.dumps(inputs)):
@@ -282,19 +305,37 @@ def prepared_from(out_dir: Path, inputs: dict, resume: bool, dist: DistInfo) -> 
         write_json(path, inputs)
 
 
-def tokenized_corpus(files: list[Path], tok: Tokenizer, corpus_dir: Path, data: PretrainDataConfig, causal: bool,
-                     dist: DistInfo, progress: bool) -> Corpus:  # fmt: skip
+def tokenized_corpus(
+    files: list[Path],
+    tok: Tokenizer,
+    corpus_dir: Path,
+    data: PretrainDataConfig,
+    causal: bool,
+    dist: DistInfo,
+    progress: bool,
+) -> Corpus:
     """The text tokenized once into ``corpus_dir`` (by the main process; reused when it is there already)."""
     spaces = corpus_spaces(tok, causal)
     if not (corpus_dir / "corpus.json").is_file():
         if dist.is_main:
-            prepare_corpus(files, tok, corpus_dir, documents=data.documents, shard_tokens=data.shard_tokens,
-                           skip_bad=data.skip_bad, progress=progress, **spaces)  # fmt: skip
+            prepare_corpus(
+                files,
+                tok,
+                corpus_dir,
+                documents=data.documents,
+                shard_tokens=data.shard_tokens,
+                skip_bad=data.skip_bad,
+                progress=progress,
+                **spaces,
+            )
         barrier(dist)
     corpus = Corpus(corpus_dir)
     if corpus.info.get("spaces", False) != spaces["spaces"]:  # a corpus of an older version, resumed
-        log.warning("%s: tokenized %s the spaces between sentences, unlike this version; kept for the resume",
-                    corpus_dir, "with" if corpus.info.get("spaces") else "without")  # fmt: skip
+        log.warning(
+            "%s: tokenized %s the spaces between sentences, unlike this version; kept for the resume",
+            corpus_dir,
+            "with" if corpus.info.get("spaces") else "without",
+        )
     return corpus
 
 
@@ -311,7 +352,8 @@ def held_out(
         )
     valid_docs, train_docs = np.sort(order[:n_valid]), np.sort(order[n_valid:])
     if n_valid < least:
-        log.warning("fewer than %d held-out documents (data.valid_fraction): evaluating on training documents",
-                    least)  # fmt: skip
+        log.warning(
+            "fewer than %d held-out documents (data.valid_fraction): evaluating on training documents", least
+        )
         valid_docs = train_docs[:50]
     return train_docs, valid_docs

@@ -91,8 +91,10 @@ def features_encoder(path: str, model: str) -> tuple[nn.Module, Any]:
     family = registry.family_at(path)
     if family.kind != "encoder" or family.model_type == model or "base" not in family.heads:
         encoders = [t for t, f in registry.FAMILIES.items() if f.kind == "encoder" and t != model]
-        raise ConfigError(f"features: {path} is a {family.model_type} checkpoint; the features come from an "
-                          f"encoder ({', '.join(encoders)})")  # fmt: skip
+        raise ConfigError(
+            f"features: {path} is a {family.model_type} checkpoint; the features come from an "
+            f"encoder ({', '.join(encoders)})"
+        )
     encoder, tok = registry.load(path, head="base")
     if tok is None:
         raise CheckpointError(f"{path}: no tokenizer (the features encoder reads the words with its own)")
@@ -100,10 +102,18 @@ def features_encoder(path: str, model: str) -> tuple[nn.Module, Any]:
 
 
 def new_model(
-    model: str, overrides: dict[str, Any], vocab: VocabConfig, kind: str, examples: list, architecture: str,
-    *, id2label: dict[int, str] | None, problem_type: str | None, resume_from: Path | None = None,
+    model: str,
+    overrides: dict[str, Any],
+    vocab: VocabConfig,
+    kind: str,
+    examples: list,
+    architecture: str,
+    *,
+    id2label: dict[int, str] | None,
+    problem_type: str | None,
+    resume_from: Path | None = None,
     features: Any = None,
-) -> tuple[nn.Module, Tokenizer]:  # fmt: skip
+) -> tuple[nn.Module, Tokenizer]:
     """A model of family ``model`` (``architecture``) with random weights, and a tokenizer trained on the
     training ``examples`` — or read from ``resume_from``, the checkpoint a resumed run continues from.
     ``features`` (models/bilstm/config.py FeaturesConfig, its ``path`` set): the model also reads that
@@ -111,8 +121,13 @@ def new_model(
     if resume_from is not None and (resume_from / "tokenizer.json").is_file():
         tok = Tokenizer.load(resume_from)
     else:
-        tok = Tokenizer.train(training_texts(kind, examples), kind=vocab.kind, vocab_size=vocab.vocab_size,
-                              min_frequency=vocab.min_frequency, lowercase=vocab.lowercase)  # fmt: skip
+        tok = Tokenizer.train(
+            training_texts(kind, examples),
+            kind=vocab.kind,
+            vocab_size=vocab.vocab_size,
+            min_frequency=vocab.min_frequency,
+            lowercase=vocab.lowercase,
+        )
     fields = {"vocab_size": tok.vocab_size, "pad_token_id": tok.pad_token_id, "problem_type": problem_type}
     if id2label is not None:
         fields["id2label"] = id2label

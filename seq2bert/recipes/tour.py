@@ -80,34 +80,89 @@ LUONG_TRAINING = tuple(
     "train.warmup_steps=300" if o.startswith("train.warmup_steps=") else o for o in RNN_TRAINING
 )
 # The Transformer: Adam with warm-up and inverse-square-root decay, label smoothing 0.1 (Vaswani et al. 5.3).
-TRANSFORMER_TRAINING = ("train.lr=2e-3", "train.schedule=inverse_sqrt", "train.warmup_steps=100",
-                        "train.label_smoothing=0.1")  # fmt: skip
+TRANSFORMER_TRAINING = (
+    "train.lr=2e-3",
+    "train.schedule=inverse_sqrt",
+    "train.warmup_steps=100",
+    "train.label_smoothing=0.1",
+)
 MODELS = (
-    TourModel("Seq2Seq (fixed vector)", "seq2seq",
-              ("model.model_type=seq2seq", "model.num_layers=2", "model.reverse_source=false", SUTSKEVER_INIT,
-               *RNN), False,
-              RNN_TRAINING),
-    TourModel("Seq2Seq, reversed source", "seq2seq-reversed",
-              ("model.model_type=seq2seq", "model.num_layers=2", "model.reverse_source=true", SUTSKEVER_INIT,
-               *RNN), False,
-              RNN_TRAINING),
-    TourModel("RNN Encoder-Decoder (Cho et al.)", "cho",
-              ("model.model_type=cho", "model.maxout_size=256", *RNN), False, RNN_TRAINING),
-    TourModel("Bahdanau attention", "bahdanau",
-              ("model.model_type=bahdanau", "model.attention_size=128", "model.maxout_size=64", *RNN), True,
-              RNN_TRAINING),
-    TourModel("Luong attention (general)", "luong",
-              ("model.model_type=luong", "model.score=general", "model.attention=global", "model.num_layers=2",
-               LUONG_INIT, *RNN), True, LUONG_TRAINING),
-    TourModel("Transformer", "transformer",
-              ("model.model_type=transformer", "model.d_model=128", "model.encoder_layers=2",
-               "model.decoder_layers=2", "model.encoder_attention_heads=4", "model.decoder_attention_heads=4",
-               "model.encoder_ffn_dim=512", "model.decoder_ffn_dim=512", "model.dropout=0.1"), True,
-              TRANSFORMER_TRAINING),
-)  # fmt: skip
+    TourModel(
+        "Seq2Seq (fixed vector)",
+        "seq2seq",
+        (
+            "model.model_type=seq2seq",
+            "model.num_layers=2",
+            "model.reverse_source=false",
+            SUTSKEVER_INIT,
+            *RNN,
+        ),
+        False,
+        RNN_TRAINING,
+    ),
+    TourModel(
+        "Seq2Seq, reversed source",
+        "seq2seq-reversed",
+        ("model.model_type=seq2seq", "model.num_layers=2", "model.reverse_source=true", SUTSKEVER_INIT, *RNN),
+        False,
+        RNN_TRAINING,
+    ),
+    TourModel(
+        "RNN Encoder-Decoder (Cho et al.)",
+        "cho",
+        ("model.model_type=cho", "model.maxout_size=256", *RNN),
+        False,
+        RNN_TRAINING,
+    ),
+    TourModel(
+        "Bahdanau attention",
+        "bahdanau",
+        ("model.model_type=bahdanau", "model.attention_size=128", "model.maxout_size=64", *RNN),
+        True,
+        RNN_TRAINING,
+    ),
+    TourModel(
+        "Luong attention (general)",
+        "luong",
+        (
+            "model.model_type=luong",
+            "model.score=general",
+            "model.attention=global",
+            "model.num_layers=2",
+            LUONG_INIT,
+            *RNN,
+        ),
+        True,
+        LUONG_TRAINING,
+    ),
+    TourModel(
+        "Transformer",
+        "transformer",
+        (
+            "model.model_type=transformer",
+            "model.d_model=128",
+            "model.encoder_layers=2",
+            "model.decoder_layers=2",
+            "model.encoder_attention_heads=4",
+            "model.decoder_attention_heads=4",
+            "model.encoder_ffn_dim=512",
+            "model.decoder_ffn_dim=512",
+            "model.dropout=0.1",
+        ),
+        True,
+        TRANSFORMER_TRAINING,
+    ),
+)
 
-SYNTHETIC = ("data.task=lang", "data.num_train=20000", "data.num_valid=300", "data.num_test=500",
-             "data.min_len=3", "data.max_len=16", "data.max_tokens=300")  # fmt: skip
+SYNTHETIC = (
+    "data.task=lang",
+    "data.num_train=20000",
+    "data.num_valid=300",
+    "data.num_test=500",
+    "data.min_len=3",
+    "data.max_len=16",
+    "data.max_tokens=300",
+)
 STEPS = 2000  # per model at budget 1: small batches, many updates (what recurrent models learn from)
 
 
@@ -133,9 +188,18 @@ def model_config(
     """The run of ``model``: the data, its own settings, the budget and seed, then ``overrides`` (--set)."""
     steps = max(10, round(STEPS * budget))
     metric = "bleu" if any(o == "data.task=files" for o in data) else "exact_match"
-    settings = [*data, *model.overrides, *model.training, f"train.max_steps={steps}", f"train.eval_every={steps}",
-                f"train.seed={seed}", f"train.metric={metric}", "train.log_every=25",
-                f"train.bf16={str(bf16).lower()}", *overrides]  # fmt: skip
+    settings = [
+        *data,
+        *model.overrides,
+        *model.training,
+        f"train.max_steps={steps}",
+        f"train.eval_every={steps}",
+        f"train.seed={seed}",
+        f"train.metric={metric}",
+        "train.log_every=25",
+        f"train.bf16={str(bf16).lower()}",
+        *overrides,
+    ]
     try:
         return config_io.apply_overrides(TranslationConfig(), settings)
     except ConfigError as e:
@@ -184,8 +248,10 @@ def run_tour(
     data = list(data or SYNTHETIC)
     chosen = select_models(models)
     rows, buckets, maps = [], {}, {}
-    configs = [model_config(m, budget=budget, seed=seed, data=data, bf16=bf16, overrides=tuple(overrides))
-               for m in chosen]  # fmt: skip
+    configs = [
+        model_config(m, budget=budget, seed=seed, data=data, bf16=bf16, overrides=tuple(overrides))
+        for m in chosen
+    ]
     device = resolve_device(configs[0].train.device)
     machine = describe_machine(device, use_bf16(configs[0].train.bf16, device))
     log.info("tour on %s", machine)
@@ -208,13 +274,25 @@ def run_tour(
         buckets[model.name] = row.get("test_bleu_by_length", {})
         if model.attention:
             a = align(run_dir, longest_test_source(cfg))
-            maps[model.name] = plot_alignment(a.source_tokens, a.target_tokens, a.weights,
-                                              out_dir / f"attention-{model.slug}.png", title=model.name)  # fmt: skip
+            maps[model.name] = plot_alignment(
+                a.source_tokens,
+                a.target_tokens,
+                a.weights,
+                out_dir / f"attention-{model.slug}.png",
+                title=model.name,
+            )
     plot = plot_bleu_by_length(buckets, out_dir / "bleu_by_length.png", key="bleu")
     result = TourResult(rows, plot, maps, time.perf_counter() - start, machine, tuple(overrides))
-    summary = {"rows": rows, "length_plot": str(plot), "attention_maps": {k: str(v) for k, v in maps.items()},
-               "seconds": result.seconds, "budget": budget, "seed": seed, "machine": machine,
-               "overrides": list(overrides)}  # fmt: skip
+    summary = {
+        "rows": rows,
+        "length_plot": str(plot),
+        "attention_maps": {k: str(v) for k, v in maps.items()},
+        "seconds": result.seconds,
+        "budget": budget,
+        "seed": seed,
+        "machine": machine,
+        "overrides": list(overrides),
+    }
     config_io.atomic_write_text(out_dir / "tour.json", json.dumps(summary, indent=2) + "\n")
     return result
 
@@ -231,12 +309,24 @@ def format_tour(result: TourResult) -> str:
     for row in result.rows:
         by_length = row.get("test_bleu_by_length", {})
         flat.append({**row, **{f"len {b}": by_length[b]["bleu"] for b in labels if b in by_length}})
-    columns = [("model", "model"), ("params", "params"), ("train_seconds", "train time"),
-               ("tokens_per_s", "tokens/s"), ("test_exact_match", "test exact %"), ("test_bleu", "test BLEU"),
-               *[(f"len {b}", f"BLEU {b}") for b in labels]]  # fmt: skip
+    columns = [
+        ("model", "model"),
+        ("params", "params"),
+        ("train_seconds", "train time"),
+        ("tokens_per_s", "tokens/s"),
+        ("test_exact_match", "test exact %"),
+        ("test_bleu", "test BLEU"),
+        *[(f"len {b}", f"BLEU {b}") for b in labels],
+    ]
     settings = [f"settings: {' '.join(result.overrides)}"] if result.overrides else []
-    lines = [f"machine: {result.machine}", *settings, "", format_table(flat, columns), "",
-             f"quality by source length: {result.length_plot}"]  # fmt: skip
+    lines = [
+        f"machine: {result.machine}",
+        *settings,
+        "",
+        format_table(flat, columns),
+        "",
+        f"quality by source length: {result.length_plot}",
+    ]
     lines += [f"attention of {name}: {path}" for name, path in result.attention_maps.items()]
     lines.append(f"{result.seconds / 60:.1f} minutes in all")
     return "\n".join(lines)

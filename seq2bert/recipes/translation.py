@@ -166,8 +166,12 @@ def within_model(enc: Encoded, config) -> Encoded:
     limit, table = source_limit(config), max_input_length(config)
     long = sum(len(s) > limit for s in enc.src) + sum(table is not None and len(t) >= table for t in enc.tgt)
     if long:
-        log.warning("%d sentence(s) truncated to what the model reads (%d source tokens, %s target tokens)", long,
-                    limit, table - 1 if table else "any")  # fmt: skip
+        log.warning(
+            "%d sentence(s) truncated to what the model reads (%d source tokens, %s target tokens)",
+            long,
+            limit,
+            table - 1 if table else "any",
+        )
     return Encoded([s[:limit] for s in enc.src], [t[: table - 1] if table else t for t in enc.tgt])
 
 

@@ -105,12 +105,38 @@ def run_variations(cfg: TranslationConfig, rows: list[str], out_dir: str | Path)
 
 def format_variations(results: list[dict]) -> str:
     """A Markdown table shaped like the paper's Table 3."""
-    cols = ["", "N", "d_model", "d_ff", "h", "d_k", "d_v", "P_drop", "ε_ls", "steps", "PPL (dev)", "BLEU (dev)",
-            "params ×10⁶"]  # fmt: skip
+    cols = [
+        "",
+        "N",
+        "d_model",
+        "d_ff",
+        "h",
+        "d_k",
+        "d_v",
+        "P_drop",
+        "ε_ls",
+        "steps",
+        "PPL (dev)",
+        "BLEU (dev)",
+        "params ×10⁶",
+    ]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in results:
         label = "base" if r["row"] == "base" else f"({r['row']})"
-        cells = [label, r["N"], r["d_model"], r["d_ff"], r["h"], r["d_k"], r["d_v"], r["P_drop"], r["eps_ls"],
-                 f"{r['steps']:,}", f"{r['dev_ppl']:.2f}", f"{r['dev_bleu']:.1f}", f"{r['params_M']:.1f}"]  # fmt: skip
+        cells = [
+            label,
+            r["N"],
+            r["d_model"],
+            r["d_ff"],
+            r["h"],
+            r["d_k"],
+            r["d_v"],
+            r["P_drop"],
+            r["eps_ls"],
+            f"{r['steps']:,}",
+            f"{r['dev_ppl']:.2f}",
+            f"{r['dev_bleu']:.1f}",
+            f"{r['params_M']:.1f}",
+        ]
         lines.append("| " + " | ".join(str(c) for c in cells) + " |")
     return "\n".join(lines)

@@ -124,7 +124,7 @@ def create_app(models: list[ServedModel], settings: Settings | None = None):
             max_batch_size=settings.max_batch_size,
             max_wait=settings.max_wait_ms / 1000,
             max_queue=settings.max_queue,
-        )  # fmt: skip
+        )
         for m in models
         for p in m.pipelines
     }
@@ -135,8 +135,14 @@ def create_app(models: list[ServedModel], settings: Settings | None = None):
         await asyncio.gather(*(b.close() for b in batchers.values()))
         executor.shutdown(wait=False, cancel_futures=True)
 
-    app = FastAPI(title="seq2bert", version="1", docs_url=None, redoc_url=None, lifespan=lifespan,
-                  description="Every loaded checkpoint's pipelines, with dynamic batching.")  # fmt: skip
+    app = FastAPI(
+        title="seq2bert",
+        version="1",
+        docs_url=None,
+        redoc_url=None,
+        lifespan=lifespan,
+        description="Every loaded checkpoint's pipelines, with dynamic batching.",
+    )
     app.state.settings, app.state.batchers = settings, batchers
 
     @app.exception_handler(ApiError)
@@ -180,15 +186,21 @@ def create_app(models: list[ServedModel], settings: Settings | None = None):
             if name not in by_name:
                 raise ApiError(404, f"model {name!r} is not loaded (GET /v1/models lists them)")
             if pipeline not in by_name[name].pipelines:
-                raise ApiError(404, f"model {name!r} does not serve {pipeline} (it serves: "
-                                    f"{', '.join(by_name[name].pipelines)})")  # fmt: skip
+                raise ApiError(
+                    404,
+                    f"model {name!r} does not serve {pipeline} (it serves: "
+                    f"{', '.join(by_name[name].pipelines)})",
+                )
             return by_name[name]
         serving = [m for m in models if pipeline in m.pipelines]
         if not serving:
             raise ApiError(404, f"no loaded model serves {pipeline}")
         if len(serving) > 1:
-            raise ApiError(400, f"model: several loaded models serve {pipeline} "
-                                f"({', '.join(m.name for m in serving)}); name one")  # fmt: skip
+            raise ApiError(
+                400,
+                f"model: several loaded models serve {pipeline} "
+                f"({', '.join(m.name for m in serving)}); name one",
+            )
         return serving[0]
 
     def texts(name: str, values: list, *, empty_ok: bool = False) -> None:
@@ -200,8 +212,9 @@ def create_app(models: list[ServedModel], settings: Settings | None = None):
                 if not empty_ok and not part.strip():
                     raise ApiError(422, f"{name}[{i}]: an empty text")
                 if len(part) > settings.max_text_chars:
-                    raise ApiError(413, f"{name}[{i}]: {len(part):,} characters, at most "
-                                        f"{settings.max_text_chars:,}")  # fmt: skip
+                    raise ApiError(
+                        413, f"{name}[{i}]: {len(part):,} characters, at most {settings.max_text_chars:,}"
+                    )
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     async def page():
@@ -211,9 +224,12 @@ def create_app(models: list[ServedModel], settings: Settings | None = None):
 
     @app.get("/health")
     async def health():
-        return {"status": "ok", "models": len(models),
-                "waiting": sum(b.waiting for b in batchers.values()),
-                "batches": {f"{m}/{p}": vars(b.stats) for (m, p), b in batchers.items()}}  # fmt: skip
+        return {
+            "status": "ok",
+            "models": len(models),
+            "waiting": sum(b.waiting for b in batchers.values()),
+            "batches": {f"{m}/{p}": vars(b.stats) for (m, p), b in batchers.items()},
+        }
 
     @app.get("/v1/models")
     async def list_models():
@@ -234,8 +250,9 @@ def create_app(models: list[ServedModel], settings: Settings | None = None):
     @app.post("/v1/translate")
     async def translate(body: schemas.Translate):
         texts("texts", body.texts)
-        name, out = await call("translate", body, body.texts,
-                               {"num_beams": body.num_beams, "alignment": body.alignment})  # fmt: skip
+        name, out = await call(
+            "translate", body, body.texts, {"num_beams": body.num_beams, "alignment": body.alignment}
+        )
         reply = {"model": name, "translations": [o["translation"] for o in out]}
         if body.alignment:
             reply["alignments"] = [{k: v for k, v in o.items() if k != "translation"} for o in out]
@@ -257,8 +274,9 @@ def create_app(models: list[ServedModel], settings: Settings | None = None):
     async def qa(body: schemas.QA):
         texts("question", [body.question])
         texts("context", [body.context])
-        name, (out,) = await call("qa", body, [(body.question, body.context)],
-                                  {"max_answer_length": body.max_answer_length})  # fmt: skip
+        name, (out,) = await call(
+            "qa", body, [(body.question, body.context)], {"max_answer_length": body.max_answer_length}
+        )
         return {"model": name, **out}
 
     @app.post("/v1/generate")

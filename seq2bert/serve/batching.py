@@ -77,8 +77,15 @@ class Batcher:
     """Gathers the concurrent requests of one pipeline of one model into batches; ``run(items, options)``
     computes a batch (in ``executor``) and returns one output per item."""
 
-    def __init__(self, run: Callable[[list, tuple], list], executor: Executor, *, max_batch_size: int = 32,
-                 max_wait: float = 0.005, max_queue: int = 256) -> None:  # fmt: skip
+    def __init__(
+        self,
+        run: Callable[[list, tuple], list],
+        executor: Executor,
+        *,
+        max_batch_size: int = 32,
+        max_wait: float = 0.005,
+        max_queue: int = 256,
+    ) -> None:
         if max_batch_size < 1 or max_queue < 1 or max_wait < 0:
             raise ValueError("max_batch_size and max_queue: at least 1; max_wait: at least 0")
         self.run, self.executor = run, executor
@@ -138,8 +145,9 @@ class Batcher:
         self.stats.inputs += len(items)
         self.stats.largest = max(self.stats.largest, len(items))
         try:
-            outputs = await asyncio.get_running_loop().run_in_executor(self.executor, self.run, items,
-                                                                       group[0].options)  # fmt: skip
+            outputs = await asyncio.get_running_loop().run_in_executor(
+                self.executor, self.run, items, group[0].options
+            )
         except Exception as e:
             if len(group) > 1:
                 for j in group:

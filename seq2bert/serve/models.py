@@ -28,8 +28,15 @@ from seq2bert.viz.inspect import attention_maps
 
 PIPELINES = ("translate", "classify", "tag", "qa", "fill-mask", "embed", "generate", "attention")
 # the head each encoder pipeline loads (pipelines/loading.py keeps one model per directory and head)
-HEADS = {"embed": loading.ENCODER, "attention": loading.ENCODER, "fill-mask": "masked_lm", "classify": ("sequence", "similarity"),
-         "tag": "tokens", "qa": "qa", "generate": "causal_lm"}  # fmt: skip
+HEADS = {
+    "embed": loading.ENCODER,
+    "attention": loading.ENCODER,
+    "fill-mask": "masked_lm",
+    "classify": ("sequence", "similarity"),
+    "tag": "tokens",
+    "qa": "qa",
+    "generate": "causal_lm",
+}
 
 
 def served_pipelines(directory: Path) -> tuple[Any, str, list[str]]:
@@ -84,8 +91,13 @@ class ServedModel:
         return served
 
     def describe(self) -> dict:
-        return {"name": self.name, "directory": str(self.directory), "model_type": self.family,
-                "architecture": self.architecture, "pipelines": self.pipelines}  # fmt: skip
+        return {
+            "name": self.name,
+            "directory": str(self.directory),
+            "model_type": self.family,
+            "architecture": self.architecture,
+            "pipelines": self.pipelines,
+        }
 
     def run(self, pipeline: str, items: list, options: tuple) -> list:
         """The outputs of ``pipeline`` for ``items`` (the inputs of one or several requests, in order) with the
@@ -122,8 +134,14 @@ class ServedModel:
             out = []
             for text in texts:
                 a = align(model, text, tokenizer=tokenizer, decoding=decoding)
-                out.append({"translation": a.translation, "source_tokens": a.source_tokens,
-                            "target_tokens": a.target_tokens, "weights": rounded(a.weights)})  # fmt: skip
+                out.append(
+                    {
+                        "translation": a.translation,
+                        "source_tokens": a.source_tokens,
+                        "target_tokens": a.target_tokens,
+                        "weights": rounded(a.weights),
+                    }
+                )
         return out
 
     @contextlib.contextmanager
@@ -143,15 +161,26 @@ class ServedModel:
                 raise UserError("pair: a translation model reads one text")
             with self.decoder() as (model, tokenizer):
                 a = align(model, text, tokenizer=tokenizer)
-            sides = {"encoder": (a.source_tokens, a.source_tokens), "decoder": (a.target_tokens, a.target_tokens),
-                     "cross": (a.target_tokens, a.source_tokens)}  # fmt: skip
+            sides = {
+                "encoder": (a.source_tokens, a.source_tokens),
+                "decoder": (a.target_tokens, a.target_tokens),
+                "cross": (a.target_tokens, a.source_tokens),
+            }
             layers = {k: v for k, v in a.layers.items() if k in sides} or {"cross": [a.weights[None]]}
             kinds = {k: sides[k] for k in layers}
         else:
             maps = attention_maps(str(self.directory), text, pair=pair)
             kinds, layers = maps.tokens, maps.layers
-        return {"kinds": {k: {"query_tokens": list(q), "key_tokens": list(kk),
-                              "layers": [rounded(w) for w in layers[k]]} for k, (q, kk) in kinds.items()}}  # fmt: skip
+        return {
+            "kinds": {
+                k: {
+                    "query_tokens": list(q),
+                    "key_tokens": list(kk),
+                    "layers": [rounded(w) for w in layers[k]],
+                }
+                for k, (q, kk) in kinds.items()
+            }
+        }
 
 
 def each(call, items: list) -> list:

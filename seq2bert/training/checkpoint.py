@@ -124,8 +124,9 @@ def load_trainer_state(directory: Path) -> dict[str, Any]:
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)  # never executes pickled code
     except pickle.UnpicklingError:
-        raise CheckpointError(f"{path}: holds more than tensors and plain values (not written by seq2bert); "
-                              f"{earlier}") from None  # fmt: skip
+        raise CheckpointError(
+            f"{path}: holds more than tensors and plain values (not written by seq2bert); {earlier}"
+        ) from None
     except Exception:  # torch raises RuntimeErrors of its zip reader, EOFError, …
         raise CheckpointError(f"{path}: truncated or not a torch archive; {earlier}") from None
     missing = [k for k in TRAINER_STATE_KEYS if not isinstance(state, dict) or k not in state]
@@ -164,8 +165,9 @@ def run_dir_lock(run_dir: str | Path) -> Iterator[None]:
     except BlockingIOError:
         holder = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip() or "another process"
         os.close(fd)
-        raise CheckpointError(f"{path}: in use by another run ({holder}); wait for it to end, or choose "
-                              "another --out") from None  # fmt: skip
+        raise CheckpointError(
+            f"{path}: in use by another run ({holder}); wait for it to end, or choose another --out"
+        ) from None
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"process {os.getpid()}, since {time.strftime('%Y-%m-%d %H:%M:%S')}\n".encode(), 0)
     _HELD[path] = [fd, 1]

@@ -231,8 +231,10 @@ class Trainer:
             progress = Progress(**state["progress"])
         except (KeyError, ValueError, TypeError, RuntimeError) as e:
             first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            raise CheckpointError(f"{path / 'trainer_state.pt'}: does not fit this run's optimizer, schedule or "
-                                  f"progress ({first})") from None  # fmt: skip
+            raise CheckpointError(
+                f"{path / 'trainer_state.pt'}: does not fit this run's optimizer, schedule or "
+                f"progress ({first})"
+            ) from None
         rngs = state["rng"]
         if len(rngs) != self.dist.world_size:
             log.warning(
@@ -452,8 +454,10 @@ class Trainer:
             kept = (
                 f"{last} holds the last good weights" if last is not None else "no checkpoint was written yet"
             )
-            raise RunFailure(f"step {p.step + 1}: {what}, not finite; the run stops ({kept}; lower train.lr and "
-                             "--resume, or set train.nonfinite=skip)")  # fmt: skip
+            raise RunFailure(
+                f"step {p.step + 1}: {what}, not finite; the run stops ({kept}; lower train.lr and "
+                "--resume, or set train.nonfinite=skip)"
+            )
         self.optimizer.step()
         self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)

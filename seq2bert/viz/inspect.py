@@ -55,8 +55,10 @@ def attention_maps(model, text: str, *, pair: str | None = None) -> AttentionMap
         net, tok, _ = _load(model, ENCODER)
         encoder = _base(net)
         if "output_attentions" not in inspect.signature(encoder.forward).parameters:  # a BiLSTM, say
-            raise UserError(f"{model if isinstance(model, (str, Path)) else 'the model'}: a "
-                            f"{type(encoder).__name__} has no attention weights")  # fmt: skip
+            raise UserError(
+                f"{model if isinstance(model, (str, Path)) else 'the model'}: a "
+                f"{type(encoder).__name__} has no attention weights"
+            )
         longest = max_input_length(encoder.config, 512)  # a longer text: its first positions, with a warning
         enc = tok.encode(text, pair, max_length=longest, truncation="longest_first")
         said_truncated([enc], longest)
@@ -75,8 +77,11 @@ def attention_maps(model, text: str, *, pair: str | None = None) -> AttentionMap
         a = align(model, text)
     except ValueError as e:
         raise UserError(f"{model}: {e}") from None
-    tokens = {"encoder": (a.source_tokens, a.source_tokens), "decoder": (a.target_tokens, a.target_tokens),
-              "cross": (a.target_tokens, a.source_tokens)}  # fmt: skip
+    tokens = {
+        "encoder": (a.source_tokens, a.source_tokens),
+        "decoder": (a.target_tokens, a.target_tokens),
+        "cross": (a.target_tokens, a.source_tokens),
+    }
     return AttentionMaps(a.layers, {k: tokens[k] for k in a.layers}, f"{text} → {a.translation}")
 
 
@@ -91,9 +96,14 @@ def select(maps: AttentionMaps, kind: str, layer: int) -> torch.Tensor:
 
 
 def plot_heads(
-    weights: torch.Tensor, rows: list[str], cols: list[str], out_png: str | Path, *, head: int | None = None,
+    weights: torch.Tensor,
+    rows: list[str],
+    cols: list[str],
+    out_png: str | Path,
+    *,
+    head: int | None = None,
     title: str = "",
-) -> Path:  # fmt: skip
+) -> Path:
     """Heatmaps of one layer, (h, T_q, T_k): every head side by side, or only ``head``. Row i is query
     token i, its weights over the keys (columns) sum to 1."""
     if weights.dim() != 3 or weights.shape[1:] != (len(rows), len(cols)):
@@ -198,7 +208,7 @@ def write_head_view(maps: AttentionMaps, out_html: str | Path, *, decimals: int 
                 for layer in layers
             ]
             for k, layers in maps.layers.items()
-        },  # fmt: skip
+        },
         "tokens": {k: [list(q), list(kk)] for k, (q, kk) in maps.tokens.items()},
     }
     payload = json.dumps(data, ensure_ascii=False).replace("</", "<\\/")  # safe inside <script>
@@ -222,8 +232,11 @@ def plot_positional_encoding(
     table = sinusoidal_table(length, d_model, interleaved=interleaved)  # (length, d_model)
     fig, ax = plt.subplots(figsize=(8.0, 5.0))
     image = ax.imshow(table.numpy(), cmap="RdBu", vmin=-1.0, vmax=1.0, aspect="auto")
-    ax.set(xlabel="dimension i", ylabel="position pos",
-           title=f"sinusoidal positional encoding, d_model = {d_model}")  # fmt: skip
+    ax.set(
+        xlabel="dimension i",
+        ylabel="position pos",
+        title=f"sinusoidal positional encoding, d_model = {d_model}",
+    )
     fig.colorbar(image, ax=ax)
     fig.tight_layout()
     return save_figure(fig, out_png)

@@ -154,8 +154,12 @@ def from_hf_state_dict(
         out["mlm.decoder.weight"] = out["albert.embeddings.word_embeddings.weight"]  # tied
     elif head is not None and not (new_heads and f"{head}.weight" not in hf):
         out.update(taken.load(linear(head, head)))
-    taken.ignore("predictions.decoder.weight", "predictions.decoder.bias", f"{theirs}embeddings.position_ids",
-                 f"{theirs}embeddings.token_type_ids")  # fmt: skip
+    taken.ignore(
+        "predictions.decoder.weight",
+        "predictions.decoder.bias",
+        f"{theirs}embeddings.position_ids",
+        f"{theirs}embeddings.token_type_ids",
+    )
     if architecture != "AlbertForPreTraining":  # heads a smaller model does not have
         taken.ignore(*[k for k in hf if k.split(".")[0] in ("predictions", "sop_classifier")])
         if not pooler:

@@ -158,9 +158,16 @@ class AlbertForPreTraining(SavePretrained, nn.Module):
         """labels (B, T): the original token at predicted positions, −100 elsewhere; sentence_order_label
         (B,): 0 the segments in order, 1 swapped. ``sparse_prediction`` as BertForPreTraining's."""
         out, logits, mlm_loss = encode_and_predict(
-            self.albert, self.mlm, input_ids, attention_mask, token_type_ids, labels, sparse_prediction,
-            output_hidden_states, output_attentions,
-        )  # fmt: skip
+            self.albert,
+            self.mlm,
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            labels,
+            sparse_prediction,
+            output_hidden_states,
+            output_attentions,
+        )
         sop_logits = self.sop(out.pooler_output)  # (B, 2)
         sop_loss = None
         if sentence_order_label is not None:  # NSP's loss: only the making of the pairs differs

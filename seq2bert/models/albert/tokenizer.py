@@ -103,8 +103,11 @@ def canonical(backend: tokenizers.Tokenizer) -> tokenizers.Tokenizer:
     n = len(SPECIAL)
     pieces = vocab[n:]
     low = min(score for _, score in pieces)
-    added = [i for i, (piece, score) in enumerate(pieces)
-             if len(piece) == 1 and abs((score - low) / PENALTY_STEP - round((score - low) / PENALTY_STEP)) < 1e-6]  # fmt: skip
+    added = [
+        i
+        for i, (piece, score) in enumerate(pieces)
+        if len(piece) == 1 and abs((score - low) / PENALTY_STEP - round((score - low) / PENALTY_STEP)) < 1e-6
+    ]
     scores = sorted(pieces[i][1] for i in added)
     for i, score in zip(sorted(added, key=lambda i: pieces[i][0]), scores, strict=True):
         pieces[i] = [pieces[i][0], score]

@@ -48,8 +48,15 @@ class BertConfig(ClassifierFields):
         expected = type(self).__dataclass_fields__["model_type"].default  # a variant's config sets its own
         if self.model_type != expected:
             raise ConfigError(f"model_type: expected {expected!r}, got {self.model_type!r}")
-        for name in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
-                     "max_position_embeddings", "type_vocab_size"):  # fmt: skip
+        for name in (
+            "vocab_size",
+            "hidden_size",
+            "num_hidden_layers",
+            "num_attention_heads",
+            "intermediate_size",
+            "max_position_embeddings",
+            "type_vocab_size",
+        ):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name}: must be at least 1, got {getattr(self, name)}")
         if self.attention_size % self.num_attention_heads:

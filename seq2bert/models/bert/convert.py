@@ -108,8 +108,10 @@ def heads_keymap(nsp: bool) -> KeyMap:
 
 def tf_renamed(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """TF-era names (LayerNorm.gamma / beta) as transformers renames them."""
-    return {k.replace("LayerNorm.gamma", "LayerNorm.weight").replace("LayerNorm.beta", "LayerNorm.bias"): v
-            for k, v in state.items()}  # fmt: skip
+    return {
+        k.replace("LayerNorm.gamma", "LayerNorm.weight").replace("LayerNorm.beta", "LayerNorm.bias"): v
+        for k, v in state.items()
+    }
 
 
 def from_hf_state_dict(

@@ -314,8 +314,14 @@ def encode_and_predict(
     ``head``: (encoder output, logits, MLM loss). ``outputs``: output_hidden_states, output_attentions."""
     rows, labels = sparse_rows(labels, sparse and encoder.rows_at_last_layer, *outputs)
     hidden_states, attentions = outputs
-    out = encoder(input_ids, attention_mask, token_type_ids, output_hidden_states=hidden_states,
-                  output_attentions=attentions, positions=rows)  # fmt: skip
+    out = encoder(
+        input_ids,
+        attention_mask,
+        token_type_ids,
+        output_hidden_states=hidden_states,
+        output_attentions=attentions,
+        positions=rows,
+    )
     logits, loss = masked_lm(head, out.last_hidden_state, labels, sparse)
     return out, logits, loss
 
@@ -368,9 +374,16 @@ class BertForPreTraining(BertHeadModel):
         ``sparse_prediction``: the MLM head runs only at the labelled positions, and so does the last layer
         (``prediction_rows``) unless per-layer outputs are asked for; same loss, logits (N, V)."""
         out, logits, mlm_loss = encode_and_predict(
-            self.base_model, self.mlm, input_ids, attention_mask, token_type_ids, labels, sparse_prediction,
-            output_hidden_states, output_attentions,
-        )  # fmt: skip
+            self.base_model,
+            self.mlm,
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            labels,
+            sparse_prediction,
+            output_hidden_states,
+            output_attentions,
+        )
         nsp_logits = self.nsp(out.pooler_output)  # (B, 2)
         nsp_loss = (
             None if next_sentence_label is None else next_sentence_loss(nsp_logits, next_sentence_label)
@@ -408,9 +421,16 @@ class BertForMaskedLM(BertHeadModel):
     ) -> MaskedLMOutput:
         """As BertForPreTraining.forward, without NSP."""
         out, logits, loss = encode_and_predict(
-            self.base_model, self.mlm, input_ids, attention_mask, token_type_ids, labels, sparse_prediction,
-            output_hidden_states, output_attentions,
-        )  # fmt: skip
+            self.base_model,
+            self.mlm,
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            labels,
+            sparse_prediction,
+            output_hidden_states,
+            output_attentions,
+        )
         return MaskedLMOutput(loss, logits, out.hidden_states, out.attentions)
 
 
@@ -453,9 +473,15 @@ class BertLMHeadModel(DecoderOnlyLM, BertHeadModel):
         ``loss_only`` (the causal-LM pretraining asks for it) changes nothing: the MLM transform stands between
         the final states and the tied output layer, so the logits are built either way."""
         del loss_only
-        out = self.base_model(input_ids, attention_mask, token_type_ids, position_ids=position_ids,
-                              past_key_values=past_key_values, output_hidden_states=output_hidden_states,
-                              output_attentions=output_attentions)  # fmt: skip
+        out = self.base_model(
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            position_ids=position_ids,
+            past_key_values=past_key_values,
+            output_hidden_states=output_hidden_states,
+            output_attentions=output_attentions,
+        )
         logits = self.mlm(out.last_hidden_state)  # (B, T, V)
         loss = None if labels is None else causal_lm_loss(logits, labels)
         return CausalLMOutput(loss, logits, out.hidden_states, out.attentions)

@@ -68,8 +68,10 @@ class WordFeatures(nn.Module):
         self.num_layers = encoder_config.num_hidden_layers + 1  # the embeddings (or token layer) and L
         self.dim = encoder_config.hidden_size
         if config.layers == "sum_last_four" and self.num_layers - 1 < 4:
-            raise ConfigError(f"features.layers: sum_last_four needs an encoder of at least 4 layers; "
-                              f"{config.path or family.model_type} has {self.num_layers - 1}")  # fmt: skip
+            raise ConfigError(
+                f"features.layers: sum_last_four needs an encoder of at least 4 layers; "
+                f"{config.path or family.model_type} has {self.num_layers - 1}"
+            )
         self.mix = (
             ScalarMix(self.num_layers, layer_norm=config.layer_norm) if config.layers == "mix" else None
         )
@@ -99,8 +101,10 @@ class WordFeatures(nn.Module):
             texts = [segments[0] if len(segments) == 1 else tuple(segments) for segments in batch]
             limit = max_input_length(self.encoder.config)
             encodings = self.tokenizer.encode_words(texts, max_length=limit)
-            positions = [first_pieces(e.word_ids, e.sequence_ids, [len(t) for t in s])
-                         for e, s in zip(encodings, batch, strict=True)]  # fmt: skip
+            positions = [
+                first_pieces(e.word_ids, e.sequence_ids, [len(t) for t in s])
+                for e, s in zip(encodings, batch, strict=True)
+            ]
             ids, mask = pad_sequences([e.ids for e in encodings], self.tokenizer.pad_token_id or 0)
             types, _ = pad_sequences([e.type_ids for e in encodings], 0)
             inputs = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}

@@ -84,8 +84,14 @@ class BiLSTMModel(SavePretrained, nn.Module):
         self.dropout = nn.Dropout(config.dropout)
         self.features = WordFeatures(config.features) if config.features.encoder else None
         width = config.embedding_dim + (self.features.dim if self.features is not None else 0)
-        self.lstm = recurrent("lstm", width, config.hidden_size, num_layers=config.num_layers,
-                              bidirectional=True, dropout=config.dropout)  # fmt: skip
+        self.lstm = recurrent(
+            "lstm",
+            width,
+            config.hidden_size,
+            num_layers=config.num_layers,
+            bidirectional=True,
+            dropout=config.dropout,
+        )
 
     def forward(
         self,

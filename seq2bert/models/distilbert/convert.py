@@ -39,11 +39,13 @@ HEADS: dict[str, KeyMap] = {
         *linear("mlm.norm", "vocab_layer_norm"),
         ("mlm.decoder.bias", ("vocab_projector.bias",)),
     ],
-    "DistilBertForSequenceClassification": linear("pre_classifier", "pre_classifier") + linear("classifier", "classifier"),
+    "DistilBertForSequenceClassification": linear("pre_classifier", "pre_classifier")
+    + linear("classifier", "classifier"),
     "DistilBertForTokenClassification": linear("classifier", "classifier"),
     "DistilBertForQuestionAnswering": linear("qa_outputs", "qa_outputs"),
-    "DistilBertForMultipleChoice": linear("pre_classifier", "pre_classifier") + linear("classifier", "classifier"),
-}  # fmt: skip
+    "DistilBertForMultipleChoice": linear("pre_classifier", "pre_classifier")
+    + linear("classifier", "classifier"),
+}
 ARCHITECTURES = tuple(HEADS)
 
 
@@ -85,7 +87,7 @@ def layout(cfg: DistilBertConfig) -> HeadLayout:
             "pre_classifier",
             "classifier",
             "qa_outputs",
-        ),  # fmt: skip
+        ),
         tied={
             MLM: (
                 (

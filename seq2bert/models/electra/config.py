@@ -58,8 +58,13 @@ def electra_base(**overrides) -> ElectraConfig:
 
 def electra_large(**overrides) -> ElectraConfig:
     """E = H = 1024, L = 24, A = 16."""
-    fields = dict(embedding_size=1024, hidden_size=1024, num_hidden_layers=24, num_attention_heads=16,
-                  intermediate_size=4096)  # fmt: skip
+    fields = dict(
+        embedding_size=1024,
+        hidden_size=1024,
+        num_hidden_layers=24,
+        num_attention_heads=16,
+        intermediate_size=4096,
+    )
     return ElectraConfig(**{**fields, **overrides})
 
 

@@ -50,8 +50,14 @@ HEADS: dict[str, KeyMap] = {
 }
 ARCHITECTURES = tuple(HEADS)
 # the top-level modules of their heads: a checkpoint's head that the model asked for has none is dropped
-HEAD_MODULES = ("discriminator_predictions", "generator_predictions", "generator_lm_head", "classifier",
-                "qa_outputs", "sequence_summary")  # fmt: skip
+HEAD_MODULES = (
+    "discriminator_predictions",
+    "generator_predictions",
+    "generator_lm_head",
+    "classifier",
+    "qa_outputs",
+    "sequence_summary",
+)
 
 
 def config_from_hf(hf: dict[str, Any], source: str = "config.json") -> ElectraConfig:

@@ -104,8 +104,13 @@ class ElectraForPreTraining(SavePretrained, nn.Module):
     ) -> ElectraForPreTrainingOutput:
         """input_ids … (B, T) — the corrupted input x̃; labels (B, T): 1 where x̃_t was replaced, else 0.
         Loss: L_Disc, the binary cross-entropy over the real (not padding) positions."""
-        out = self.electra(input_ids, attention_mask, token_type_ids, output_hidden_states=output_hidden_states,
-                           output_attentions=output_attentions)  # fmt: skip
+        out = self.electra(
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            output_hidden_states=output_hidden_states,
+            output_attentions=output_attentions,
+        )
         logits = self.rtd(out.last_hidden_state)  # (B, T)
         loss = None if labels is None else replaced_token_detection_loss(logits, labels, attention_mask)
         return ElectraForPreTrainingOutput(loss, logits, out.hidden_states, out.attentions)
@@ -135,7 +140,14 @@ class ElectraForMaskedLM(SavePretrained, nn.Module):
         """labels (B, T): the original token at masked positions, −100 elsewhere. ``sparse_prediction``: the
         head, and the last layer, only at the labelled positions, logits (N, V) (the same loss), as BERT's."""
         out, logits, loss = encode_and_predict(
-            self.electra, self.mlm, input_ids, attention_mask, token_type_ids, labels, sparse_prediction,
-            output_hidden_states, output_attentions,
-        )  # Eq. 1  # fmt: skip
+            self.electra,
+            self.mlm,
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            labels,
+            sparse_prediction,
+            output_hidden_states,
+            output_attentions,
+        )  # Eq. 1
         return MaskedLMOutput(loss, logits, out.hidden_states, out.attentions)

@@ -102,9 +102,15 @@ class ELMoModel(SavePretrained, nn.Module):
         super().__init__()
         config.validate()
         self.config = c = config
-        self.token_encoder = CharacterCNN(c.num_characters, c.char_embedding_dim, c.filters, c.num_highway,
-                                          c.projection_dim, activation=c.activation,
-                                          padding_character=PAD_CHAR)  # fmt: skip
+        self.token_encoder = CharacterCNN(
+            c.num_characters,
+            c.char_embedding_dim,
+            c.filters,
+            c.num_highway,
+            c.projection_dim,
+            activation=c.activation,
+            padding_character=PAD_CHAR,
+        )
 
         def stack() -> nn.ModuleList:
             return nn.ModuleList(
@@ -114,7 +120,7 @@ class ELMoModel(SavePretrained, nn.Module):
                     c.projection_dim,
                     cell_clip=c.cell_clip,
                     proj_clip=c.proj_clip,
-                )  # fmt: skip
+                )
                 for _ in range(c.num_layers)
             )
 

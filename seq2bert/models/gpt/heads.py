@@ -142,10 +142,15 @@ class GPTLMHeadModel(DecoderOnlyLM, GPTHeadModel):
         loss fused (objectives/cross_entropy.py: no (B, T, V) logits or log-probabilities are built; the same
         loss and gradients up to rounding); ``logits`` is then None. seq2bert pretrain trains so."""
         out = self.encode(
-            input_ids, attention_mask, position_ids=position_ids, token_type_ids=token_type_ids,
-            past_key_values=past_key_values, use_cache=use_cache, output_hidden_states=output_hidden_states,
+            input_ids,
+            attention_mask,
+            position_ids=position_ids,
+            token_type_ids=token_type_ids,
+            past_key_values=past_key_values,
+            use_cache=use_cache,
+            output_hidden_states=output_hidden_states,
             output_attentions=output_attentions,
-        )  # fmt: skip
+        )
         if loss_only:
             if labels is None:
                 raise ValueError("loss_only needs labels")
@@ -223,10 +228,15 @@ class GPTDoubleHeadsModel(GPTHeadModel):
             return None if x is None else x.reshape(-1, x.size(-1))  # (B·C, T)
 
         out = self.encode(
-            flat(input_ids), flat(attention_mask), position_ids=flat(position_ids),
-            token_type_ids=flat(token_type_ids), past_key_values=past_key_values, use_cache=use_cache,
-            output_hidden_states=output_hidden_states, output_attentions=output_attentions,
-        )  # fmt: skip
+            flat(input_ids),
+            flat(attention_mask),
+            position_ids=flat(position_ids),
+            token_type_ids=flat(token_type_ids),
+            past_key_values=past_key_values,
+            use_cache=use_cache,
+            output_hidden_states=output_hidden_states,
+            output_attentions=output_attentions,
+        )
         hidden = out.last_hidden_state.view(*lead, T, -1)  # (B, C, T, d_model)
         logits = self.lm_head(hidden)  # (B, C, T, V)
         mc_logits = self.multiple_choice_head(hidden, mc_token_ids).squeeze(-1)  # (B, C)
@@ -289,10 +299,15 @@ class GPTForSequenceClassification(GPTHeadModel):
         """input_ids … (B, T) → logits (B, K) at each row's last token; labels (B,) class ids, (B,) floats for
         regression, (B, K) for multi-label; lm_labels (B, T): GPT-1's auxiliary LM loss on the inputs."""
         out = self.encode(
-            input_ids, attention_mask, position_ids=position_ids, token_type_ids=token_type_ids,
-            past_key_values=past_key_values, use_cache=use_cache, output_hidden_states=output_hidden_states,
+            input_ids,
+            attention_mask,
+            position_ids=position_ids,
+            token_type_ids=token_type_ids,
+            past_key_values=past_key_values,
+            use_cache=use_cache,
+            output_hidden_states=output_hidden_states,
             output_attentions=output_attentions,
-        )  # fmt: skip
+        )
         at = last_token(input_ids, self.config.pad_token_id)  # (B,)
         hidden = out.last_hidden_state[torch.arange(input_ids.size(0), device=at.device), at]  # h_l^m: (B, d)
         logits = self.score(hidden)  # (B, K)
@@ -370,9 +385,13 @@ class GPTForTokenClassification(GPTHeadModel):
     ) -> SequenceClassifierOutputWithPast:
         """labels (B, T): a tag id per token, −100 where none is predicted."""
         out = self.encode(
-            input_ids, attention_mask, position_ids=position_ids, token_type_ids=token_type_ids,
-            output_hidden_states=output_hidden_states, output_attentions=output_attentions,
-        )  # fmt: skip
+            input_ids,
+            attention_mask,
+            position_ids=position_ids,
+            token_type_ids=token_type_ids,
+            output_hidden_states=output_hidden_states,
+            output_attentions=output_attentions,
+        )
         logits = self.classifier(self.dropout(out.last_hidden_state))  # (B, T, K)
         loss = None if labels is None else token_classification_loss(logits, labels)
         return SequenceClassifierOutputWithPast(loss, logits, None, out.hidden_states, out.attentions)

@@ -49,8 +49,14 @@ HEADS: dict[str, KeyMap] = {
     "MobileBertForMultipleChoice": linear("classifier", "classifier"),
 }
 ARCHITECTURES = tuple(HEADS)
-POOLED = frozenset(("MobileBertModel", "MobileBertForPreTraining", "MobileBertForSequenceClassification",
-                    "MobileBertForMultipleChoice"))  # fmt: skip
+POOLED = frozenset(
+    (
+        "MobileBertModel",
+        "MobileBertForPreTraining",
+        "MobileBertForSequenceClassification",
+        "MobileBertForMultipleChoice",
+    )
+)
 TIED = (  # the MLM decoder: the word embeddings, and its bias under a second name
     ("mlm.decoder.weight", "mobilebert.embeddings.word_embeddings.weight", "cls.predictions.decoder.weight"),
     ("mlm.decoder.bias", "mlm.decoder.bias", "cls.predictions.decoder.bias"),

@@ -148,8 +148,13 @@ class MobileBertLayer(nn.Module):
         # Q and K's own projection (kept, unused, with use_bottleneck_attention: transformers' layout)
         self.shared_bottleneck = Projection(c) if bottleneck and c.key_query_shared_bottleneck else None
         self.attend_bottleneck = bottleneck and c.use_bottleneck_attention
-        self.self_attn = BottleneckAttention(B, B if c.use_bottleneck_attention else H, B, c.num_attention_heads,
-                                             dropout=c.attention_probs_dropout_prob)  # fmt: skip
+        self.self_attn = BottleneckAttention(
+            B,
+            B if c.use_bottleneck_attention else H,
+            B,
+            c.num_attention_heads,
+            dropout=c.attention_probs_dropout_prob,
+        )
         drop = 0.0 if bottleneck else c.hidden_dropout_prob  # departure (transformers'): none in a bottleneck
         self.self_attn_sublayer = residual(c, B, drop)
         F_ = c.num_feedforward_networks

@@ -72,8 +72,13 @@ class SpanBertForPreTraining(BertHeadModel):
         (objectives/span_boundary.py, ``boundary_targets``). The encoder runs at every position (the SBO
         reads the boundaries, which are not predicted); ``sparse_prediction``: the MLM head at the labelled
         positions only."""
-        out = self.base_model(input_ids, attention_mask, token_type_ids, output_hidden_states=output_hidden_states,
-                              output_attentions=output_attentions)  # fmt: skip
+        out = self.base_model(
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            output_hidden_states=output_hidden_states,
+            output_attentions=output_attentions,
+        )
         hidden = out.last_hidden_state  # (B, T, H)
         logits, mlm_loss = masked_lm(self.mlm, hidden, labels, sparse_prediction)
         sbo_logits = sbo_loss = None
