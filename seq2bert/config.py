@@ -21,8 +21,9 @@ import json
 import math
 import types
 import typing
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal, TypeVar, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
 
 import yaml
 
@@ -56,12 +57,36 @@ def _type_name(tp: Any) -> str:
 TAG = "model_type"
 
 
-def tagged_arms(tp: Any) -> dict[str, type] | None:
-    """For a union of dataclasses that each have a ``model_type`` field with a default: {model_type: class}.
+@dataclasses.dataclass(frozen=True)
+class Tagged:
+    """The mark of a *tagged* section, ``Annotated[Any, Tagged(...)]``: its class is the one its ``model_type``
+    names among ``arms()`` — a function called each time a configuration is read, so that choices added at
+    run time (a family a plugin registers) are read from a file and from ``--set`` like the others. A mapping
+    that names no ``model_type`` is read as ``default``'s; where an update switches the ``model_type``, the
+    section restarts from ``defaults(model_type)()`` (a named size, say) or, when that gives None, from the
+    class's own defaults."""
 
-    Such a union is a *tagged* section (the ``model`` of a run configuration): a mapping is read as the arm
-    its ``model_type`` names (the first arm when it names none). Anything else: None.
+    arms: Callable[[], dict[str, type]]
+    default: str
+    defaults: Callable[[str], Callable[[], Any] | None] = lambda tag: None
+
+
+def _tagged(tp: Any) -> Tagged | None:
+    if get_origin(tp) is Annotated:
+        return next((m for m in tp.__metadata__ if isinstance(m, Tagged)), None)
+    return None
+
+
+def tagged_arms(tp: Any) -> dict[str, type] | None:
+    """For a tagged section, {model_type: class}, its default first: an ``Annotated[…, Tagged]`` field (its
+    choices looked up now), or a union of dataclasses that each have a ``model_type`` field with a default.
+    A mapping is read as the arm its ``model_type`` names (the first when it names none). Anything else: None.
     """
+    tagged = _tagged(tp)
+    if tagged is not None:
+        arms = tagged.arms()
+        first = {tagged.default: arms[tagged.default]} if tagged.default in arms else {}
+        return {**first, **arms}
     if get_origin(tp) not in (Union, types.UnionType):
         return None
     arms = {}
@@ -84,6 +109,8 @@ def _convert(value: Any, tp: Any, key: str) -> Any:
     origin = get_origin(tp)
     if tp is Any:
         return value
+    if get_origin(tp) is Annotated and _tagged(tp) is None:
+        return _convert(value, get_args(tp)[0], key)
     arms = tagged_arms(tp)
     if arms is not None:
         if isinstance(value, tuple(arms.values())):
@@ -169,7 +196,7 @@ def _convert(value: Any, tp: Any, key: str) -> Any:
 
 
 def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
+    return typing.get_type_hints(cls, include_extras=True)
 
 
 def from_dict(cls: type[T], data: dict[str, Any], prefix: str = "") -> T:
@@ -326,23 +353,18 @@ def _set_dotted(data: dict[str, Any], cls: type, parts: list[str], value: Any, s
     node[last] = to_dict(_convert(value, fields[last], prefix + last))
 
 
-# the field metadata of a tagged section that names the defaults of some of its models in this configuration:
-# {model_type: a function returning its config} (pretraining starts GPT-2 at BERT-mini's size, say)
-ARM_DEFAULTS = "defaults_by_model_type"
-
-
 def _restart_retagged(base: dict[str, Any], update: dict[str, Any], cls: type) -> dict[str, Any]:
     """Where ``update`` switches a tagged section to another ``model_type``, the base's keys for that section
     (another model's settings) are dropped: the new model starts from its own defaults — or from those the
-    section's field names for it (``ARM_DEFAULTS``)."""
+    section names for it (``Tagged.defaults``)."""
     out = dict(base)
-    metadata = {f.name: f.metadata for f in dataclasses.fields(cls)}
     for name, tp in _hints(cls).items():
         if not isinstance(update.get(name), dict) or not isinstance(out.get(name), dict):
             continue
         if tagged_arms(tp) is not None:
             if TAG in update[name] and update[name][TAG] != out[name].get(TAG):
-                defaults = metadata[name].get(ARM_DEFAULTS, {}).get(update[name][TAG])
+                tagged = _tagged(tp)
+                defaults = tagged.defaults(update[name][TAG]) if tagged is not None else None
                 out[name] = to_dict(defaults()) if defaults is not None else {}
         elif dataclasses.is_dataclass(tp):
             out[name] = _restart_retagged(out[name], update[name], tp)

@@ -33,6 +33,7 @@ from seq2bert.decoding import generation
 from seq2bert.decoding.config import GenerationConfig
 from seq2bert.decoding.sampling import sample
 from seq2bert.models.outputs import DecoderOutput, Seq2SeqLMOutput
+from seq2bert.models.pretrained import SavePretrained
 from seq2bert.objectives.cross_entropy import linear_cross_entropy, sequence_cross_entropy
 
 
@@ -56,7 +57,7 @@ class FedDecoder:
     decoder_input_ids: torch.Tensor
 
 
-class EncoderDecoder(nn.Module):
+class EncoderDecoder(SavePretrained, nn.Module):
     """The shared half of an encoder-decoder; a subclass implements ``encode``, ``decode`` and ``reorder``.
 
     ``config``: the model's config dataclass, validated here; it gives the special ids (``bos_token_id`` is

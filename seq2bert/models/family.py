@@ -23,6 +23,12 @@ the family, never a family's name:
                      ELECTRA, SpanBERT); what data.sentence_task=auto means
     pretraining_data the data settings its pretraining takes where the config says "auto" (RoBERTa's
                      FULL-SENTENCES and dynamic masking; SpanBERT's span masking)
+    pretraining_terms  (the "pretraining" head's output) → ``PretrainingTerms``: where its MLM loss and logits,
+                     its sentence task's loss and logits and a span-boundary loss are (BERT's names by default)
+    span_boundaries  whether its pretraining model reads each masked token's span boundaries (SpanBERT's SBO)
+    presets          named sizes: {"mini": a function returning the config} (`seq2bert pretrain` starts a
+                     family at its "mini" when model.model_type switches to it)
+    stream_lm        `seq2bert train-lm` trains it on a token stream (recipes/lm.py: the RNN LM, ELMo)
     text_inputs, default_layer   how the pipelines feed its base model texts and which layer they read
     kind             "encoder", "encoder-decoder" or "decoder": how its attention is shown and used
     base_model_prefix  the attribute under which a head model keeps the bare model ("bert"; "" for none)
@@ -52,6 +58,27 @@ from seq2bert import config as config_io
 from seq2bert.errors import CheckpointError, ConfigError
 
 KINDS = ("encoder", "encoder-decoder", "decoder")
+
+
+@dataclass(frozen=True)
+class PretrainingTerms:
+    """The parts of a masked-LM pretraining step a run measures, as a family's pretraining head returns them."""
+
+    mlm_loss: torch.Tensor
+    mlm_logits: torch.Tensor  # (N, V) at the labelled positions, or (B, T, V)
+    sentence_loss: torch.Tensor | None = None  # NSP or SOP, when the batch has pairs
+    sentence_logits: torch.Tensor | None = None  # (B, 2)
+    span_loss: torch.Tensor | None = None  # SpanBERT's SBO
+
+
+def next_sentence_terms(out: Any) -> PretrainingTerms:
+    """BertForPreTraining's output (MLM + NSP): the default of a family."""
+    return PretrainingTerms(out.mlm_loss, out.prediction_logits, out.nsp_loss, out.seq_relationship_logits)
+
+
+def masked_lm_terms(out: Any) -> PretrainingTerms:
+    """A masked-LM head alone (RoBERTa's pretraining model): its loss and logits."""
+    return PretrainingTerms(out.loss, out.logits)
 
 
 def max_input_length(config: Any, default: int | None = None) -> int | None:
@@ -92,6 +119,10 @@ class Family:
     # the data section's values its pretraining takes by default (for the settings left at "auto":
     # data.sentence_task, data.masking), e.g. RoBERTa's FULL-SENTENCES with dynamic masking
     pretraining_data: dict = field(default_factory=dict)
+    pretraining_terms: Callable[[Any], PretrainingTerms] = next_sentence_terms
+    span_boundaries: bool = False
+    presets: dict[str, Callable[[], Any]] = field(default_factory=dict)
+    stream_lm: bool = False
     # (files, vocab_size) → the tokenizer a pretraining run trains when none is given; None: data/tokenization's
     # kind ``tokenizer`` (RoBERTa's: a byte-level BPE with its own specials; ALBERT's: a SentencePiece unigram)
     train_tokenizer: Callable[[list[Path], int], Any] | None = None
@@ -183,3 +214,36 @@ class Family:
     def base_model(self, model: nn.Module) -> nn.Module:
         """The bare model inside a head model (the model itself when it is bare)."""
         return getattr(model, self.base_model_prefix, model) if self.base_model_prefix else model
+
+
+# --- the table of families, by model_type: filled by seq2bert/models/registry.py (the built-in ones, listed
+# there) and by ``register`` (a plugin's); it lives here, below every family, so that a model's
+# save_pretrained / from_pretrained finds its family without importing the registry (which imports them all)
+FAMILIES: dict[str, Family] = {}
+
+
+def register(family: Family) -> Family:
+    """Add a family (one of your own: a model_type not taken yet)."""
+    if family.model_type in FAMILIES and FAMILIES[family.model_type] is not family:
+        raise ValueError(f"model_type {family.model_type!r} is already registered")
+    FAMILIES[family.model_type] = family
+    return family
+
+
+def get(model_type: str | None, source: str | Path = "config.json") -> Family:
+    """The family of ``model_type``; a one-line error naming the known ones otherwise."""
+    if model_type not in FAMILIES:
+        raise CheckpointError(f"{source}: model_type {model_type!r} is not one of {', '.join(FAMILIES)}")
+    return FAMILIES[model_type]
+
+
+def family_of(model_or_config: Any) -> Family:
+    """The family of a model or config (by its ``model_type``)."""
+    config = getattr(model_or_config, "config", model_or_config)
+    return get(getattr(config, "model_type", None), type(config).__name__)
+
+
+def families(where: Callable[[Family], bool]) -> dict[str, type]:
+    """{model_type: config class} of the registered families that satisfy ``where``, in registration order:
+    the choices of a model section (config.Tagged), read when a configuration is."""
+    return {t: f.config_class for t, f in FAMILIES.items() if where(f)}

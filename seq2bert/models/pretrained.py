@@ -22,10 +22,11 @@ from torch import nn
 from seq2bert import config as config_io
 from seq2bert.data.tokenization import Tokenizer
 from seq2bert.errors import CheckpointError, ConfigError
-from seq2bert.io import load_weights, read_json, resolve_checkpoint, write_dir_atomically
+from seq2bert.io import load_weights, read_json, resolve_checkpoint, save_weights, write_dir_atomically
+from seq2bert.models import family as families
 from seq2bert.models import quantized
 from seq2bert.models.family import Family
-from seq2bert.models.hf import read_config, read_weights, write_model_files
+from seq2bert.models.hf import model_type_of, read_config, read_weights, write_model_files
 
 log = logging.getLogger(__name__)
 
@@ -185,14 +186,85 @@ def save_hf(family: Family, model: nn.Module, path: str | Path, tokenizer: Any =
     write_dir_atomically(Path(path), write)
 
 
+# --- any checkpoint, of whichever family it is
+def checkpoint_dir(path: str | Path) -> Path:
+    """A checkpoint directory itself (anything with a config.json), or a run directory's best checkpoint."""
+    path = Path(path)
+    return path if (path / "config.json").is_file() else resolve_checkpoint(path)
+
+
+def family_at(path: str | Path) -> Family:
+    """The family of a checkpoint or run directory, from its config.json."""
+    directory = checkpoint_dir(path)
+    return families.get(model_type_of(directory), directory / "config.json")
+
+
+def load(
+    path: str | Path,
+    *,
+    architecture: str | None = None,
+    head: str | tuple[str, ...] | None = None,
+    device: str | torch.device = "cpu",
+) -> tuple[nn.Module, Any]:
+    """(model in eval mode, tokenizer) of a checkpoint or run directory, of whichever family it is: the
+    ``architecture`` asked for, or the one that has ``head`` ("base", "masked_lm", "sequence", …) — of several
+    heads, the one config.json names, else the first's —, or the one its config.json names. A head the
+    checkpoint keeps in a directory of its own (``Family.head_dirs``: an ELECTRA run's generator/) comes from
+    there when the model config.json names lacks it."""
+    directory = checkpoint_dir(path)
+    family = family_at(directory)
+    named = candidates = None
+    if head is not None:
+        heads = (head,) if isinstance(head, str) else head
+        named = (read_json(directory / "config.json").get("architectures") or [None])[0]
+        try:
+            candidates = [family.architecture_for(h) for h in heads if h in family.heads or h == heads[0]]
+        except KeyError as e:
+            raise CheckpointError(f"{path}: {e.args[0]}") from None
+        inside = [directory / family.head_dirs[h] for h in heads if h in family.head_dirs]
+        if named not in candidates and inside and (inside[0] / "config.json").is_file():
+            log.info("%s: a %s; its %s head is the model in %s", path, named, heads[0], inside[0])
+            return load(inside[0], architecture=architecture, head=head, device=device)
+        architecture = named if named in candidates else candidates[0]
+    if not family.huggingface:
+        return load_native(family, directory, device)
+    try:
+        return load_hf(family, directory, architecture, device)
+    except CheckpointError as e:
+        if named is None or named in candidates:
+            raise
+        kept = "".join(f"; a checkpoint keeps it in {d}/" for h, d in family.head_dirs.items() if h in heads)
+        raise CheckpointError(f"{e} (a {named} has no {heads[0]} head{kept})") from None
+
+
 class SavePretrained:
-    """``model.save_pretrained(path, tokenizer=None)``: the model's family writes a directory transformers
-    reads (a mixin for every model class of a Hugging Face-layout family)."""
+    """transformers' habit on every model class: ``model.save_pretrained(path, tokenizer=None)`` writes the
+    model's checkpoint — a directory transformers reads for a Hugging Face-layout family, seq2bert's own
+    layout for the translation models — and ``Class.from_pretrained(path)`` reads one back as that class (a
+    head model's directory gives its bare model too). The family is found by the config's ``model_type``
+    (models/family.py), so a family registered at run time has them as well."""
 
     def save_pretrained(self, path, tokenizer=None) -> None:
-        from seq2bert.models.registry import family_of  # the registry imports every family, this one too
+        family = families.family_of(self)
+        if family.huggingface:
+            save_hf(family, self, path, tokenizer)
+        else:
+            save_native(family, self, path, tokenizer)
 
-        save_hf(family_of(self), self, path, tokenizer)
+    @classmethod
+    def from_pretrained(cls, path, device: str | torch.device = "cpu") -> nn.Module:
+        """The model of a checkpoint (or a run directory's best) as this class, in eval mode."""
+        directory = checkpoint_dir(path)
+        family = family_at(directory)
+        names = [name for name, c in family.architectures.items() if c is cls]
+        if not names:
+            raise CheckpointError(
+                f"{path}: a {family.model_type} checkpoint, which has no {cls.__name__} "
+                f"(it has: {', '.join(family.architectures)})"
+            )
+        if not family.huggingface:
+            return load_native(family, directory, device, need_tokenizer=False)[0]
+        return load_hf(family, directory, names[0], device)[0]
 
 
 # --- seq2bert's own checkpoints
@@ -205,9 +277,10 @@ def config_from_dict(family: Family, data: dict[str, Any], source: str | Path = 
 
 
 def load_native(
-    family: Family, path: str | Path, device: str | torch.device = "cpu"
-) -> tuple[nn.Module, Tokenizer]:
-    """The model (eval mode) and tokenizer of a seq2bert checkpoint (or a run directory's best one)."""
+    family: Family, path: str | Path, device: str | torch.device = "cpu", need_tokenizer: bool = True
+) -> tuple[nn.Module, Tokenizer | None]:
+    """The model (eval mode) and tokenizer of a seq2bert checkpoint (or a run directory's best one); without
+    ``need_tokenizer``, None for a checkpoint that has none."""
     path = resolve_checkpoint(path)
     cfg = config_from_dict(family, read_json(path / "config.json"), source=path / "config.json")
     if quantized.is_int8_dir(path):
@@ -216,5 +289,21 @@ def load_native(
         model = family.make(cfg)
         load_weights(model, path)
     if not (path / "tokenizer.json").is_file():
+        if not need_tokenizer:
+            return model.to(device).eval(), None
         raise CheckpointError(f"{path}: no tokenizer.json")
     return model.to(device).eval(), Tokenizer.load(path)
+
+
+def save_native(family: Family, model: nn.Module, path: str | Path, tokenizer: Any = None) -> None:
+    """Write ``model`` (and ``tokenizer``) as a seq2bert checkpoint — config.json of its config dataclass,
+    model.safetensors — atomically."""
+
+    def write(tmp: Path) -> None:
+        family.architecture_of(model)  # one of the family's classes
+        config_io.save(model.config, tmp / "config.json")
+        save_weights(model, tmp)
+        if tokenizer is not None:
+            tokenizer.save(tmp)
+
+    write_dir_atomically(Path(path), write)

@@ -37,32 +37,24 @@ Read top to bottom:
 
 from __future__ import annotations
 
-import inspect
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 import torch
 from torch import nn
 
-from seq2bert.config import ARM_DEFAULTS
 from seq2bert.data.lm import Blocks, TokenStream
 from seq2bert.data.pretraining import Corpus, PretrainingData
 from seq2bert.data.tokenization import KINDS as TOKENIZER_KINDS
 from seq2bert.data.tokenization import Tokenizer
 from seq2bert.errors import ConfigError, DataError
 from seq2bert.models import registry
-from seq2bert.models.albert.config import albert_mini
-from seq2bert.models.bert.config import bert_mini
-from seq2bert.models.electra.config import electra_small
-from seq2bert.models.family import Family, max_input_length
-from seq2bert.models.gpt.config import gpt1_mini, gpt2_mini
+from seq2bert.models.family import Family, PretrainingTerms, max_input_length, next_sentence_terms
 from seq2bert.models.pretrained import load_hf_weights, write_hf_files, write_tokenizer
-from seq2bert.models.roberta.config import roberta_mini
-from seq2bert.models.spanbert.config import spanbert_mini
 from seq2bert.nn.embeddings import init_sinusoidal_
 from seq2bert.objectives.cross_entropy import IGNORE_INDEX
 from seq2bert.recipes import pretrain_electra
@@ -145,25 +137,21 @@ class InitConfig:
                 init_sinusoidal_(table, std)
 
 
-# the model section: the config of any family in the registry with a "pretraining" head, chosen by its
-# model_type; BERT-mini by default, and each model at BERT-mini's size (4 layers, 256 units, 4 heads) when
-# model.model_type switches to it
-PRETRAINABLE = [f for f in registry.FAMILIES.values() if "pretraining" in f.heads]
-PretrainModelConfig = Union[tuple(f.config_class for f in PRETRAINABLE)]  # noqa: UP007 (built from a list)
-MINI = {
-    "bert": bert_mini,
-    "albert": albert_mini,
-    "roberta": roberta_mini,
-    "spanbert": spanbert_mini,
-    "openai-gpt": gpt1_mini,
-    "gpt2": gpt2_mini,
-    "electra": partial(electra_small, num_hidden_layers=4),
-}
+# the model section: the config of any registered family with a "pretraining" head (a plugin's too), chosen by
+# its model_type when the configuration is read; BERT-mini by default, and each model at its family's "mini"
+# size (Family.presets: BERT-mini's 4 layers, 256 units, 4 heads) when model.model_type switches to it
+PretrainModelConfig = registry.model_section(
+    lambda f: "pretraining" in f.heads, default="bert", preset="mini"
+)
+
+
+def bert_mini() -> Any:
+    return registry.get("bert").presets["mini"]()
 
 
 @dataclass
 class PretrainConfig:
-    model: PretrainModelConfig = field(default_factory=bert_mini, metadata={ARM_DEFAULTS: MINI})
+    model: PretrainModelConfig = field(default_factory=bert_mini)
     data: PretrainDataConfig = field(default_factory=PretrainDataConfig)
     train: TrainConfig = field(
         default_factory=lambda: TrainConfig(
@@ -199,35 +187,35 @@ class Objective:
 
 @torch.no_grad()
 def evaluate_pretraining(
-    model, data: PretrainingData, indices: list[int], device, options: dict | None = None
+    model,
+    data: PretrainingData,
+    indices: list[int],
+    device,
+    options: dict | None = None,
+    terms: Callable[[Any], PretrainingTerms] = next_sentence_terms,
 ) -> dict:
     """MLM loss and accuracy over the held-out masked tokens, NSP (or SOP: ``data.sentence_task``) loss and
     accuracy over the held-out pairs, SpanBERT's SBO loss over the span tokens; ``loss`` is their sum, the
     training objective (MLM alone without a sentence task). ``options``: the family's pretraining forward
-    options."""
+    options; ``terms``: where its output keeps each loss (Family.pretraining_terms)."""
     mlm_loss = nsp_loss = correct = total = nsp_correct = pairs = sbo_loss = 0.0
     for start in range(0, len(indices), data.batch_size):
         batch = {k: v.to(device) for k, v in data.collate(indices[start : start + data.batch_size]).items()}
-        out = model(**batch, **(options or {}))
+        out = terms(model(**batch, **(options or {})))
         targets = batch["labels"][batch["labels"].ne(IGNORE_INDEX)]
         n = targets.numel()
-        heads = hasattr(out, "mlm_loss")  # MLM + a sentence task; else a masked-LM head alone (RoBERTa)
-        mlm_loss += float(out.mlm_loss if heads else out.loss) * n
-        if getattr(out, "sbo_loss", None) is not None:  # SpanBERT: the same tokens predicted from their spans
-            sbo_loss += float(out.sbo_loss) * n
-        logits = (
-            out.prediction_logits if heads else out.logits
-        )  # (N, V) at the labelled positions, or (B, T, V)
+        mlm_loss += float(out.mlm_loss) * n
+        if out.span_loss is not None:  # SpanBERT: the same tokens predicted from their spans
+            sbo_loss += float(out.span_loss) * n
+        logits = out.mlm_logits  # (N, V) at the labelled positions, or (B, T, V)
         if logits.dim() == 3:
             logits = logits[batch["labels"].ne(IGNORE_INDEX)]
         correct += float((logits.argmax(-1) == targets).sum())
         total += n
         if data.label_key in batch:
-            label = batch[data.label_key]
-            sop = data.label_key == "sentence_order_label"  # ALBERT's head: sop_logits, sop_loss
-            logits = out.sop_logits if sop else out.seq_relationship_logits
-            nsp_correct += float((logits.argmax(-1) == label).sum())
-            nsp_loss += float(out.sop_loss if sop else out.nsp_loss) * label.numel()
+            label = batch[data.label_key]  # NSP's, or SOP's (ALBERT)
+            nsp_correct += float((out.sentence_logits.argmax(-1) == label).sum())
+            nsp_loss += float(out.sentence_loss) * label.numel()
             pairs += label.numel()
     result = {"mlm_loss": mlm_loss / max(total, 1), "mlm_accuracy": 100.0 * correct / max(total, 1)}
     if data.span_boundaries:
@@ -245,7 +233,7 @@ def evaluate_pretraining(
 def sentence_task(family: Family, setting: str) -> tuple[str, str, bool]:
     """The masked LM's sentence task for data.sentence_task = ``setting`` (auto: the family's — NSP for BERT,
     SOP for ALBERT, none for ELECTRA and SpanBERT), the model's name for its labels, and whether the batches
-    carry span boundaries (a pretraining model that reads them: SpanBERT's SBO)."""
+    carry span boundaries (a pretraining model that reads them: SpanBERT's SBO, Family.span_boundaries)."""
     pairs = family.sentence_pairs
     task = (
         setting
@@ -253,8 +241,7 @@ def sentence_task(family: Family, setting: str) -> tuple[str, str, bool]:
         else {"next_sentence": "nsp", "sentence_order": "sop", "none": "none"}[pairs]
     )
     label_key = "sentence_order_label" if pairs == "sentence_order" else "next_sentence_label"
-    forward = family.architectures[family.architecture_for("pretraining")].forward
-    sbo = "span_left" in inspect.signature(forward).parameters
+    sbo = family.span_boundaries
     if task == "full_sentences" and (sbo or family.pretraining_objective == "replaced_token_detection"):
         raise ConfigError(
             f"data.sentence_task: full_sentences is RoBERTa's packing; {family.model_type} trains "
@@ -317,14 +304,15 @@ def masked_instances(
 
 
 def masked_lm(
-    train: PretrainingData, valid: PretrainingData, indices: list[int], device, options: dict
+    train: PretrainingData, valid: PretrainingData, indices: list[int], device, family: Family
 ) -> Objective:
-    """BERT's objective and its variants': MLM + the instances' sentence task (``options``: the family's
-    forward's)."""
+    """BERT's objective and its variants': MLM + the instances' sentence task (the family's forward options
+    and where its output keeps each loss: Family.pretraining_options, pretraining_terms)."""
+    options = family.pretraining_options
     return Objective(
         plan=train,
         loss=lambda m, batch: m(**batch, **options).loss,
-        evaluate=lambda m: evaluate_pretraining(m, valid, indices, device, options),
+        evaluate=lambda m: evaluate_pretraining(m, valid, indices, device, options, family.pretraining_terms),
         metric="mlm_accuracy",
     )
 
@@ -448,7 +436,7 @@ def pretrain(
         if family.pretraining_objective == "replaced_token_detection":
             objective = replaced_token_detection(cfg, *data, device, family, tok)
         else:
-            objective = masked_lm(*data, device, family.pretraining_options)
+            objective = masked_lm(*data, device, family)
         # a model that names its first and last tokens (RoBERTa: <s>, </s>) takes the tokenizer's
         special = {
             k: v

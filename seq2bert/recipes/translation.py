@@ -87,7 +87,9 @@ def check_run_config(cfg: TranslationConfig) -> None:
     if cfg.train.scheduled_sampling.enabled and not isinstance(cfg.model, RecurrentConfig):
         # the paper's method feeds a recurrent decoder step by step; a Transformer trains every position at once
         recurrent = [
-            f.model_type for f in registry.TRANSLATION_FAMILIES if issubclass(f.config_class, RecurrentConfig)
+            f.model_type
+            for f in registry.translation_families()
+            if issubclass(f.config_class, RecurrentConfig)
         ]
         raise ConfigError(
             f"train.scheduled_sampling: for the recurrent decoders ({', '.join(recurrent)}), "

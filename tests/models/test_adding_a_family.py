@@ -1,135 +1,34 @@
-"""Adding a family, as docs/architecture.md describes it: a tiny family written here — a config dataclass
-and three classes composed from the shared blocks (nn/stack.py, nn/layers.py, objectives/) — is
-registered, then pretrained by the pretraining recipe, saved, loaded by ``seq2bert.from_pretrained``,
-fine-tuned by the fine-tuning recipe and used by a pipeline, without a line of generic code knowing it.
+"""Adding a family, as docs/architecture.md describes it: a tiny family written in tests/models/tiny_family.py —
+a config dataclass and three classes composed from the shared blocks (nn/stack.py, nn/layers.py,
+objectives/) — is registered, then pretrained by the pretraining recipe, saved, loaded by
+``seq2bert.from_pretrained``, fine-tuned by the fine-tuning recipe and used by a pipeline, without a line of
+generic code knowing it: in this process, and through the CLI with the plugin module that registers it
+(tests/models/tiny_plugin.py, named by $SEQ2BERT_PLUGINS) and ``--set model.model_type=tiny-shared``."""
 
-Its one idea of its own: ALBERT's cross-layer sharing — one Transformer layer applied N times."""
-
-from dataclasses import dataclass, field
-from types import SimpleNamespace as ModelOutput  # a dataclass in a real family
+import json
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 import torch
-from torch import nn
 
 import seq2bert
+from seq2bert import config as config_io
+from seq2bert.errors import ConfigError
 from seq2bert.models import registry
-from seq2bert.models.family import Family
-from seq2bert.models.pretrained import SavePretrained
-from seq2bert.nn.layers import transformer_layer
-from seq2bert.nn.stack import TransformerStack
-from seq2bert.objectives.classification import problem_type_of, sequence_classification_loss
-from seq2bert.objectives.masked_lm import masked_lm_loss
-from seq2bert.objectives.next_sentence import next_sentence_loss
 from seq2bert.recipes.finetune import FinetuneConfig, FinetuneDataConfig, finetune
 from seq2bert.recipes.pretrain import PretrainConfig, PretrainDataConfig, pretrain
 from seq2bert.training.config import TrainConfig
-
-
-# --- the family: a config (Hugging Face field names) …
-@dataclass
-class TinyConfig:
-    model_type: str = "tiny-shared"
-    vocab_size: int = 100
-    hidden_size: int = 32
-    num_hidden_layers: int = 3  # applied by one shared layer
-    num_attention_heads: int = 2
-    intermediate_size: int = 64
-    max_position_embeddings: int = 64
-    pad_token_id: int = 0
-    id2label: dict[int, str] = field(default_factory=lambda: {0: "LABEL_0", 1: "LABEL_1"})
-    problem_type: str | None = None
-
-    @property
-    def num_labels(self) -> int:
-        return len(self.id2label)
-
-    def validate(self) -> None:
-        if self.hidden_size % self.num_attention_heads:
-            raise ValueError("num_attention_heads must divide hidden_size")
-
-
-# … and models composed from the shared blocks
-class TinyEmbeddings(nn.Module):
-    def __init__(self, c: TinyConfig):
-        super().__init__()
-        self.tokens = nn.Embedding(c.vocab_size, c.hidden_size, padding_idx=c.pad_token_id)
-        self.positions = nn.Embedding(c.max_position_embeddings, c.hidden_size)
-        self.segments = nn.Embedding(2, c.hidden_size)
-
-    def forward(self, input_ids, token_type_ids=None, *, offset=0):
-        positions = torch.arange(offset, offset + input_ids.size(1), device=input_ids.device)
-        segments = self.segments(token_type_ids) if token_type_ids is not None else 0
-        return self.tokens(input_ids) + self.positions(positions) + segments
-
-
-class TinyModel(SavePretrained, TransformerStack):
-    def __init__(self, c: TinyConfig):
-        layer = transformer_layer(
-            c.hidden_size, c.num_attention_heads, c.intermediate_size, activation="gelu"
-        )
-        super().__init__(TinyEmbeddings(c), [layer], num_layers=c.num_hidden_layers)
-        self.config = c
-
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None, **kw):
-        return super().forward(input_ids, attention_mask, token_type_ids=token_type_ids, **kw)
-
-
-class TinyForPreTraining(SavePretrained, nn.Module):
-    def __init__(self, c: TinyConfig):
-        super().__init__()
-        self.config, self.tiny = c, TinyModel(c)
-        self.mlm, self.nsp = nn.Linear(c.hidden_size, c.vocab_size), nn.Linear(c.hidden_size, 2)
-
-    def forward(
-        self, input_ids, attention_mask=None, token_type_ids=None, labels=None, next_sentence_label=None
-    ):
-        h = self.tiny(input_ids, attention_mask, token_type_ids).last_hidden_state
-        logits, nsp = self.mlm(h), self.nsp(h[:, 0])
-        mlm_loss = None if labels is None else masked_lm_loss(logits, labels)
-        nsp_loss = None if next_sentence_label is None else next_sentence_loss(nsp, next_sentence_label)
-        loss = None if mlm_loss is None else mlm_loss + (0 if nsp_loss is None else nsp_loss)
-        return ModelOutput(loss=loss, prediction_logits=logits, seq_relationship_logits=nsp, mlm_loss=mlm_loss,
-                           nsp_loss=nsp_loss)  # fmt: skip
-
-
-class TinyForSequenceClassification(SavePretrained, nn.Module):
-    def __init__(self, c: TinyConfig):
-        super().__init__()
-        self.config, self.tiny = c, TinyModel(c)
-        self.classifier = nn.Linear(c.hidden_size, c.num_labels)
-
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None, labels=None):
-        logits = self.classifier(self.tiny(input_ids, attention_mask, token_type_ids).last_hidden_state[:, 0])
-        kind = problem_type_of(self.config.problem_type, self.config.num_labels)
-        return ModelOutput(loss=None if labels is None else sequence_classification_loss(logits, labels, kind),
-                           logits=logits)  # fmt: skip
-
-
-TINY = Family(
-    model_type="tiny-shared",
-    config_class=TinyConfig,
-    architectures={
-        "TinyModel": TinyModel,
-        "TinyForPreTraining": TinyForPreTraining,
-        "TinyForSequenceClassification": TinyForSequenceClassification,
-    },
-    heads={
-        "base": "TinyModel",
-        "pretraining": "TinyForPreTraining",
-        "sequence": "TinyForSequenceClassification",
-    },
-    base_model_prefix="tiny",
-    tokenizer="wordpiece",
-    head_modules=("mlm", "nsp", "classifier"),
-)
+from tests.conftest import REPO
+from tests.models.tiny_family import TINY, TinyConfig, TinyForPreTraining, TinyForSequenceClassification
 
 
 @pytest.fixture
 def tiny_family(monkeypatch):
-    monkeypatch.setattr(registry, "FAMILIES", dict(registry.FAMILIES))  # registered for this test only
-    return registry.register(TINY)
+    monkeypatch.setitem(registry.FAMILIES, TINY.model_type, TINY)  # registered for this test only
+    return TINY
 
 
 WORDS = "the a film movie was is great fine awful dull plot cast story so very".split()
@@ -194,3 +93,87 @@ def test_a_tiny_family_pretrains_saves_loads_and_finetunes_through_the_generic_c
     )
     assert [p["label"] for p in labels] == ["1", "0"]
     assert seq2bert.embed(["the film was great"], model=str(best)).shape == (1, 32)
+
+
+def test_a_model_section_offers_a_family_registered_at_run_time(tmp_path, monkeypatch):
+    """The model section is the registry's choices when the configuration is read, not when it was imported."""
+    (tmp_path / "run.yaml").write_text("model:\n  model_type: tiny-shared\n  num_hidden_layers: 2\n")
+    with pytest.raises(ConfigError, match=r"model.model_type: expected one of 'bert', .*got 'tiny-shared'"):
+        config_io.build(PretrainConfig, overrides=["model.model_type=tiny-shared"])
+    monkeypatch.setitem(registry.FAMILIES, TINY.model_type, TINY)
+    cfg = config_io.build(PretrainConfig, file=tmp_path / "run.yaml", overrides=["model.hidden_size=64"])
+    assert cfg.model == TinyConfig(num_hidden_layers=2, hidden_size=64)  # its own defaults, not BERT-mini's
+    cfg = config_io.build(PretrainConfig, overrides=["model.model_type=tiny-shared"])
+    assert cfg.model == TinyConfig()
+    back = config_io.build(PretrainConfig, base=cfg, overrides=["model.model_type=gpt2"])
+    assert back.model == registry.get("gpt2").presets["mini"]()  # another family: its "mini" preset
+
+
+def cli(*args, plugins=True, cwd):
+    env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
+    env.pop("SEQ2BERT_PLUGINS", None)
+    if plugins:
+        env["SEQ2BERT_PLUGINS"] = "tests.models.tiny_plugin"
+    return subprocess.run(args, capture_output=True, text=True, cwd=cwd, env=env, timeout=600)
+
+
+@pytest.mark.slow
+def test_a_plugin_family_is_chosen_on_the_command_line_pretrained_loaded_elsewhere_and_finetuned(tmp_path):
+    write_text(tmp_path)
+    seq2bert_cli = (sys.executable, "-m", "seq2bert.cli")
+    train = [
+        "train.warmup_steps=1",
+        "train.eval_every=4",
+        "train.log_every=2",
+        "train.lr=1e-3",
+        "train.device=cpu",
+        "train.schedule=constant",  # as TrainConfig() in the test above
+    ]
+    data = ["data.vocab_size=60", "data.max_seq_length=24", "data.batch_size=4", "data.valid_fraction=0.2"]
+    data += ["data.dupe_factor=2"]
+    sets = [
+        x for s in ["model.model_type=tiny-shared", *data, "train.max_steps=8", *train] for x in ("--set", s)
+    ]
+
+    # without the plugin the family is unknown: a one-line error naming the known ones
+    proc = cli(*seq2bert_cli, "pretrain", "books", "--out", "pre", *sets, plugins=False, cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+    assert "model.model_type: expected one of 'bert'" in proc.stderr and "'tiny-shared'" in proc.stderr
+
+    proc = cli(*seq2bert_cli, "pretrain", "books", "--out", "pre", *sets, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    best = tmp_path / "pre" / "best"
+    assert json.loads((best / "config.json").read_text())["architectures"] == ["TinyForPreTraining"]
+
+    # loaded in a new process (the plugin imported there too), by the generic entry point and by its class
+    code = (
+        "import json, torch, seq2bert, tests.models.tiny_plugin\n"
+        "from tests.models.tiny_family import TinyForPreTraining\n"
+        f"m = seq2bert.from_pretrained({str(best)!r})\n"
+        f"c = TinyForPreTraining.from_pretrained({str(best)!r})\n"
+        "ids = torch.tensor([[2, 7, 9, 3]])\n"
+        "assert torch.equal(m(ids).prediction_logits, c(ids).prediction_logits)\n"
+        "print(json.dumps([type(m).__name__, m(ids).prediction_logits.tolist()]))\n"
+    )
+    proc = cli(sys.executable, "-c", code, plugins=False, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    name, logits = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert name == "TinyForPreTraining"
+    registry.FAMILIES[TINY.model_type] = TINY  # this process reads the same directory
+    try:
+        here = seq2bert.from_pretrained(best)(torch.tensor([[2, 7, 9, 3]])).prediction_logits
+    finally:
+        del registry.FAMILIES[TINY.model_type]
+    torch.testing.assert_close(torch.tensor(logits), here, rtol=0, atol=1e-6)
+
+    # fine-tuned by the CLI: the family names its class with a "sequence" head
+    ft = ["--task", "sst2", "--init", str(best), "--data", "sst2", "--out", "ft"]
+    ft_sets = [x for s in ["train.max_epochs=6", "data.batch_size=8", *train] for x in ("--set", s)]
+    proc = cli(*seq2bert_cli, "finetune", *ft, *ft_sets, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    config = json.loads((tmp_path / "ft" / "best" / "config.json").read_text())
+    assert (
+        config["architectures"] == ["TinyForSequenceClassification"] and config["model_type"] == "tiny-shared"
+    )
+    results = json.loads((tmp_path / "ft" / "results.json").read_text())
+    assert results["dev_accuracy"] >= 75.0  # "great" / "awful" decide the label

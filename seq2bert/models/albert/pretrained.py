@@ -12,7 +12,7 @@ from __future__ import annotations
 from torch import nn
 
 from seq2bert.errors import CheckpointError
-from seq2bert.models.albert.config import AlbertConfig
+from seq2bert.models.albert.config import AlbertConfig, albert_mini
 from seq2bert.models.albert.convert import (
     ARCHITECTURES,
     config_from_hf,
@@ -22,7 +22,7 @@ from seq2bert.models.albert.convert import (
 )
 from seq2bert.models.albert.model import TASK_CLASSES, AlbertForMaskedLM, AlbertForPreTraining, AlbertModel
 from seq2bert.models.albert.tokenizer import save_tokenizer, train_tokenizer
-from seq2bert.models.family import Family
+from seq2bert.models.family import Family, PretrainingTerms
 
 CLASSES: dict[str, type[nn.Module]] = {
     "AlbertModel": AlbertModel,
@@ -68,6 +68,11 @@ FAMILY = Family(
     head_modules=("classifier", "mlm", "sop", "qa_outputs", "predictions", "sop_classifier"),
     # the MLM head (and the last layer) only at the predicted positions: the same loss for far less work
     pretraining_options={"sparse_prediction": True},
+    # MLM + SOP (Lan et al. Sect. 3.1)
+    pretraining_terms=lambda out: PretrainingTerms(
+        out.mlm_loss, out.prediction_logits, out.sop_loss, out.sop_logits
+    ),
+    presets={"mini": albert_mini},
     sentence_pairs="sentence_order",  # SOP (Sect. 3.1)
     pretraining_data={"masking_strategy": "ngram"},  # n-gram masking, n ≤ 3 (Sect. 4.1)
     save_tokenizer=save_tokenizer,

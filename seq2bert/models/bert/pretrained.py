@@ -11,7 +11,7 @@ from torch import nn
 
 from seq2bert.errors import CheckpointError
 from seq2bert.models import pretrained
-from seq2bert.models.bert.config import BertConfig
+from seq2bert.models.bert.config import BertConfig, bert_mini
 from seq2bert.models.bert.convert import (
     ARCHITECTURES,
     config_from_hf,
@@ -74,6 +74,7 @@ FAMILY = Family(
     head_modules=("classifier", "cls", "mlm", "nsp", "qa_outputs"),
     # the MLM head (and the last layer) only at the predicted positions: the same loss for far less work
     pretraining_options={"sparse_prediction": True},
+    presets={"mini": bert_mini},
 )
 
 

@@ -35,6 +35,7 @@ from torch import nn
 
 from seq2bert.data.batching import pad_sequences
 from seq2bert.errors import CheckpointError, ConfigError
+from seq2bert.models import family as families
 from seq2bert.models.bilstm.config import FeaturesConfig
 from seq2bert.models.family import max_input_length
 from seq2bert.nn.scalar_mix import ScalarMix
@@ -45,9 +46,7 @@ Segments = Sequence[Sequence[str]]  # one example's words: one list per text (tw
 
 
 def encoder_family(model_type: str):
-    from seq2bert.models import registry  # the registry imports every family, the BiLSTM too
-
-    return registry.get(model_type, "features.encoder")
+    return families.get(model_type, "features.encoder")
 
 
 class WordFeatures(nn.Module):

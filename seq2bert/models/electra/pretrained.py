@@ -7,9 +7,11 @@ has no sentence task. A run's checkpoint keeps the generator in ``generator/``, 
 
 from __future__ import annotations
 
+from functools import partial
+
 from torch import nn
 
-from seq2bert.models.electra.config import ElectraConfig
+from seq2bert.models.electra.config import ElectraConfig, electra_small
 from seq2bert.models.electra.convert import (
     config_from_hf,
     config_to_hf,
@@ -59,4 +61,5 @@ FAMILY = Family(
     sentence_pairs="none",  # no NSP: the losses are the generator's MLM and replaced token detection
     # the generator's input as the released code masks it: 85 % [MASK], 15 % kept, no random tokens
     pretraining_data={"mask_fraction": 0.85, "random_fraction": 0.0},
+    presets={"mini": partial(electra_small, num_hidden_layers=4)},
 )

@@ -266,4 +266,5 @@ FAMILY = Family(
     head_modules=("softmax",),
     text_inputs=text_inputs,
     default_layer="mean",
+    stream_lm=True,  # its biLM is trained by `seq2bert train-lm` (recipes/lm.py)
 )

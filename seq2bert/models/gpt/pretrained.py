@@ -14,6 +14,7 @@ padded)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from seq2bert.data.tokenizer_files import save_with_config
 from seq2bert.errors import CheckpointError
 from seq2bert.io import read_json
 from seq2bert.models.family import Family
-from seq2bert.models.gpt.config import GPT2Config, GPTConfig, OpenAIGPTConfig
+from seq2bert.models.gpt.config import GPT2Config, GPTConfig, OpenAIGPTConfig, gpt1_mini, gpt2_mini
 from seq2bert.models.gpt.convert import config_from_hf, config_to_hf, from_hf_state_dict, to_hf_state_dict
 from seq2bert.models.gpt.heads import (
     GPT2DoubleHeadsModel,
@@ -79,7 +80,11 @@ def save_tokenizer(tokenizer: Any, directory: Path, config: GPTConfig) -> None:
 
 
 def gpt_family(
-    model_type: str, config_class: type[GPTConfig], tokenizer: str, heads: dict[str, type[nn.Module]]
+    model_type: str,
+    config_class: type[GPTConfig],
+    tokenizer: str,
+    heads: dict[str, type[nn.Module]],
+    mini: Callable[[], GPTConfig],
 ) -> Family:
     """``heads``: what a job needs → our class (the first: the bare model)."""
     architectures = {cls.__name__: cls for cls in heads.values()}
@@ -101,6 +106,7 @@ def gpt_family(
         save_tokenizer=save_tokenizer,
         head_modules=("lm_head", "multiple_choice_head", "score", "classifier"),
         pretraining_objective="causal_lm",
+        presets={"mini": mini},
     )
 
 
@@ -116,6 +122,7 @@ OPENAI_GPT = gpt_family(
         "sequence": OpenAIGPTForSequenceClassification,
         "similarity": OpenAIGPTForSimilarity,
     },
+    gpt1_mini,
 )
 GPT2 = gpt_family(
     "gpt2",
@@ -130,4 +137,5 @@ GPT2 = gpt_family(
         "similarity": GPT2ForSimilarity,
         "tokens": GPT2ForTokenClassification,
     },
+    gpt2_mini,
 )

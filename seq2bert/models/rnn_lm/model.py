@@ -158,4 +158,5 @@ FAMILY = Family(
     architectures={"RNNLanguageModel": RNNLanguageModel},
     heads={"causal_lm": "RNNLanguageModel"},
     kind="decoder",
+    stream_lm=True,
 )

@@ -13,8 +13,8 @@ from __future__ import annotations
 from torch import nn
 
 from seq2bert.errors import CheckpointError
-from seq2bert.models.family import Family
-from seq2bert.models.roberta.config import RobertaConfig
+from seq2bert.models.family import Family, masked_lm_terms
+from seq2bert.models.roberta.config import RobertaConfig, roberta_mini
 from seq2bert.models.roberta.convert import (
     ARCHITECTURES,
     config_from_hf,
@@ -74,5 +74,7 @@ FAMILY = Family(
     head_modules=("classifier", "mlm", "qa_outputs"),  # our names of the heads
     pretraining_options={"sparse_prediction": True},  # the MLM head at the masked positions only
     pretraining_data={"sentence_task": "full_sentences", "masking": "dynamic"},
+    pretraining_terms=masked_lm_terms,  # the MLM head alone (no NSP, Sect. 4.2)
+    presets={"mini": roberta_mini},
     train_tokenizer=train_tokenizer,
 )

@@ -17,8 +17,8 @@ from torch import nn
 from seq2bert.errors import CheckpointError
 from seq2bert.io import save_tensors
 from seq2bert.models.bert.convert import config_from_hf, config_to_hf, from_hf_state_dict, to_hf_state_dict
-from seq2bert.models.family import Family
-from seq2bert.models.spanbert.config import SpanBertConfig
+from seq2bert.models.family import Family, PretrainingTerms
+from seq2bert.models.spanbert.config import SpanBertConfig, spanbert_mini
 from seq2bert.models.spanbert.model import SpanBertForPreTraining
 
 SBO_FILE = "span_boundary.safetensors"
@@ -67,4 +67,9 @@ FAMILY = Family(
     pretraining_options={"sparse_prediction": True},
     sentence_pairs="none",  # single segments (Sect. 3.3)
     pretraining_data={"masking_strategy": "span"},  # Sect. 3.1 (for data.masking_strategy=auto)
+    pretraining_terms=lambda out: PretrainingTerms(
+        out.mlm_loss, out.prediction_logits, span_loss=out.sbo_loss
+    ),
+    span_boundaries=True,  # the SBO reads each masked token's span boundaries (Sect. 3.2)
+    presets={"mini": spanbert_mini},
 )
