@@ -43,16 +43,15 @@ from pathlib import Path
 from typing import Any
 
 import tokenizers
-from tokenizers import AddedToken, decoders, models, normalizers, pre_tokenizers, processors
+from tokenizers import AddedToken, decoders, models, normalizers, pre_tokenizers
 
 from seq2bert.data import gpt_bpe
+from seq2bert.data.special_tokens import SPECIAL_TOKENS, set_bert_template
 from seq2bert.data.text_files import PathLike, one_line, read_text_lines, training_texts
+from seq2bert.data.vocab_training import train_with_specials
 from seq2bert.errors import DataError, UserError
 
 logger = logging.getLogger(__name__)
-
-SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "[BOS]", "[EOS]"]
-"""Special tokens of the vocabularies we train, in id order (0..6)."""
 
 KINDS = ("bpe", "wordpiece", "word", *gpt_bpe.KINDS)
 TRUNCATION_STRATEGIES = ("longest_first", "only_first", "only_second")
@@ -169,8 +168,6 @@ class Tokenizer:
         if kind in gpt_bpe.KINDS:
             backend = gpt_bpe.train(kind, texts, vocab_size, min_frequency, lowercase)
         else:
-            from seq2bert.data.vocab_training import train_with_specials  # it reads this module's specials
-
             backend = train_with_specials(texts, kind, vocab_size, min_frequency, lowercase)
         if counter[0] == 0:
             raise DataError("no text to train the tokenizer on (the input has no non-empty lines)")
@@ -460,15 +457,6 @@ class Tokenizer:
 
 
 # ---------------------------------------------------------------------- pipelines
-
-
-def set_bert_template(backend: tokenizers.Tokenizer) -> None:
-    """[CLS] A [SEP] for one text, [CLS] A [SEP] B [SEP] for two; type ids 0 up to the first [SEP], then 1."""
-    backend.post_processor = processors.TemplateProcessing(
-        single="[CLS]:0 $A:0 [SEP]:0",
-        pair="[CLS]:0 $A:0 [SEP]:0 $B:1 [SEP]:1",
-        special_tokens=[("[CLS]", backend.token_to_id("[CLS]")), ("[SEP]", backend.token_to_id("[SEP]"))],
-    )
 
 
 def _bert_from_vocab(path: Path, lowercase: bool | None) -> tokenizers.Tokenizer:

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 import tokenizers
 from tokenizers import Regex, decoders, models, normalizers, pre_tokenizers, trainers
 
-from seq2bert.data.tokenization import SPECIAL_TOKENS, set_bert_template
+from seq2bert.data.special_tokens import SPECIAL_TOKENS, set_bert_template
 
 
 def new_pipeline(kind: str, lowercase: bool) -> tokenizers.Tokenizer:

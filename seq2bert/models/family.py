@@ -199,10 +199,13 @@ class Family:
         return self.heads[head]
 
     def architecture_of(self, model: nn.Module) -> str:
+        return self.architecture_of_class(type(model))
+
+    def architecture_of_class(self, model_class: type) -> str:
         for name, cls in self.architectures.items():
-            if type(model) is cls:
+            if model_class is cls:
                 return name
-        raise TypeError(f"not a {self.model_type} model: {type(model).__name__}")
+        raise TypeError(f"not a {self.model_type} model: {model_class.__name__}")
 
     def make(self, config: Any, architecture: str | None = None, weights: dict | None = None) -> nn.Module:
         """A new model of ``architecture`` (default: the bare model) for ``config``."""

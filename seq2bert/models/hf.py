@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +10,7 @@ import torch
 from safetensors.torch import load_file
 
 from seq2bert.errors import CheckpointError
-from seq2bert.io import read_json, save_tensors, write_dir_atomically
+from seq2bert.io import read_json, save_tensors
 
 
 def model_type_of(path: str | Path) -> str | None:
@@ -66,15 +65,3 @@ def write_model_files(directory: Path, config: dict[str, Any], weights: dict[str
     weights = {k: v.detach().cpu().contiguous().clone() for k, v in weights.items()}
     (Path(directory) / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
     save_tensors(weights, str(Path(directory) / "model.safetensors"), metadata={"format": "pt"})
-
-
-def write_model_dir(
-    path: str | Path, config: dict[str, Any], weights: dict[str, torch.Tensor], extra: Callable[[Path], None]
-) -> None:
-    """``write_model_files`` (+ whatever ``extra`` writes), atomically: a temporary folder renamed."""
-
-    def write(tmp: Path) -> None:
-        write_model_files(tmp, config, weights)
-        extra(tmp)
-
-    write_dir_atomically(Path(path), write)

@@ -256,15 +256,22 @@ class SavePretrained:
         """The model of a checkpoint (or a run directory's best) as this class, in eval mode."""
         directory = checkpoint_dir(path)
         family = family_at(directory)
-        names = [name for name, c in family.architectures.items() if c is cls]
-        if not names:
-            raise CheckpointError(
+        if cls not in family.architectures.values():
+            # a family that writes another's layout (SpanBERT's checkpoints are BERT directories) reads it
+            own = [f for f in families.FAMILIES.values() if cls in f.architectures.values()]
+            mismatch = CheckpointError(
                 f"{path}: a {family.model_type} checkpoint, which has no {cls.__name__} "
                 f"(it has: {', '.join(family.architectures)})"
             )
+            if not own or not own[0].huggingface:
+                raise mismatch
+            try:
+                return load_hf(own[0], directory, own[0].architecture_of_class(cls), device)[0]
+            except (CheckpointError, ConfigError):
+                raise mismatch from None
         if not family.huggingface:
             return load_native(family, directory, device, need_tokenizer=False)[0]
-        return load_hf(family, directory, names[0], device)[0]
+        return load_hf(family, directory, family.architecture_of_class(cls), device)[0]
 
 
 # --- seq2bert's own checkpoints

@@ -58,7 +58,13 @@ from seq2bert.models.pretrained import load_hf_weights, write_hf_files, write_to
 from seq2bert.nn.embeddings import init_sinusoidal_
 from seq2bert.objectives.cross_entropy import IGNORE_INDEX
 from seq2bert.recipes import pretrain_electra
-from seq2bert.recipes.pretrain_causal import continuations, evaluate_causal_lm, left_to_right, words_per_token
+from seq2bert.recipes.pretrain_causal import (
+    SampleConfig,
+    continuations,
+    evaluate_causal_lm,
+    left_to_right,
+    words_per_token,
+)
 from seq2bert.recipes.pretrain_data import (
     PretrainDataConfig,
     build_tokenizer,
@@ -81,28 +87,6 @@ from seq2bert.training.trainer import Trainer
 from seq2bert.viz.curves import plot_training_curves
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class SampleConfig:
-    """What a causal LM writes at the end of its pretraining: for each prompt (read as the start of a document,
-    after the end-of-text token) a greedy continuation and one sampled at ``temperature`` from the ``top_k``
-    most probable tokens (seeded), ``max_new_tokens`` each (0: none)."""
-
-    prompts: list[str] = field(default_factory=lambda: ["The", "It was a", "She said"])
-    max_new_tokens: int = 30
-    temperature: float = 0.8
-    top_k: int = 40
-    seed: int = 0
-
-    def validate(self) -> None:
-        if self.max_new_tokens < 0 or self.top_k < 0:
-            raise ConfigError("max_new_tokens and top_k must be >= 0")
-        if not self.temperature > 0:
-            raise ConfigError(f"temperature: must be > 0, got {self.temperature}")
-
-    def __post_init__(self) -> None:
-        self.validate()
 
 
 @dataclass

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -17,10 +18,29 @@ from seq2bert.errors import ConfigError
 from seq2bert.models.family import Family
 from seq2bert.objectives.cross_entropy import IGNORE_INDEX
 
-if TYPE_CHECKING:
-    from seq2bert.recipes.pretrain import SampleConfig
-
 log = logging.getLogger("seq2bert.recipes.pretrain")  # the samples are the pretraining run's log lines
+
+
+@dataclass
+class SampleConfig:
+    """What a causal LM writes at the end of its pretraining: for each prompt (read as the start of a document,
+    after the end-of-text token) a greedy continuation and one sampled at ``temperature`` from the ``top_k``
+    most probable tokens (seeded), ``max_new_tokens`` each (0: none)."""
+
+    prompts: list[str] = field(default_factory=lambda: ["The", "It was a", "She said"])
+    max_new_tokens: int = 30
+    temperature: float = 0.8
+    top_k: int = 40
+    seed: int = 0
+
+    def validate(self) -> None:
+        if self.max_new_tokens < 0 or self.top_k < 0:
+            raise ConfigError("max_new_tokens and top_k must be >= 0")
+        if not self.temperature > 0:
+            raise ConfigError(f"temperature: must be > 0, got {self.temperature}")
+
+    def __post_init__(self) -> None:
+        self.validate()
 
 
 def left_to_right(family: Family, model: Any, sentence_task: str) -> str | None:

@@ -22,7 +22,6 @@ from seq2bert.models.bert.convert import (
 from seq2bert.models.bert.model import BertForMaskedLM, BertForPreTraining, BertLMHeadModel, BertModel
 from seq2bert.models.bert.tasks import TASK_CLASSES
 from seq2bert.models.family import Family
-from seq2bert.models.hf import model_type_of
 
 CLASSES: dict[str, type[nn.Module]] = {
     "BertModel": BertModel,
@@ -78,15 +77,10 @@ FAMILY = Family(
 )
 
 
-def is_bert_dir(path: str | Path) -> bool:
-    return model_type_of(path) == FAMILY.model_type
-
-
 architecture_of = FAMILY.architecture_of
 load_bert = partial(pretrained.load_hf, FAMILY)
 init_task_model = partial(pretrained.init_task_model, FAMILY)
 write_bert_files = partial(pretrained.write_hf_files, FAMILY)
-load_bert_weights = partial(pretrained.load_hf_weights, FAMILY)
 
 
 def save_bert(model: nn.Module, path: str | Path, tokenizer=None) -> None:

@@ -12,7 +12,6 @@ import torch
 from seq2bert.data.marian import MarianTokenizer
 from seq2bert.models import pretrained
 from seq2bert.models.family import Family
-from seq2bert.models.hf import model_type_of
 from seq2bert.models.transformer.config import TransformerConfig
 from seq2bert.models.transformer.convert import (
     config_from_marian,
@@ -35,11 +34,6 @@ FAMILY = Family(
     state_to_hf=lambda ours, cfg, architecture: to_marian_state_dict(ours, cfg),
     load_tokenizer=MarianTokenizer,
 )
-
-
-def is_marian_dir(path: str | Path) -> bool:
-    """Whether ``path`` is a directory whose config.json says model_type "marian"."""
-    return model_type_of(path) == FAMILY.model_type
 
 
 def load_marian(path: str | Path, device: str | torch.device = "cpu") -> tuple[Transformer, MarianTokenizer]:
