@@ -38,7 +38,7 @@ counts ~5 % fewer than the hand count).
     python benchmarks/bert_pretraining.py --family electra        # ELECTRA-Small with 4 layers, generator 1/4
     python benchmarks/bert_pretraining.py --family electra --quick  # a tiny model and batch: a smoke run
 
-"mini" is the size `seq2bert pretrain` trains each family at (recipes/pretrain.py, MINI).
+"mini" is the size `seq2bert pretrain` trains each family at (its Family.presets["mini"]).
 """
 
 from __future__ import annotations
@@ -65,9 +65,9 @@ from seq2bert.models.electra.config import electra_base, electra_small
 from seq2bert.models.roberta.config import roberta_base, roberta_mini
 from seq2bert.objectives.replaced_token_detection import sample_replacements
 from seq2bert.precision import native_bf16
-from seq2bert.recipes.pretrain import MINI
 from seq2bert.recipes.pretrain_electra import ElectraSettings
 
+MINI = {t: registry.get(t).presets["mini"] for t in ("bert", "roberta", "albert", "electra")}
 TINY = dict(num_hidden_layers=2, hidden_size=128, num_attention_heads=2, intermediate_size=512)  # bert-tiny's
 SIZES = {
     "bert": {"tiny": bert_tiny, "mini": MINI["bert"], "small": bert_small, "base": bert_base},

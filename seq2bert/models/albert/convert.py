@@ -21,7 +21,7 @@ import torch
 from seq2bert.errors import CheckpointError, ConfigError
 from seq2bert.models.albert.config import AlbertConfig
 from seq2bert.models.bert.convert import tf_renamed
-from seq2bert.models.keymap import KeyMap, Loader, linear, save
+from seq2bert.models.keymap import HeadLayout, KeyMap, conversions, linear, pooled, task_heads, tied_decoder
 
 RENAMED = {"classifier_dropout": "classifier_dropout_prob"}  # ours → transformers'
 CONFIG_FIELDS = tuple(f for f in AlbertConfig.__dataclass_fields__ if f not in ("model_type", "id2label"))
@@ -34,14 +34,19 @@ LAYER = {
     "ffn_sublayer.norm": ("full_layer_layer_norm",),
 }
 SHARED = {"attention": ("self_attn.qkv", "self_attn.out"), "ffn": ("feed_forward.w_1", "feed_forward.w_2")}
-# the task heads: the module each adds on top of the encoder, and whether it reads the pooler
-TASK_HEADS = {
-    "AlbertForSequenceClassification": ("classifier", True),
-    "AlbertForTokenClassification": ("classifier", False),
-    "AlbertForQuestionAnswering": ("qa_outputs", False),
-    "AlbertForMultipleChoice": ("classifier", True),
+MLM_HEAD = [
+    *linear("mlm.dense", "predictions.dense"),
+    *linear("mlm.norm", "predictions.LayerNorm"),
+    ("mlm.decoder.bias", ("predictions.bias",)),
+]
+HEADS: dict[str, KeyMap] = {
+    "AlbertModel": [],
+    "AlbertForPreTraining": MLM_HEAD + linear("sop.classifier", "sop_classifier.classifier"),
+    "AlbertForMaskedLM": MLM_HEAD,
+    **task_heads("Albert"),
 }
-ARCHITECTURES = ("AlbertModel", "AlbertForPreTraining", "AlbertForMaskedLM", *TASK_HEADS)
+ARCHITECTURES = tuple(HEADS)
+TIED = tied_decoder("albert", "predictions.decoder")  # the MLM decoder: the word embeddings
 
 
 def config_from_hf(hf: dict[str, Any], source: str = "config.json") -> AlbertConfig:
@@ -89,8 +94,8 @@ def layer_slots(cfg: AlbertConfig) -> list[tuple[int, int]]:
     return [(g, j) for g in range(cfg.num_hidden_groups) for j in range(k)]
 
 
-def encoder_keymap(cfg: AlbertConfig, ours: str, theirs: str, pooler: bool) -> KeyMap:
-    """AlbertModel's keys, ours under prefix ``ours`` and theirs under ``theirs`` ("" or "albert.")."""
+def encoder_keymap(cfg: AlbertConfig, ours: str, theirs: str) -> KeyMap:
+    """AlbertModel's keys but the pooler's, ours under prefix ``ours`` and theirs under ``theirs``."""
     e = f"{theirs}embeddings."
     out: KeyMap = [
         (f"{ours}embeddings.word_embeddings.weight", (f"{e}word_embeddings.weight",)),
@@ -103,18 +108,7 @@ def encoder_keymap(cfg: AlbertConfig, ours: str, theirs: str, pooler: bool) -> K
         layer = f"{theirs}encoder.albert_layer_groups.{g}.albert_layers.{j}"
         for sub, parts in LAYER.items():
             out += linear(f"{ours}layers.{m}.{sub}", *(f"{layer}.{p}" for p in parts))
-    if pooler:
-        out += linear(f"{ours}pooler", f"{theirs}pooler")
     return out
-
-
-def heads_keymap(sop: bool) -> KeyMap:
-    out = [
-        *linear("mlm.dense", "predictions.dense"),
-        *linear("mlm.norm", "predictions.LayerNorm"),
-        ("mlm.decoder.bias", ("predictions.bias",)),
-    ]
-    return out + (linear("sop.classifier", "sop_classifier.classifier") if sop else [])
 
 
 def check_shared(state: dict[str, torch.Tensor], cfg: AlbertConfig, ours: str, source: str) -> None:
@@ -129,59 +123,22 @@ def check_shared(state: dict[str, torch.Tensor], cfg: AlbertConfig, ours: str, s
                     )
 
 
-def from_hf_state_dict(
-    hf: dict[str, torch.Tensor],
-    cfg: AlbertConfig,
-    architecture: str,
-    source: str = "",
-    *,
-    new_heads: bool = False,
-) -> dict:
-    """Our state dict for ``architecture`` (any of ARCHITECTURES) from a transformers state dict of any of
-    them, as BERT's (models/bert/convert.py): heads missing are an error, unknown keys are named, a bare
-    encoder drops the heads; ``new_heads`` (starting a fine-tuning run) drops them all."""
-    hf = tf_renamed(hf)
-    theirs = "albert." if any(k.startswith("albert.") for k in hf) else ""
-    ours = "" if architecture == "AlbertModel" else "albert."
-    taken = Loader(hf, source or "checkpoint")
-    head, pooler = TASK_HEADS.get(architecture, (None, architecture != "AlbertForMaskedLM"))
-    if architecture == "AlbertModel" or (new_heads and pooler):
-        pooler = pooler and f"{theirs}pooler.weight" in hf
-    out = taken.load(encoder_keymap(cfg, ours, theirs, pooler))
-    check_shared(out, cfg, ours, source or "checkpoint")
-    if architecture in ("AlbertForPreTraining", "AlbertForMaskedLM"):
-        out.update(taken.load(heads_keymap(sop=architecture == "AlbertForPreTraining")))
-        out["mlm.decoder.weight"] = out["albert.embeddings.word_embeddings.weight"]  # tied
-    elif head is not None and not (new_heads and f"{head}.weight" not in hf):
-        out.update(taken.load(linear(head, head)))
-    taken.ignore(
-        "predictions.decoder.weight",
-        "predictions.decoder.bias",
-        f"{theirs}embeddings.position_ids",
-        f"{theirs}embeddings.token_type_ids",
+def layout(cfg: AlbertConfig) -> HeadLayout:
+    return HeadLayout(
+        base="AlbertModel",
+        prefix="albert",
+        encoder=lambda ours, theirs: encoder_keymap(cfg, ours, theirs),
+        heads=HEADS,
+        head_modules=("predictions", "sop_classifier", "classifier", "qa_outputs"),
+        dropped=("predictions", "sop_classifier"),  # the pretraining heads; another task's is an error
+        pooler=lambda ours, theirs: linear(f"{ours}pooler", f"{theirs}pooler"),
+        pooled=pooled("Albert"),
+        tied={"AlbertForPreTraining": TIED, "AlbertForMaskedLM": TIED},
+        load=tf_renamed,
+        validate=lambda ours, prefix, source: check_shared(ours, cfg, prefix, source),
     )
-    if architecture != "AlbertForPreTraining":  # heads a smaller model does not have
-        taken.ignore(*[k for k in hf if k.split(".")[0] in ("predictions", "sop_classifier")])
-        if not pooler:
-            taken.ignore(*[k for k in hf if k.startswith(f"{theirs}pooler.")])
-    if new_heads:
-        taken.ignore(*[k for k in hf if k.split(".")[0] in ("classifier", "qa_outputs")])
-    taken.check_all_used()
-    return out
 
 
-def to_hf_state_dict(
-    ours: dict[str, torch.Tensor], cfg: AlbertConfig, architecture: str
-) -> dict[str, torch.Tensor]:
-    """transformers' state dict of our model (tied matrices written under each of their names)."""
-    prefix = "" if architecture == "AlbertModel" else "albert."
-    pooler = f"{prefix}pooler.weight" in ours
-    out = save(ours, encoder_keymap(cfg, prefix, prefix, pooler))
-    if architecture in TASK_HEADS:
-        head = TASK_HEADS[architecture][0]
-        out.update(save(ours, linear(head, head)))
-    elif architecture != "AlbertModel":
-        out.update(save(ours, heads_keymap(sop=architecture == "AlbertForPreTraining")))
-        out["predictions.decoder.weight"] = ours["mlm.decoder.weight"]
-        out["predictions.decoder.bias"] = ours["mlm.decoder.bias"]
-    return out
+# our state dict for any architecture from a transformers state dict of any of them, and back (tied
+# tensors written under each of their names)
+from_hf_state_dict, to_hf_state_dict = conversions(layout)

@@ -9,37 +9,21 @@ reader loads. Pretraining trains a SentencePiece unigram vocabulary with ALBERT'
 
 from __future__ import annotations
 
-from torch import nn
-
-from seq2bert.errors import CheckpointError
 from seq2bert.models.albert.config import AlbertConfig, albert_mini
 from seq2bert.models.albert.convert import (
-    ARCHITECTURES,
     config_from_hf,
     config_to_hf,
     from_hf_state_dict,
+    layout,
     to_hf_state_dict,
 )
 from seq2bert.models.albert.model import TASK_CLASSES, AlbertForMaskedLM, AlbertForPreTraining, AlbertModel
 from seq2bert.models.albert.tokenizer import save_tokenizer, train_tokenizer
 from seq2bert.models.family import Family, PretrainingTerms
+from seq2bert.models.keymap import builder, named
 
-CLASSES: dict[str, type[nn.Module]] = {
-    "AlbertModel": AlbertModel,
-    "AlbertForPreTraining": AlbertForPreTraining,
-    "AlbertForMaskedLM": AlbertForMaskedLM,
-    **TASK_CLASSES,
-}
-
-
-def build_albert(cfg: AlbertConfig, architecture: str, weights: dict | None = None) -> nn.Module:
-    """Our model of ``architecture``; a bare AlbertModel has a pooler only if its weights (when given) do."""
-    if architecture not in CLASSES:
-        raise CheckpointError(f"architecture {architecture!r}: expected one of {', '.join(ARCHITECTURES)}")
-    if architecture == "AlbertModel":
-        pooler = weights is None or any(k.endswith("pooler.weight") for k in weights)
-        return AlbertModel(cfg, add_pooling_layer=pooler)
-    return CLASSES[architecture](cfg)
+CLASSES = named(AlbertModel, AlbertForPreTraining, AlbertForMaskedLM, *TASK_CLASSES.values())
+build_albert = builder(CLASSES, layout)  # a bare AlbertModel has a pooler only if its weights do
 
 
 FAMILY = Family(
@@ -58,11 +42,9 @@ FAMILY = Family(
     kind="encoder",
     base_model_prefix="albert",
     tokenizer="sentencepiece",
-    config_from_hf=lambda hf, source: config_from_hf(hf, source=source),
+    config_from_hf=config_from_hf,
     config_to_hf=config_to_hf,
-    state_from_hf=lambda hf, cfg, arch, source, new_heads: from_hf_state_dict(
-        hf, cfg, arch, source, new_heads=new_heads
-    ),
+    state_from_hf=from_hf_state_dict,
     state_to_hf=to_hf_state_dict,
     build=build_albert,
     head_modules=("classifier", "mlm", "sop", "qa_outputs", "predictions", "sop_classifier"),

@@ -3,8 +3,8 @@
 Our encoder layers fuse [W^Q; W^K; W^V] into one matrix (``self_attn.qkv``); transformers keeps
 ``attention.self.query / key / value``. Everything else is a renaming. The heads: ``cls.predictions.*``
 (MLM, and the left-to-right LM of BertLMHeadModel; its decoder weight is the word embedding matrix) and
-``cls.seq_relationship`` (NSP). A model with
-heads stores the encoder under ``bert.``; a bare BertModel without that prefix — either loads into either.
+``cls.seq_relationship`` (NSP); the task heads' ``classifier`` / ``qa_outputs``. A model with heads stores
+the encoder under ``bert.``; a bare BertModel without that prefix — either loads into either (HeadLayout).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import torch
 
 from seq2bert.errors import CheckpointError, ConfigError
 from seq2bert.models.bert.config import BertConfig
-from seq2bert.models.keymap import KeyMap, Loader, linear, save
+from seq2bert.models.keymap import HeadLayout, KeyMap, conversions, linear, pooled, task_heads, tied_decoder
 
 LAYER = {
     "self_attn.qkv": ("attention.self.query", "attention.self.key", "attention.self.value"),
@@ -25,15 +25,20 @@ LAYER = {
     "feed_forward.w_2": ("output.dense",),
     "ffn_sublayer.norm": ("output.LayerNorm",),
 }
-# the task heads (tasks.py): the module each adds on top of the encoder, and whether it reads the pooler
-TASK_HEADS = {
-    "BertForSequenceClassification": ("classifier", True),
-    "BertForTokenClassification": ("classifier", False),
-    "BertForQuestionAnswering": ("qa_outputs", False),
-    "BertForMultipleChoice": ("classifier", True),
+MLM_HEAD = [
+    *linear("mlm.dense", "cls.predictions.transform.dense"),
+    *linear("mlm.norm", "cls.predictions.transform.LayerNorm"),
+    ("mlm.decoder.bias", ("cls.predictions.bias",)),
+]
+HEADS: dict[str, KeyMap] = {
+    "BertModel": [],
+    "BertForPreTraining": MLM_HEAD + linear("nsp", "cls.seq_relationship"),
+    "BertForMaskedLM": MLM_HEAD,
+    "BertLMHeadModel": MLM_HEAD,  # the left-to-right LM: the same head
+    **task_heads("Bert"),
 }
-LM_HEADS = ("BertForMaskedLM", "BertLMHeadModel")  # cls.predictions alone, no pooler
-ARCHITECTURES = ("BertModel", "BertForPreTraining", *LM_HEADS, *TASK_HEADS)
+ARCHITECTURES = tuple(HEADS)
+TIED = tied_decoder("bert", "cls.predictions.decoder")  # the MLM decoder: the word embeddings
 
 
 def config_from_hf(
@@ -86,24 +91,14 @@ def embeddings_keymap(ours: str, theirs: str) -> KeyMap:
     ]
 
 
-def encoder_keymap(cfg: BertConfig, ours: str, theirs: str, pooler: bool) -> KeyMap:
-    """BertModel's keys, ours under prefix ``ours`` and theirs under ``theirs`` ("" or "bert.")."""
+def encoder_keymap(cfg: BertConfig, ours: str, theirs: str) -> KeyMap:
+    """BertModel's keys but the pooler's, ours under prefix ``ours`` and theirs under ``theirs`` ("" or
+    "bert.")."""
     out = embeddings_keymap(ours, theirs)
     for i in range(cfg.num_hidden_layers):
         for sub, parts in LAYER.items():
             out += linear(f"{ours}layers.{i}.{sub}", *(f"{theirs}encoder.layer.{i}.{p}" for p in parts))
-    if pooler:
-        out += linear(f"{ours}pooler", f"{theirs}pooler.dense")
     return out
-
-
-def heads_keymap(nsp: bool) -> KeyMap:
-    out = [
-        *linear("mlm.dense", "cls.predictions.transform.dense"),
-        *linear("mlm.norm", "cls.predictions.transform.LayerNorm"),
-        ("mlm.decoder.bias", ("cls.predictions.bias",)),
-    ]
-    return out + (linear("nsp", "cls.seq_relationship") if nsp else [])
 
 
 def tf_renamed(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -114,58 +109,23 @@ def tf_renamed(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     }
 
 
-def from_hf_state_dict(
-    hf: dict[str, torch.Tensor],
-    cfg: BertConfig,
-    architecture: str,
-    source: str = "",
-    *,
-    new_heads: bool = False,
-) -> dict:
-    """Our state dict for ``architecture`` (any of ARCHITECTURES) from a transformers state dict of any of
-    them. Heads missing from the checkpoint are an error; heads present but not needed, and keys nobody
-    knows, are named in the error too — except the heads of a bare encoder load (BertModel from a
-    pretraining checkpoint drops them, as transformers does).
-
-    ``new_heads`` (starting a fine-tuning run): the task head and pooler may be missing — the result then
-    lacks them and the caller initialises them — and every head of the checkpoint is dropped."""
-    hf = tf_renamed(hf)
-    theirs = "bert." if any(k.startswith("bert.") for k in hf) else ""
-    ours = "" if architecture == "BertModel" else "bert."
-    taken = Loader(hf, source or "checkpoint")
-    head, pooler = TASK_HEADS.get(architecture, (None, architecture not in LM_HEADS))
-    has_pooler = f"{theirs}pooler.dense.weight" in hf
-    if architecture == "BertModel" or (new_heads and pooler):
-        pooler = pooler and has_pooler  # sentence encoders often ship without a pooler
-    out = taken.load(encoder_keymap(cfg, ours, theirs, pooler))
-    if architecture in ("BertForPreTraining", *LM_HEADS):
-        out.update(taken.load(heads_keymap(nsp=architecture == "BertForPreTraining")))
-        out["mlm.decoder.weight"] = out["bert.embeddings.word_embeddings.weight"]  # tied
-    elif head is not None and not (new_heads and f"{head}.weight" not in hf):
-        out.update(taken.load(linear(head, head)))
-    taken.ignore(
-        "cls.predictions.decoder.weight", "cls.predictions.decoder.bias", f"{theirs}embeddings.position_ids"
+def layout(cfg: BertConfig) -> HeadLayout:
+    return HeadLayout(
+        base="BertModel",
+        prefix="bert",
+        encoder=lambda ours, theirs: encoder_keymap(cfg, ours, theirs),
+        heads=HEADS,
+        head_modules=("cls", "classifier", "qa_outputs"),
+        dropped=("cls",),  # the pretraining heads (a masked LM drops NSP); another task's head is an error
+        pooler=lambda ours, theirs: linear(f"{ours}pooler", f"{theirs}pooler.dense"),
+        pooled=pooled("Bert"),
+        tied={a: TIED for a in ("BertForPreTraining", "BertForMaskedLM", "BertLMHeadModel")},
+        load=tf_renamed,
     )
-    if architecture != "BertForPreTraining":  # heads a smaller model does not have
-        taken.ignore(*[k for k in hf if k.startswith("cls.") or (not pooler and ".pooler." in f".{k}")])
-    if new_heads:
-        taken.ignore(*[k for k in hf if k.split(".")[0] in ("classifier", "qa_outputs")])
-    taken.check_all_used()
-    return out
 
 
-def to_hf_state_dict(
-    ours: dict[str, torch.Tensor], cfg: BertConfig, architecture: str
-) -> dict[str, torch.Tensor]:
-    """transformers' state dict of our model (tied matrices written under each of their names)."""
-    prefix = "" if architecture == "BertModel" else "bert."
-    pooler = f"{prefix}pooler.weight" in ours
-    out = save(ours, encoder_keymap(cfg, prefix, prefix, pooler))
-    if architecture in TASK_HEADS:
-        head = TASK_HEADS[architecture][0]
-        out.update(save(ours, linear(head, head)))
-    elif architecture != "BertModel":
-        out.update(save(ours, heads_keymap(nsp=architecture == "BertForPreTraining")))
-        out["cls.predictions.decoder.weight"] = ours["mlm.decoder.weight"]
-        out["cls.predictions.decoder.bias"] = ours["mlm.decoder.bias"]
-    return out
+# our state dict for any architecture from a transformers state dict of any of them, and back (tied
+# tensors written under each of their names); ``new_heads`` (a fine-tuning run starting): the task head and
+# pooler may be missing — the result then lacks them and the caller initialises them — and every head of
+# the checkpoint is dropped
+from_hf_state_dict, to_hf_state_dict = conversions(layout)

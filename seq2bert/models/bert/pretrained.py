@@ -9,41 +9,26 @@ from pathlib import Path
 
 from torch import nn
 
-from seq2bert.errors import CheckpointError
 from seq2bert.models import pretrained
 from seq2bert.models.bert.config import BertConfig, bert_mini
 from seq2bert.models.bert.convert import (
-    ARCHITECTURES,
     config_from_hf,
     config_to_hf,
     from_hf_state_dict,
+    layout,
     to_hf_state_dict,
 )
 from seq2bert.models.bert.model import BertForMaskedLM, BertForPreTraining, BertLMHeadModel, BertModel
 from seq2bert.models.bert.tasks import TASK_CLASSES
 from seq2bert.models.family import Family
+from seq2bert.models.keymap import builder, named
 
-CLASSES: dict[str, type[nn.Module]] = {
-    "BertModel": BertModel,
-    "BertForPreTraining": BertForPreTraining,
-    "BertForMaskedLM": BertForMaskedLM,
-    "BertLMHeadModel": BertLMHeadModel,
-    **TASK_CLASSES,
-}
+CLASSES = named(BertModel, BertForPreTraining, BertForMaskedLM, BertLMHeadModel, *TASK_CLASSES.values())
+_build = builder(CLASSES, layout)  # a bare BertModel has a pooler only if its weights do
 
 
 def build_bert(cfg: BertConfig, architecture: str, *, pooler: bool = True) -> nn.Module:
-    if architecture not in CLASSES:
-        raise CheckpointError(f"architecture {architecture!r}: expected one of {', '.join(ARCHITECTURES)}")
-    if architecture == "BertModel":
-        return BertModel(cfg, add_pooling_layer=pooler)
-    return CLASSES[architecture](cfg)
-
-
-def _build(cfg: BertConfig, architecture: str, weights: dict | None) -> nn.Module:
-    """Sentence encoders often ship without a pooler: a bare BertModel has one only if its weights do."""
-    pooler = weights is None or any(k.endswith("pooler.dense.weight") for k in weights)
-    return build_bert(cfg, architecture, pooler=pooler)
+    return _build(cfg, architecture, None if pooler else {})
 
 
 FAMILY = Family(
@@ -63,11 +48,9 @@ FAMILY = Family(
     kind="encoder",
     base_model_prefix="bert",
     tokenizer="wordpiece",
-    config_from_hf=lambda hf, source: config_from_hf(hf, source=source),
+    config_from_hf=config_from_hf,
     config_to_hf=config_to_hf,
-    state_from_hf=lambda hf, cfg, arch, source, new_heads: from_hf_state_dict(
-        hf, cfg, arch, source, new_heads=new_heads
-    ),
+    state_from_hf=from_hf_state_dict,
     state_to_hf=to_hf_state_dict,
     build=_build,
     head_modules=("classifier", "cls", "mlm", "nsp", "qa_outputs"),

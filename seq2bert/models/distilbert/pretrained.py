@@ -4,8 +4,6 @@ masked LM reads single segments (no NSP: Sect. 3 trains on the MLM and distillat
 
 from __future__ import annotations
 
-from torch import nn
-
 from seq2bert.models.distilbert.config import DistilBertConfig
 from seq2bert.models.distilbert.convert import (
     config_from_hf,
@@ -15,12 +13,9 @@ from seq2bert.models.distilbert.convert import (
 )
 from seq2bert.models.distilbert.model import TASK_CLASSES, DistilBertForMaskedLM, DistilBertModel
 from seq2bert.models.family import Family
+from seq2bert.models.keymap import named
 
-CLASSES: dict[str, type[nn.Module]] = {
-    "DistilBertModel": DistilBertModel,
-    "DistilBertForMaskedLM": DistilBertForMaskedLM,
-    **TASK_CLASSES,
-}
+CLASSES = named(DistilBertModel, DistilBertForMaskedLM, *TASK_CLASSES.values())
 
 FAMILY = Family(
     model_type="distilbert",

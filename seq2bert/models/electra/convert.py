@@ -17,14 +17,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import torch
-
-from seq2bert.errors import CheckpointError
 from seq2bert.models.bert.convert import config_from_hf as bert_config_from_hf
 from seq2bert.models.bert.convert import config_to_hf as bert_config_to_hf
 from seq2bert.models.bert.convert import encoder_keymap, tf_renamed
 from seq2bert.models.electra.config import ElectraConfig
-from seq2bert.models.keymap import KeyMap, Loader, linear, save
+from seq2bert.models.keymap import HeadLayout, KeyMap, conversions, linear
 
 HEADS: dict[str, KeyMap] = {
     "ElectraModel": [],
@@ -70,53 +67,35 @@ config_to_hf = bert_config_to_hf  # every field of the dataclass, under transfor
 
 def electra_keymap(cfg: ElectraConfig, ours: str, theirs: str) -> KeyMap:
     """ElectraModel's keys, ours under prefix ``ours`` and theirs under ``theirs`` ("" or "electra.")."""
-    out = encoder_keymap(cfg, ours, theirs, pooler=False)
+    out = encoder_keymap(cfg, ours, theirs)
     if cfg.embedding_size != cfg.hidden_size:
         out += linear(f"{ours}embeddings.project", f"{theirs}embeddings_project")
     return out
 
 
-def head_keymap(cfg: ElectraConfig, architecture: str) -> KeyMap:
-    """The head of ``architecture`` (a multiple-choice summary without projection has no weights)."""
-    if architecture not in HEADS:
-        raise CheckpointError(f"architecture {architecture!r}: expected one of {', '.join(ARCHITECTURES)}")
-    if architecture == "ElectraForMultipleChoice" and not cfg.summary_use_proj:
-        return linear("classifier", "classifier")
-    return HEADS[architecture]
+def layout(cfg: ElectraConfig) -> HeadLayout:
+    # a multiple-choice summary without projection has no weights
+    summary = {} if cfg.summary_use_proj else {"ElectraForMultipleChoice": linear("classifier", "classifier")}
+    return HeadLayout(
+        base="ElectraModel",
+        prefix="electra",
+        encoder=lambda ours, theirs: electra_keymap(cfg, ours, theirs),
+        heads={**HEADS, **summary},
+        head_modules=HEAD_MODULES,
+        tied={
+            "ElectraForMaskedLM": (
+                (
+                    "mlm.decoder.weight",
+                    "electra.embeddings.word_embeddings.weight",
+                    "generator_lm_head.weight",
+                ),
+            )
+        },
+        load=tf_renamed,
+    )
 
 
-def from_hf_state_dict(
-    hf: dict[str, torch.Tensor],
-    cfg: ElectraConfig,
-    architecture: str,
-    source: str = "",
-    *,
-    new_heads: bool = False,
-) -> dict[str, torch.Tensor]:
-    """Our state dict for ``architecture`` from a transformers state dict of any ELECTRA class.
-    ``new_heads`` (a task starting): the head is loaded only when the checkpoint has it, and the result
-    otherwise lacks it (the caller initialises it)."""
-    head = head_keymap(cfg, architecture)
-    hf = tf_renamed(hf)
-    theirs = "electra." if any(k.startswith("electra.") for k in hf) else ""
-    ours = "" if architecture == "ElectraModel" else "electra."
-    taken = Loader(hf, source or "checkpoint")
-    out = taken.load(electra_keymap(cfg, ours, theirs))
-    if not new_heads or all(k in hf for _, keys in head for k in keys):
-        out.update(taken.load(head))
-    if architecture == "ElectraForMaskedLM":
-        out["mlm.decoder.weight"] = out["electra.embeddings.word_embeddings.weight"]  # tied
-        taken.ignore("generator_lm_head.weight")
-    taken.ignore(f"{theirs}embeddings.position_ids", f"{theirs}embeddings.token_type_ids")
-    taken.ignore(*[k for k in hf if k.split(".")[0] in HEAD_MODULES])  # another class's head
-    taken.check_all_used()
-    return out
-
-
-def to_hf_state_dict(ours: dict[str, torch.Tensor], cfg: ElectraConfig, architecture: str) -> dict:
-    """transformers' state dict of our model (the tied decoder written under its own name too)."""
-    prefix = "" if architecture == "ElectraModel" else "electra."
-    out = save(ours, electra_keymap(cfg, prefix, prefix) + head_keymap(cfg, architecture))
-    if architecture == "ElectraForMaskedLM":
-        out["generator_lm_head.weight"] = ours["mlm.decoder.weight"]
-    return out
+# our state dict for any ELECTRA class from a transformers state dict of any of them, and back (the tied
+# decoder written under its own name too); ``new_heads`` (a task starting): the head is loaded only when the
+# checkpoint has it, and the result otherwise lacks it (the caller initialises it)
+from_hf_state_dict, to_hf_state_dict = conversions(layout)

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from functools import partial
 
-from torch import nn
-
 from seq2bert.models.electra.config import ElectraConfig, electra_small
 from seq2bert.models.electra.convert import (
     config_from_hf,
@@ -22,13 +20,9 @@ from seq2bert.models.electra.model import ElectraForMaskedLM, ElectraForPreTrain
 from seq2bert.models.electra.pretrainer import ElectraPretrainer
 from seq2bert.models.electra.tasks import TASK_CLASSES
 from seq2bert.models.family import Family
+from seq2bert.models.keymap import named
 
-CLASSES: dict[str, type[nn.Module]] = {
-    "ElectraModel": ElectraModel,
-    "ElectraForPreTraining": ElectraForPreTraining,
-    "ElectraForMaskedLM": ElectraForMaskedLM,
-    **TASK_CLASSES,
-}
+CLASSES = named(ElectraModel, ElectraForPreTraining, ElectraForMaskedLM, *TASK_CLASSES.values())
 
 GENERATOR = "generator"  # the generator's directory inside a checkpoint
 
@@ -49,11 +43,9 @@ FAMILY = Family(
     kind="encoder",
     base_model_prefix="electra",
     tokenizer="wordpiece",
-    config_from_hf=lambda hf, source: config_from_hf(hf, source=source),
+    config_from_hf=config_from_hf,
     config_to_hf=config_to_hf,
-    state_from_hf=lambda hf, cfg, arch, source, new_heads: from_hf_state_dict(
-        hf, cfg, arch, source, new_heads=new_heads
-    ),
+    state_from_hf=from_hf_state_dict,
     state_to_hf=to_hf_state_dict,
     head_modules=("rtd", "mlm", "classifier", "qa_outputs", "sequence_summary"),
     pretraining_objective="replaced_token_detection",

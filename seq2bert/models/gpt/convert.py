@@ -31,7 +31,7 @@ import torch
 
 from seq2bert.errors import CheckpointError, ConfigError
 from seq2bert.models.gpt.config import GPT2Config, GPTConfig, OpenAIGPTConfig
-from seq2bert.models.keymap import KeyMap, Loader, linear, save
+from seq2bert.models.keymap import HeadLayout, KeyMap, conversions, linear
 
 CONFIGS: dict[str, type[GPTConfig]] = {"openai-gpt": OpenAIGPTConfig, "gpt2": GPT2Config}
 PREFIXES = {"openai-gpt": "OpenAIGPT", "gpt2": "GPT2"}  # transformers' class names: prefix + head
@@ -45,7 +45,6 @@ LAYER = {
 }
 EMBEDDINGS = {"openai-gpt": ("tokens_embed", "positions_embed"), "gpt2": ("wte", "wpe")}
 CONV1D = re.compile(r"(^|\.)h\.\d+\.(attn\.c_attn|attn\.c_proj|mlp\.c_fc|mlp\.c_proj)\.weight$")
-BUFFER = re.compile(r"(^|\.)(h\.\d+\.attn\.(bias|masked_bias)|position_ids)$")
 HEAD_MODULES = ("lm_head", "multiple_choice_head", "score", "classifier")
 HEADS = ("Model", "LMHeadModel", "DoubleHeadsModel", "ForSequenceClassification", "ForTokenClassification")
 # seq2bert's own head (GPT-1 Sect. 3.3, heads.py), no transformers class: ForSequenceClassification's weights
@@ -134,47 +133,27 @@ def transposed(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     return {k: v.t() if CONV1D.search(k) else v for k, v in state.items()}
 
 
-def from_hf_state_dict(
-    hf: dict[str, torch.Tensor],
-    cfg: GPTConfig,
-    architecture: str,
-    source: str = "",
-    *,
-    new_heads: bool = False,
-) -> dict[str, torch.Tensor]:
-    """Our state dict for ``architecture`` from a transformers state dict of any of the family's classes.
-
-    ``new_heads`` (a task starting): the task head may be missing — the result then lacks it and the caller
-    initialises it — and every head of the checkpoint is dropped."""
-    head = head_of(cfg, architecture)
-    hf = transposed(hf)
-    theirs = "transformer." if any(k.startswith("transformer.") for k in hf) else ""
-    ours = "" if head == "Model" else "transformer."
-    token = f"{theirs}{EMBEDDINGS[cfg.model_type][0]}.weight"
-    if token not in hf and "lm_head.weight" in hf:  # the tied matrix under the head's name only (GPT-1's
-        hf = {**hf, token: hf["lm_head.weight"]}  # DoubleHeads: transformers ties it the other way round)
-    taken = Loader(hf, source or "checkpoint")
-    out = taken.load(base_keymap(cfg, ours, theirs))
-    if head in TIED:
-        out["lm_head.weight"] = out["transformer.embeddings.token.weight"]
-    own = head_keymap(cfg, head)
-    if own and not (new_heads and any(t not in hf for _, keys in own for t in keys)):
-        out.update(taken.load(own))
-    taken.ignore(*[k for k in hf if BUFFER.search(k)], "lm_head.weight")  # buffers; the tied copy
-    if head == "Model" or new_heads:  # a bare model drops any head; a new task every head
-        taken.ignore(*[k for k in hf if k.split(".")[0] in HEAD_MODULES])
-    taken.check_all_used()
-    return out
+def layout(cfg: GPTConfig) -> HeadLayout:
+    prefix, heads = PREFIXES[cfg.model_type], architectures(cfg.model_type)
+    token = EMBEDDINGS[cfg.model_type][0]
+    tied = (("lm_head.weight", "transformer.embeddings.token.weight", "lm_head.weight"),)
+    return HeadLayout(
+        base=prefix + "Model",
+        prefix="transformer",
+        encoder=lambda ours, theirs: base_keymap(cfg, ours, theirs),
+        heads={name: head_keymap(cfg, name[len(prefix) :]) for name in heads},
+        head_modules=HEAD_MODULES,
+        dropped=("lm_head",),  # the tied copy of the token embedding; another head is an error
+        tied={prefix + head: tied for head in TIED},
+        buffers=(".attn.bias", ".attn.masked_bias", "position_ids"),  # the causal mask of older checkpoints
+        load=transposed,
+        dump=transposed,
+        # the tied matrix under the head's name only (GPT-1's DoubleHeads: transformers ties it the other way)
+        aliases=lambda theirs: {f"{theirs}{token}.weight": "lm_head.weight"},
+    )
 
 
-def to_hf_state_dict(
-    ours: dict[str, torch.Tensor], cfg: GPTConfig, architecture: str
-) -> dict[str, torch.Tensor]:
-    """transformers' state dict of our model (the tied lm_head written under its own name too)."""
-    head = head_of(cfg, architecture)
-    prefix = "" if head == "Model" else "transformer."
-    out = save(ours, base_keymap(cfg, prefix, prefix))
-    out.update(save(ours, head_keymap(cfg, head)))
-    if head in TIED:
-        out["lm_head.weight"] = ours["lm_head.weight"]
-    return transposed(out)
+# our state dict for any architecture from a transformers state dict of any of the family's classes, and back
+# (the tied lm_head written under its own name too); ``new_heads`` (a task starting): the task head may be
+# missing — the result then lacks it and the caller initialises it — and every head of the checkpoint is dropped
+from_hf_state_dict, to_hf_state_dict = conversions(layout)

@@ -96,11 +96,9 @@ def gpt_family(
         kind="decoder",
         base_model_prefix="transformer",
         tokenizer=tokenizer,
-        config_from_hf=lambda hf, source: config_from_hf(hf, source=source),
+        config_from_hf=config_from_hf,
         config_to_hf=config_to_hf,
-        state_from_hf=lambda hf, cfg, arch, source, new_heads: from_hf_state_dict(
-            hf, cfg, arch, source, new_heads=new_heads
-        ),
+        state_from_hf=from_hf_state_dict,
         state_to_hf=to_hf_state_dict,
         load_tokenizer=load_tokenizer,
         save_tokenizer=save_tokenizer,

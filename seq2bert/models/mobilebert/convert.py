@@ -30,7 +30,7 @@ from typing import Any
 from seq2bert.models.bert.convert import config_from_hf as bert_config_from_hf
 from seq2bert.models.bert.convert import config_to_hf as bert_config_to_hf
 from seq2bert.models.bert.convert import embeddings_keymap
-from seq2bert.models.keymap import HeadLayout, KeyMap, conversions, linear
+from seq2bert.models.keymap import HeadLayout, KeyMap, conversions, linear, pooled, task_heads, tied_decoder
 from seq2bert.models.mobilebert.config import MobileBertConfig
 
 MLM_HEAD: KeyMap = [
@@ -43,24 +43,11 @@ HEADS: dict[str, KeyMap] = {
     "MobileBertModel": [],
     "MobileBertForPreTraining": MLM_HEAD + linear("nsp", "cls.seq_relationship"),
     "MobileBertForMaskedLM": MLM_HEAD,
-    "MobileBertForSequenceClassification": linear("classifier", "classifier"),
-    "MobileBertForTokenClassification": linear("classifier", "classifier"),
-    "MobileBertForQuestionAnswering": linear("qa_outputs", "qa_outputs"),
-    "MobileBertForMultipleChoice": linear("classifier", "classifier"),
+    **task_heads("MobileBert"),
 }
 ARCHITECTURES = tuple(HEADS)
-POOLED = frozenset(
-    (
-        "MobileBertModel",
-        "MobileBertForPreTraining",
-        "MobileBertForSequenceClassification",
-        "MobileBertForMultipleChoice",
-    )
-)
-TIED = (  # the MLM decoder: the word embeddings, and its bias under a second name
-    ("mlm.decoder.weight", "mobilebert.embeddings.word_embeddings.weight", "cls.predictions.decoder.weight"),
-    ("mlm.decoder.bias", "mlm.decoder.bias", "cls.predictions.decoder.bias"),
-)
+POOLED = pooled("MobileBert")
+TIED = tied_decoder("mobilebert", "cls.predictions.decoder")  # the MLM decoder: the word embeddings
 
 
 def config_from_hf(hf: dict[str, Any], source: str = "config.json") -> MobileBertConfig:

@@ -4,15 +4,14 @@ pretraining heads are BERT's (masked LM and next sentence prediction)."""
 
 from __future__ import annotations
 
-from torch import nn
-
-from seq2bert.errors import CheckpointError
 from seq2bert.models.family import Family
+from seq2bert.models.keymap import builder, named
 from seq2bert.models.mobilebert.config import MobileBertConfig
 from seq2bert.models.mobilebert.convert import (
     config_from_hf,
     config_to_hf,
     from_hf_state_dict,
+    layout,
     to_hf_state_dict,
 )
 from seq2bert.models.mobilebert.model import (
@@ -22,26 +21,8 @@ from seq2bert.models.mobilebert.model import (
     MobileBertModel,
 )
 
-CLASSES: dict[str, type[nn.Module]] = {
-    "MobileBertModel": MobileBertModel,
-    "MobileBertForPreTraining": MobileBertForPreTraining,
-    "MobileBertForMaskedLM": MobileBertForMaskedLM,
-    **TASK_CLASSES,
-}
-
-
-def build_mobilebert(cfg: MobileBertConfig, architecture: str, weights: dict | None = None) -> nn.Module:
-    """Our model of ``architecture``; a bare MobileBertModel has a pooler only if its weights do."""
-    if architecture not in CLASSES:
-        raise CheckpointError(f"architecture {architecture!r}: expected one of {', '.join(CLASSES)}")
-    if architecture == "MobileBertModel":
-        pooler = (
-            weights is None
-            or not cfg.classifier_activation
-            or any(k.endswith("pooler.dense.weight") for k in weights)
-        )
-        return MobileBertModel(cfg, add_pooling_layer=pooler)
-    return CLASSES[architecture](cfg)
+CLASSES = named(MobileBertModel, MobileBertForPreTraining, MobileBertForMaskedLM, *TASK_CLASSES.values())
+build_mobilebert = builder(CLASSES, layout)  # a bare MobileBertModel has a pooler only if its weights do
 
 
 FAMILY = Family(

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 from torch import nn
 
-from seq2bert.errors import CheckpointError
 from seq2bert.models.family import Family, masked_lm_terms
+from seq2bert.models.keymap import builder, named
 from seq2bert.models.roberta.config import RobertaConfig, roberta_mini
 from seq2bert.models.roberta.convert import (
-    ARCHITECTURES,
     config_from_hf,
     config_to_hf,
     from_hf_state_dict,
+    layout,
     to_hf_state_dict,
 )
 from seq2bert.models.roberta.model import (
@@ -40,19 +40,8 @@ HEADS: dict[str, type[nn.Module]] = {
     "qa": RobertaForQuestionAnswering,
     "choice": RobertaForMultipleChoice,
 }
-CLASSES = {cls.__name__: cls for cls in HEADS.values()}
-
-
-def build_roberta(cfg: RobertaConfig, architecture: str, weights: dict | None = None) -> nn.Module:
-    """Our model of ``architecture``; a bare RobertaModel has a pooler only if its weights do."""
-    if architecture not in CLASSES:
-        raise CheckpointError(f"architecture {architecture!r}: expected one of {', '.join(ARCHITECTURES)}")
-    if architecture == "RobertaModel":
-        return RobertaModel(
-            cfg, add_pooling_layer=weights is None or any(k.endswith("pooler.dense.weight") for k in weights)
-        )
-    return CLASSES[architecture](cfg)
-
+CLASSES = named(*HEADS.values())
+build_roberta = builder(CLASSES, layout)  # a bare RobertaModel has a pooler only if its weights do
 
 FAMILY = Family(
     model_type="roberta",
@@ -62,11 +51,9 @@ FAMILY = Family(
     kind="encoder",
     base_model_prefix="roberta",
     tokenizer="bytelevel-bpe",
-    config_from_hf=lambda hf, source: config_from_hf(hf, source=source),
+    config_from_hf=config_from_hf,
     config_to_hf=config_to_hf,
-    state_from_hf=lambda hf, cfg, arch, source, new_heads: from_hf_state_dict(
-        hf, cfg, arch, source, new_heads=new_heads
-    ),
+    state_from_hf=from_hf_state_dict,
     state_to_hf=to_hf_state_dict,
     build=build_roberta,
     load_tokenizer=load_tokenizer,
