@@ -14,6 +14,7 @@ import re
 import sys
 
 from seq2bert.commands import COMMANDS
+from seq2bert.commands.common import load_plugins
 from seq2bert.errors import RunFailure, UserError
 
 
@@ -26,6 +27,14 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
+    parser.add_argument(
+        "--plugin",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import MODULE first: a task or family of your own that it registers (repeatable; also "
+        "$SEQ2BERT_PLUGINS=module[,module])",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module in COMMANDS:
         module.register(sub)
@@ -59,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
         datefmt="%H:%M:%S",
     )
     try:
+        load_plugins(args.plugin)
         return args.func(args)
     except UserError as e:
         print(f"seq2bert: error: {e}", file=sys.stderr)
