@@ -129,7 +129,7 @@ class FinetuneConfig:
         if self.model:
             model_config(self.model, self.model_config)  # the family exists, model_config holds its fields
             try:
-                registry.get(self.model).architecture_for(self.data.kind)
+                registry.get(self.model).architecture_for(self.data.spec.head)
             except KeyError as e:
                 raise ConfigError(f"model: {e.args[0]}") from None
             for name in ("random_init", *dropout_overrides(self)):

@@ -23,7 +23,7 @@ from seq2bert.data.finetuning import collate
 from seq2bert.data.tokenization import SPECIAL_TOKENS, Tokenizer
 from seq2bert.errors import CheckpointError, ConfigError
 from seq2bert.models import registry
-from seq2bert.tasks.task import Task
+from seq2bert.tasks.task import HEADS, Task
 
 # the config fields the recipe sets: from the trained tokenizer, from the task, from --features
 RECIPE_FIELDS = ("vocab_size", "pad_token_id", "id2label", "problem_type", "features")
@@ -50,7 +50,7 @@ class VocabConfig:
         self.validate()
 
 
-TASK_HEADS = {"sequence", "tokens", "qa", "choice"}
+TASK_HEADS = set(HEADS)  # the fine-tuning shapes (tasks/task.py)
 
 
 def model_config(model: str, overrides: dict[str, Any], **fields) -> Any:
