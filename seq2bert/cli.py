@@ -4,17 +4,23 @@ Mistakes in the input (a bad config key, a malformed data file, a missing checkp
 ``seq2bert: error: …`` and exit with status 2, without a traceback; a run that fails through no mistake of
 its input (a non-finite loss, a full or read-only disk, memory that cannot be allocated) prints one line
 ``seq2bert: failed: …`` and exits with status 1, what it wrote before kept.
+
+Plugins: ``SEQ2BERT_PLUGINS=module[,module…]`` names modules imported before the arguments are read (from
+the Python path). A module that registers a family (``seq2bert.models.registry.register``) makes it a
+choice of every recipe's model section, from a YAML file or ``--set model.model_type=…``, and lets the
+commands load its checkpoints (docs/architecture.md, "Adding a family").
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
+import os
 import re
 import sys
 
 from seq2bert.commands import COMMANDS
-from seq2bert.commands.common import load_plugins
 from seq2bert.errors import RunFailure, UserError
 
 
@@ -27,18 +33,24 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
-    parser.add_argument(
-        "--plugin",
-        action="append",
-        default=[],
-        metavar="MODULE",
-        help="import MODULE first: a task or family of your own that it registers (repeatable; also "
-        "$SEQ2BERT_PLUGINS=module[,module])",
-    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module in COMMANDS:
         module.register(sub)
     return parser
+
+
+PLUGINS = "SEQ2BERT_PLUGINS"
+
+
+def import_plugins() -> list[str]:
+    """Import the modules $SEQ2BERT_PLUGINS names (comma-separated); a one-line error for one that fails."""
+    names = [n.strip() for n in os.environ.get(PLUGINS, "").split(",") if n.strip()]
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except ImportError as e:
+            raise UserError(f"${PLUGINS}: cannot import {name!r} ({e})") from None
+    return names
 
 
 def not_utf8(argv: list[str]) -> str | None:
@@ -56,6 +68,11 @@ def main(argv: list[str] | None = None) -> int:
     if (bad := not_utf8(argv)) is not None:
         print(f"seq2bert: error: argument '{bad}' is not valid UTF-8 (expected UTF-8 text)", file=sys.stderr)
         return 2
+    try:
+        import_plugins()
+    except UserError as e:
+        print(f"seq2bert: error: {e}", file=sys.stderr)
+        return 2
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if extra and isinstance(getattr(args, "text", None), list) and not any(x.startswith("-") for x in extra):
@@ -68,7 +85,6 @@ def main(argv: list[str] | None = None) -> int:
         datefmt="%H:%M:%S",
     )
     try:
-        load_plugins(args.plugin)
         return args.func(args)
     except UserError as e:
         print(f"seq2bert: error: {e}", file=sys.stderr)

@@ -4,11 +4,8 @@ arguments of data folders, configs and decoding."""
 from __future__ import annotations
 
 import argparse
-import importlib
 import logging
-import os
 import sys
-from collections.abc import Iterable
 from pathlib import Path
 
 from seq2bert.errors import UserError
@@ -18,27 +15,6 @@ BF16 = {
     "true": True,
     "false": False,
 }  # --bf16 auto|true|false → train.bf16 / a pipeline's bf16
-
-
-PLUGINS = "SEQ2BERT_PLUGINS"  # module[,module]: imported before a command runs, as --plugin MODULE is
-
-
-def load_plugins(modules: Iterable[str] = ()) -> list[str]:
-    """Import the plugin modules named by $SEQ2BERT_PLUGINS (comma-separated) and by ``seq2bert --plugin
-    MODULE``, before the command reads its configuration: a module that registers a task of its own
-    (seq2bert.tasks.registry.register) or a family (seq2bert.models.registry.register) when it is imported, so
-    that ``--task``, YAML and ``--set`` can name it as they name a built-in one. Returns the names imported."""
-    names = [m.strip() for m in os.environ.get(PLUGINS, "").split(",") if m.strip()] + list(modules)
-    for name in names:
-        try:
-            importlib.import_module(name)
-        except ModuleNotFoundError as e:
-            if e.name is None or not (name == e.name or name.startswith(e.name + ".")):  # its own import
-                raise
-            raise UserError(
-                f"plugin {name}: no such module (on sys.path, e.g. a folder in PYTHONPATH)"
-            ) from None
-    return names
 
 
 def add_bf16_arg(p: argparse.ArgumentParser) -> None:

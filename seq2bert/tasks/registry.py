@@ -2,7 +2,7 @@
 record (tasks/task.py) built from its shape's behaviour and its own data (tasks/shapes.py); this file lists
 them. Fine-tuning, ``seq2bert evaluate`` and distillation find a task here, and a run's configuration names
 one of them: the name is checked against this dict when the configuration is read, so a task registered by a
-plugin module (``register(...)`` when it is imported: SEQ2BERT_PLUGINS or ``seq2bert --plugin MODULE``) is
+plugin module (``register(...)`` when it is imported; the CLI imports the modules $SEQ2BERT_PLUGINS names) is
 chosen from YAML, ``--set data.task=…`` or ``--task`` like a built-in one.
 """
 

@@ -6,7 +6,7 @@ record is one call of that shape's builder with its own reader and labels, regis
 imported. Name it to the CLI and fine-tune:
 
     SEQ2BERT_PLUGINS=csv_sentiment seq2bert finetune --task csv_sentiment --init BERT_DIR --data DIR --out OUT
-    seq2bert --plugin csv_sentiment evaluate OUT
+    SEQ2BERT_PLUGINS=csv_sentiment seq2bert evaluate OUT
 
 (the module on the Python path: PYTHONPATH=folder/of/it).
 """

@@ -1,7 +1,7 @@
 """Adding a task, as docs/architecture.md describes it: one plugin module (tests/tasks/csv_sentiment.py) that
-reads a CSV file and registers a text classification task; the CLI imports it (SEQ2BERT_PLUGINS or
-``seq2bert --plugin``), fine-tunes a tiny BERT on it with ``seq2bert finetune --task csv_sentiment`` in a new
-process, and ``seq2bert evaluate`` scores the result — without a line of seq2bert knowing the task."""
+reads a CSV file and registers a text classification task; the CLI imports it (SEQ2BERT_PLUGINS names it),
+fine-tunes a tiny BERT on it with ``seq2bert finetune --task csv_sentiment`` in a new process, and
+``seq2bert evaluate`` scores the result — without a line of seq2bert knowing the task."""
 
 import importlib
 import json
@@ -119,10 +119,8 @@ def test_a_task_of_a_plugin_module_is_fine_tuned_and_scored_by_the_cli(bert_dir,
     agree = 100 * np.mean([p["prediction"] == p["label"] for p in lines])
     assert agree == pytest.approx(results["dev_accuracy"])
 
-    # scored again in another process, the plugin named by --plugin this time
-    proc = cli(
-        "--plugin", "csv_sentiment", "evaluate", str(out), "--out", str(tmp_path / "again.jsonl"), plugins=""
-    )
+    # scored again in another process
+    proc = cli("evaluate", str(out), "--out", str(tmp_path / "again.jsonl"))
     assert proc.returncode == 0, proc.stderr
     assert f"{results['dev_accuracy']:.2f}" in proc.stdout
     assert (tmp_path / "again.jsonl").read_text() == (out / "predictions.jsonl").read_text()
@@ -147,7 +145,9 @@ def test_a_registered_task_is_chosen_from_yaml_and_set_like_a_built_in_one(plugi
         registry.register(replace(plugin.TASK))  # another record of the same name
 
 
-def test_the_plugins_reader_is_one_line_errors_and_a_missing_plugin_too(plugin, tmp_path, capsys):
+def test_the_plugins_reader_is_one_line_errors_and_a_missing_plugin_too(
+    plugin, tmp_path, capsys, monkeypatch
+):
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "dev.csv").write_text("text,label\na fine film,positive\nboring,maybe\n")
     with pytest.raises(DataError, match=r"dev.csv:3: expected text,negative\|positive"):
@@ -155,6 +155,7 @@ def test_the_plugins_reader_is_one_line_errors_and_a_missing_plugin_too(plugin, 
     (tmp_path / "d" / "dev.csv").unlink()
     with pytest.raises(DataError, match="no csv_sentiment dev file"):
         plugin.TASK.read(tmp_path / "d")
-    assert main(["--plugin", "no_such_plugin_module", "evaluate", str(tmp_path)]) == 2
+    monkeypatch.setenv("SEQ2BERT_PLUGINS", "no_such_plugin_module")
+    assert main(["evaluate", str(tmp_path)]) == 2
     err = capsys.readouterr().err
-    assert "plugin no_such_plugin_module: no such module" in err and len(err.strip().splitlines()) == 1
+    assert "cannot import 'no_such_plugin_module'" in err and len(err.strip().splitlines()) == 1
