@@ -296,7 +296,8 @@ def register(sub) -> None:
         "--set model_config.hidden_size=128\n"
         "  seq2bert finetune --task conll2003 --model bilstm --features runs/elmo/best --data ../shared/data/conll2003 "
         "--out runs/ner-elmo\n\n"
-        "tasks: sst2 cola mrpc stsb qqp mnli qnli rte wnli conll2003 squad squad_v2 swag",
+        "tasks: sst2 cola mrpc stsb qqp mnli qnli rte wnli conll2003 squad squad_v2 swag, and those a plugin "
+        "module registers (SEQ2BERT_PLUGINS=MODULE seq2bert finetune --task NAME …)",
     )
     p.add_argument("--task", help="the task (sets data.task)")
     p.add_argument("--init", help="the BERT or GPT directory to start from (sets init)")

@@ -52,6 +52,7 @@ GLUE_SHAPES = {
     "qqp": "similarity",
     "stsb": "similarity",
 }
+TASK_SHAPES = {**GLUE_SHAPES, "swag": "choice"}
 
 Feature = dict[str, Any]
 
@@ -84,14 +85,13 @@ def task_tokens(tok: Tokenizer) -> TaskTokens:
 
 
 def shape_of(task: str) -> str:
-    """The input transformation of a fine-tuning task (its name: a GLUE task, or swag)."""
-    if task == "swag":
-        return "choice"
-    if task not in GLUE_SHAPES:
+    """The input transformation of a built-in fine-tuning task (its name: a GLUE task, or swag); the task
+    registry's records carry it as ``decoder_shape`` (seq2bert/tasks/registry.py)."""
+    if task not in TASK_SHAPES:
         raise DataError(
-            f"task {task}: GPT-1's input transformations cover {', '.join(GLUE_SHAPES)} and swag (Sect. 3.3)"
+            f"task {task}: GPT-1's input transformations cover {', '.join(TASK_SHAPES)} (Sect. 3.3)"
         )
-    return GLUE_SHAPES[task]
+    return TASK_SHAPES[task]
 
 
 def fit(a: list[int], b: list[int], budget: int) -> tuple[list[int], list[int]]:

@@ -2,7 +2,8 @@
 
 * GLUE (Wang et al. 2018): accuracy, F1 of the positive class (MRPC, QQP), Matthews correlation (CoLA),
   Pearson and Spearman correlation (STS-B), through scikit-learn and scipy. Each task's metrics and the one
-  that picks the best checkpoint are in :data:`seq2bert.data.glue.GLUE_TASKS`.
+  that picks the best checkpoint are in :data:`seq2bert.data.glue.GLUE_TASKS`; any classification task
+  (SWAG's choices, a task of your own) is scored by the same functions (:func:`classification_metrics`).
 * NER: entity-level precision, recall and F1 as in the CoNLL-2003 ``conlleval`` script, through seqeval
   (its default mode: an entity is a maximal B-/I- run of one type, and a stray I- starts one); an entity
   counts only when both its boundaries and its type are right.
@@ -43,13 +44,21 @@ def glue_metrics(task: str | GlueTask, predictions: Sequence, labels: Sequence) 
     either side is constant (e.g. a model that predicts one class); it is reported as 0, as scikit-learn
     does for Matthews.
     """
-    spec = get_glue_task(task)
+    return classification_metrics(get_glue_task(task).metrics, predictions, labels)
+
+
+def classification_metrics(names: Sequence[str], predictions: Sequence, labels: Sequence) -> dict[str, float]:
+    """The metrics ``names`` (of :data:`CLASSIFICATION_METRICS`) of class ids or scores, in %; see
+    :func:`glue_metrics`, which gives a GLUE task's."""
+    unknown = [name for name in names if name not in CLASSIFICATION_METRICS]
+    if unknown:
+        raise ValueError(f"unknown metric(s) {unknown}; known: {', '.join(CLASSIFICATION_METRICS)}")
     if len(predictions) != len(labels):
         raise ValueError(f"{len(predictions)} predictions for {len(labels)} labels")
     if len(labels) == 0:
         raise ValueError("no examples to score")
     y_pred, y_true = np.asarray(predictions), np.asarray(labels)
-    scores = {name: 100.0 * _GLUE_METRICS[name](y_true, y_pred) for name in spec.metrics}
+    scores = {name: 100.0 * CLASSIFICATION_METRICS[name](y_true, y_pred) for name in names}
     return {name: float(value) for name, value in scores.items()}
 
 
@@ -70,7 +79,7 @@ def _correlation(function: Callable) -> Callable[[np.ndarray, np.ndarray], float
     return correlation
 
 
-_GLUE_METRICS = {
+CLASSIFICATION_METRICS = {
     "accuracy": sklearn.accuracy_score,
     "f1": _f1,
     "matthews": sklearn.matthews_corrcoef,

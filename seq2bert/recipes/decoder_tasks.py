@@ -7,21 +7,25 @@ from __future__ import annotations
 import torch
 
 from seq2bert.data import gpt_finetuning as gpt
-from seq2bert.errors import ConfigError, DataError
+from seq2bert.errors import ConfigError
 from seq2bert.models.family import Family
 from seq2bert.objectives.causal_lm import with_auxiliary_lm
+from seq2bert.tasks import registry as task_registry
 
 
 def task_head(family: Family, data) -> str:
     """The head a task needs of ``family``: its shape ("sequence", "tokens", "qa", "choice"); for a decoder a
     pair of a similarity task is read in both orders ("similarity", GPT-1 Sect. 3.3)."""
+    task = data.spec
     if family.kind != "decoder":
-        return data.kind
-    try:
-        shape = gpt.shape_of(data.task)
-    except DataError as e:
-        raise ConfigError(f"data.task: {family.model_type} is a decoder; {e}") from None
-    return "similarity" if shape == "similarity" else data.kind
+        return task.head
+    if task.decoder_shape is None:
+        covered = [t.name for t in task_registry.TASKS.values() if t.decoder_shape is not None]
+        raise ConfigError(
+            f"data.task: {family.model_type} is a decoder; task {task.name}: GPT-1's input transformations "
+            f"cover {', '.join(covered)} (Sect. 3.3)"
+        )
+    return "similarity" if task.decoder_shape == "similarity" else task.head
 
 
 def decoder_inputs(model, tok):

@@ -52,17 +52,10 @@ from seq2bert.models import registry
 from seq2bert.models.pretrained import init_task_model, load_hf_weights, write_hf_files
 from seq2bert.objectives.distillation import Distiller, DistillWeights, layer_map
 from seq2bert.recipes.distill_augment import candidates_for
-from seq2bert.recipes.finetune import (
-    FinetuneDataConfig,
-    encode,
-    fit_length,
-    main_metric,
-    score,
-    task_examples,
-    write_predictions,
-)
 from seq2bert.recipes.pretrain_data import PretrainDataConfig
+from seq2bert.recipes.scoring import encode, fit_length, score, write_predictions
 from seq2bert.recipes.scratch import batch_of
+from seq2bert.tasks.data import FinetuneDataConfig, task_examples
 from seq2bert.training import checkpoint as ckpt
 from seq2bert.training.config import TrainConfig
 from seq2bert.training.distributed import cleanup, setup
@@ -146,10 +139,7 @@ class DistillConfig:
             except ValueError as e:
                 raise ConfigError(f"loss: {e}") from None
 
-        if self.augment.copies and self.data.kind != "sequence":
-            raise ConfigError(
-                f"augment.copies: sentence and pair tasks only (TinyBERT's GLUE), not {self.data.task}"
-            )
+        check_augmentable(self)
 
     def stages(self) -> list[str]:
         return ["intermediate", "prediction"] if self.method == "tinybert" else [self.method]
@@ -158,6 +148,14 @@ class DistillConfig:
         """The stage's weights; ``loss`` overrides those of the last stage (TinyBERT's prediction stage)."""
         overrides = self.loss if stage == self.stages()[-1] else {}
         return from_dict(DistillWeights, {**to_dict(STAGE_WEIGHTS[stage]), **overrides})
+
+
+def check_augmentable(cfg: DistillConfig) -> None:
+    """TinyBERT's augmentation replaces words of sentences: a task whose examples are sentences or pairs."""
+    if cfg.augment.copies and not cfg.data.spec.augmentable:
+        raise ConfigError(
+            f"augment.copies: sentence and pair tasks only (TinyBERT's GLUE), not {cfg.data.task}"
+        )
 
 
 # --- 2. the student
@@ -293,11 +291,12 @@ def load_teacher(cfg: DistillConfig, device) -> tuple[nn.Module, Any, Any, str]:
         ckpt.resolve_checkpoint(cfg.teacher), device=device
     )  # a run directory: its best/
     family = registry.family_of(teacher)
-    architecture = family.heads.get(cfg.data.kind)
+    head = cfg.data.spec.head
+    architecture = family.heads.get(head)
     if architecture is None or type(teacher).__name__ != architecture:
         raise ConfigError(
             f"{cfg.teacher}: a {type(teacher).__name__}; task {cfg.data.task} needs a fine-tuned "
-            f"{architecture or cfg.data.kind + ' model'} as the teacher"
+            f"{architecture or head + ' model'} as the teacher"
         )
     if tok is None:
         raise DataError(f"{cfg.teacher}: no tokenizer in the teacher's directory")
@@ -319,10 +318,7 @@ def distill(
     data = fit_length(cfg.data, teacher.config, cfg.teacher)
     train_examples, dev_examples = task_examples(data, cfg.train.seed)
     if cfg.augment.copies:  # TinyBERT's augmentation of the training sentences
-        if data.kind != "sequence":
-            raise ConfigError(
-                f"augment.copies: sentence and pair tasks only (TinyBERT's GLUE), not {data.task}"
-            )
+        check_augmentable(cfg)
         words = candidates_for(cfg.augment, teacher, tok, family.base_model, device)
         train_examples = augment_examples(train_examples, cfg.augment, words, cfg.train.seed, progress_bar)
         log.info(
@@ -346,13 +342,13 @@ def distill(
         rank=dist.rank,
     )
     base = partial(family.base_model)
-    metric = main_metric(data)
+    metric = data.spec.main_metric
 
     def evaluate(m: Distiller) -> dict:
         return score(data, m.student, dev_examples, dev_features, pad, device)[0]
 
     def collate(indices: list[int]) -> dict:
-        return batch_of(student, [train_features[i] for i in indices], pad)
+        return batch_of(student, [train_features[i] for i in indices], pad, data.spec.collate)
 
     def write_extra(directory: Path) -> None:
         write_run_config(directory, cfg)

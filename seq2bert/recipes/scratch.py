@@ -23,6 +23,7 @@ from seq2bert.data.finetuning import collate
 from seq2bert.data.tokenization import SPECIAL_TOKENS, Tokenizer
 from seq2bert.errors import CheckpointError, ConfigError
 from seq2bert.models import registry
+from seq2bert.tasks.task import HEADS, Task
 
 # the config fields the recipe sets: from the trained tokenizer, from the task, from --features
 RECIPE_FIELDS = ("vocab_size", "pad_token_id", "id2label", "problem_type", "features")
@@ -49,7 +50,7 @@ class VocabConfig:
         self.validate()
 
 
-TASK_HEADS = {"sequence", "tokens", "qa", "choice"}
+TASK_HEADS = set(HEADS)  # the fine-tuning shapes (tasks/task.py)
 
 
 def model_config(model: str, overrides: dict[str, Any], **fields) -> Any:
@@ -67,17 +68,10 @@ def model_config(model: str, overrides: dict[str, Any], **fields) -> Any:
     return config_io.from_dict(family.config_class, {**overrides, **fields}, prefix="model_config.")
 
 
-def training_texts(kind: str, examples: Iterable) -> Iterator[str]:
-    """The texts of a task's training examples (of shape ``kind``), to train a tokenizer on."""
+def training_texts(task: Task, examples: Iterable) -> Iterator[str]:
+    """The texts of a task's training examples, to train a tokenizer on."""
     for e in examples:
-        if kind == "tokens":
-            yield " ".join(e.words)
-        elif kind == "sequence":
-            yield from (e.text_a,) if e.text_b is None else (e.text_a, e.text_b)
-        elif kind == "qa":
-            yield from (e.question, e.context)
-        else:
-            yield from (e.context, *(f"{e.start} {ending}" for ending in e.endings))
+        yield from task.texts(e)
 
 
 def reads_features(model: str) -> bool:
@@ -105,7 +99,7 @@ def new_model(
     model: str,
     overrides: dict[str, Any],
     vocab: VocabConfig,
-    kind: str,
+    task: Task,
     examples: list,
     architecture: str,
     *,
@@ -122,7 +116,7 @@ def new_model(
         tok = Tokenizer.load(resume_from)
     else:
         tok = Tokenizer.train(
-            training_texts(kind, examples),
+            training_texts(task, examples),
             kind=vocab.kind,
             vocab_size=vocab.vocab_size,
             min_frequency=vocab.min_frequency,
@@ -169,8 +163,9 @@ def reads_words(model) -> bool:
     return bool(getattr(getattr(model.config, "features", None), "encoder", None))
 
 
-def batch_of(model, features: list[dict], pad_token_id: int) -> dict[str, torch.Tensor]:
-    """The padded batch of ``features``, with the frozen encoder's inputs of their words when they have any."""
+def batch_of(model, features: list[dict], pad_token_id: int, collate=collate) -> dict[str, torch.Tensor]:
+    """The padded batch of ``features`` (by the task's ``collate``), with the frozen encoder's inputs of their
+    words when they have any."""
     batch = collate(features, pad_token_id)
     if "words" in features[0]:
         batch.update(model.feature_inputs([f["words"] for f in features]))

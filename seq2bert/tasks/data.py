@@ -1,0 +1,103 @@
+"""The data section of a fine-tuning (or task distillation) run — which task, its folder, lengths, windows and
+thresholds — and the task's examples it reads: train and dev, subsets of them, every one labelled."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from seq2bert.errors import ConfigError, DataError
+from seq2bert.tasks import registry
+from seq2bert.tasks.task import Task
+
+
+@dataclass
+class FinetuneDataConfig:
+    task: str = "sst2"  # a name of the task registry (tasks/registry.py), a plugin's included
+    path: str = ""  # the task's folder (GLUE TSVs, CoNLL train.txt / valid.txt, SQuAD JSON, SWAG CSV)
+    max_seq_length: int = 0  # 0: the task's default (128; CoNLL 256; SQuAD 384)
+    doc_stride: int = 128  # SQuAD: tokens between the starts of two windows of one context
+    max_query_length: int = 64
+    batch_size: int = 32
+    max_train_examples: int = 0  # 0: all (a seeded random subset otherwise, to fit a time budget)
+    max_eval_examples: int = 0  # 0: all (the first ones otherwise)
+    n_best_size: int = 20
+    max_answer_length: int = 30
+    null_score_diff_threshold: float = 0.0
+
+    def validate(self) -> None:
+        registry.get(self.task)
+        for name in ("batch_size", "doc_stride", "max_query_length", "n_best_size", "max_answer_length"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"data.{name}: must be at least 1, got {getattr(self, name)}")
+        for name in ("max_seq_length", "max_train_examples", "max_eval_examples"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"data.{name}: must be >= 0, got {getattr(self, name)}")
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    @property
+    def spec(self) -> Task:
+        """The task's record."""
+        return registry.get(self.task)
+
+    @property
+    def kind(self) -> str:
+        """The head the task needs ("sequence", "tokens", "qa", "choice")."""
+        return self.spec.head
+
+    @property
+    def seq_length(self) -> int:
+        return self.max_seq_length or self.spec.max_seq_length
+
+
+def read_task(data: FinetuneDataConfig) -> dict[str, list]:
+    """{"train": examples, "dev": examples} of the task's folder."""
+    folder = Path(data.path)
+    if not folder.is_dir():
+        raise DataError(f"data.path: {folder} is not a folder (give the task's data folder with --data)")
+    return data.spec.read(folder)
+
+
+def subset(examples: list, n: int, seed: int | None) -> list:
+    """The first n examples (seed None) or n drawn at random, in their original order; n = 0: all."""
+    if not n or n >= len(examples):
+        return examples
+    if seed is None:
+        return examples[:n]
+    keep = np.sort(np.random.default_rng(seed).choice(len(examples), n, replace=False))
+    return [examples[i] for i in keep]
+
+
+def task_examples(data: FinetuneDataConfig, seed: int) -> tuple[list, list]:
+    """The task's training and dev examples (``data``'s subsets of them), every one labelled."""
+    splits = read_task(data)
+    if "train" not in splits:
+        raise DataError(f"{data.path}: no {data.task} training file")
+    train, dev = (
+        subset(splits["train"], data.max_train_examples, seed),
+        subset(splits["dev"], data.max_eval_examples, None),
+    )
+    for split, examples in (("train", train), ("dev", dev)):
+        require_labels(split, examples, data)
+    return train, dev
+
+
+def labelled_dev(data: FinetuneDataConfig) -> list:
+    """The task's dev examples (the first ``max_eval_examples``), every one labelled."""
+    examples = subset(read_task(data)["dev"], data.max_eval_examples, None)
+    require_labels("dev", examples, data)
+    return examples
+
+
+def require_labels(split: str, examples: list, data: FinetuneDataConfig) -> None:
+    """Training and dev examples must all carry a label (a GLUE test file, say, has none)."""
+    unlabelled = [e for e in examples if getattr(e, "label", 0) is None]
+    if unlabelled:
+        raise DataError(
+            f"{data.path}: {len(unlabelled)} {data.task} {split} example(s) have no label (e.g. id "
+            f"{getattr(unlabelled[0], 'id', '?')}); fine-tuning and scoring need labelled train and dev files"
+        )
