@@ -39,6 +39,7 @@ VARIANTS = {
     },
     "marian-like": {"interleave_sinusoids": False, "final_logits_bias": True, "activation_function": "swish"},
     "row B: d_k 3": {"d_k": 3, "d_v": 5},
+    "relative positions (Shaw et al. 2018)": {"position_embedding": "relative", "max_relative_position": 2},
 }
 
 
