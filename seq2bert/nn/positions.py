@@ -154,9 +154,13 @@ class RelativePositionRepresentations(AttentionPositions):
     def value_term(self, weights: torch.Tensor, positions: Positions) -> torch.Tensor:
         # Eq. 4, its second term: Σ_j α_ij a^V_ij = Σ_r (Σ_{j: clip(j − i, k) + k = r} α_ij) w^V_r
         index = positions.index.expand_as(weights)  # (B, h, T_q, T_k)
-        buckets = weights.new_zeros(*weights.shape[:-1], 2 * self.k + 1)  # (B, h, T_q, 2k + 1)
-        buckets = buckets.scatter_add(-1, index, weights)
-        return buckets @ self.values.weight.to(weights.dtype)  # (B, h, T_q, d_v)
+        buckets = weights.new_zeros(
+            *weights.shape[:-1], 2 * self.k + 1, dtype=torch.float32
+        )  # (B, h, T_q, 2k + 1)
+        buckets = buckets.scatter_add(
+            -1, index, weights.float()
+        )  # summed in fp32 (bf16 weights under autocast)
+        return (buckets @ self.values.weight.float()).to(weights.dtype)  # (B, h, T_q, d_v)
 
 
 def alibi_slopes(num_heads: int) -> torch.Tensor:
