@@ -77,7 +77,6 @@ class TransformerStack(nn.Module):
         positions: PositionScheme | None = None,
     ):
         super().__init__()
-        self.positions = positions  # no state-dict keys when None (or without parameters)
         self.embeddings = embeddings
         self.layers = nn.ModuleList(layers)
         if order is None:
@@ -93,6 +92,7 @@ class TransformerStack(nn.Module):
         self.num_layers = len(self.order)
         self.final_norm = final_norm
         self.causal = causal
+        self.positions = positions  # no state-dict keys when None (or without parameters)
 
     def layer(self, i: int) -> TransformerLayer:
         """The module that computes layer i (0-based)."""

@@ -1,7 +1,8 @@
 """The Transformer with relative position representations (Shaw, Uszkoreit & Vaswani 2018):
 ``position_embedding=relative``: no absolute positions, a^K and a^V in every self-attention, the same
-logits cached and uncached in greedy and beam search, a causal decoder, a one-line config error, and a run
-of the translation recipe from the CLI that saves, loads and translates."""
+logits cached and uncached, a causal decoder, a one-line config error, and a run of the translation recipe
+from the CLI that saves, loads and translates. Greedy and beam search with the cache against full
+recomputation: tests/models/test_transformer.py (its relative variant)."""
 
 import pytest
 import torch
@@ -10,17 +11,15 @@ from safetensors.torch import load_file
 import seq2bert
 from seq2bert import config as C
 from seq2bert.cli import main
-from seq2bert.decoding.config import GenerationConfig
-from seq2bert.decoding.generation import generate
 from seq2bert.errors import ConfigError
 from seq2bert.models.transformer.config import TransformerConfig
 from seq2bert.models.transformer.model import Transformer
 from seq2bert.nn.multihead import FEW_QUERIES
 from seq2bert.nn.positions import RelativePositionRepresentations
 from seq2bert.recipes.translation import TranslationConfig
-from tests.models.test_transformer import BOS, EOS, PAD, TINY, Uncached, V
+from tests.models.test_transformer import PAD, TINY, V
 
-K = 3  # a small clipping distance, so that the decoded lengths below reach past it
+K = 3  # a small clipping distance, so that the lengths below reach past it
 
 
 def model(**kw) -> Transformer:
@@ -80,22 +79,6 @@ def test_the_decoder_is_causal_and_the_encoder_sees_both_sides():
     other[0, 8] = (other[0, 8] + 1) % V  # a late source token changes the encoder's early states
     h1, h2 = m.encode(src, mask).memory, m.encode(other, mask).memory
     assert not torch.allclose(h1[0, 0], h2[0, 0])
-
-
-def test_greedy_and_beam_search_with_the_cache_equal_full_recomputation():
-    m = model(normalize_before=True)
-    with torch.no_grad():
-        m.output.weight.mul_(8.0)  # sharper distributions: hypotheses that end early
-    src, mask, _ = batch()
-    kw = dict(decoder_start_token_id=BOS, eos_token_id=EOS, pad_token_id=PAD)
-    greedy = GenerationConfig(max_new_tokens=FEW_QUERIES + 6, **kw)
-    g1, g2 = generate(m, src, mask, greedy), generate(Uncached(m), src, mask, greedy)
-    assert torch.equal(g1.sequences, g2.sequences) and g1.sequences.size(1) > K + 1
-    beam = GenerationConfig(num_beams=4, max_len_a=1.0, max_len_b=3, num_return_sequences=4, **kw)
-    b1, b2 = generate(m, src, mask, beam), generate(Uncached(m), src, mask, beam)
-    for h1, h2 in zip(b1.hypotheses, b2.hypotheses, strict=True):
-        assert [h.tokens for h in h1] == [h.tokens for h in h2]
-        torch.testing.assert_close(torch.tensor([h.score for h in h1]), torch.tensor([h.score for h in h2]))
 
 
 def test_gradients_reach_the_relative_tables():
