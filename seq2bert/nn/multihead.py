@@ -167,6 +167,40 @@ class KVCache:
         return self
 
 
+def attend_at(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor | None,
+    positions: Positions,
+    position: AttentionPositions | None,
+    dropout: float,
+    need_weights: bool,
+    scale: float | None = None,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Eq. 1 with positions (seq2bert/nn/positions.py): q (B, h, T_q, d_k), k (B, h, T_k, d_k), v (B, h, T_k,
+    d_v) → (B, h, T_q, d_v) and the weights (B, h, T_q, T_k) when ``need_weights``; q and k already rotated.
+
+        e_ij = q_i·k_j·scale + b_ij,   b = positions.bias + position.score_bias          (b)
+        z_i  = Σ_j α_ij v_j + position.value_term(α)_i                                  (v)
+
+    Without a value term the scores' bias goes through torch's fused kernel."""
+    bias = positions.bias  # (h | 1, T_q, T_k), shared by every layer
+    if position is not None:
+        own = position.score_bias(q, positions, scaled(q, scale))  # (B | 1, h | 1, T_q, T_k)
+        if own is not None:
+            bias = own if bias is None else bias + own
+    explicit = need_weights or (position is not None and position.uses_weights)
+    heads, weights = scaled_dot_product_attention(
+        q, k, v, mask, dropout=dropout, need_weights=explicit, scale=scale, bias=bias
+    )  # (B, h, T_q, d_v)
+    if position is not None and weights is not None:
+        term = position.value_term(weights, positions)  # (B, h, T_q, d_v)
+        if term is not None:
+            heads = heads + term
+    return heads, (weights if need_weights else None)
+
+
 def _incremental(queries: int, k: torch.Tensor) -> bool:
     """Whether a cross-attention cache is filled for incremental decoding — few queries per memory row
     (``queries`` ≤ FEW_QUERIES, the explicit path's), nothing recorded for a backward — rather than by a
@@ -310,49 +344,15 @@ class MultiHeadAttention(nn.Module):
                 k = self.position.rotate(k, positions.query if memory is None else positions.key)
             if cache is not None:
                 k, v = cache.append(k, v)  # (B, h, past + T, d)
-        if positions is not None and not self.cross:
-            return self.attend_at(q, k, v, mask, positions, need_weights, B, T)
         p = self.dropout if self.training else 0.0
-        heads, weights = scaled_dot_product_attention(
-            q, k, v, mask, dropout=p, need_weights=need_weights, scale=self.scale
-        )
+        if positions is not None and not self.cross:
+            heads, weights = attend_at(q, k, v, mask, positions, self.position, p, need_weights, self.scale)
+        else:
+            heads, weights = scaled_dot_product_attention(
+                q, k, v, mask, dropout=p, need_weights=need_weights, scale=self.scale
+            )
         # Concat(head_1 … head_h): (B, T, h·d_v); with g > 1 the g·T queries go back to their g rows
         concat = heads.transpose(1, 2).reshape(B, T, self.h * self.d_v)
         if weights is not None and g > 1:  # (B_s, h, g·T, S) → (B, h, T, S)
             weights = weights.unflatten(2, (g, T)).transpose(1, 2).reshape(B, self.h, T, -1)
         return self.out(concat), weights  # W^O
-
-    def attend_at(
-        self,
-        q: torch.Tensor,
-        k: torch.Tensor,
-        v: torch.Tensor,
-        mask: torch.Tensor | None,
-        positions: Positions,
-        need_weights: bool,
-        B: int,
-        T: int,
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Self-attention with positions: q (B, h, T, d_k), k (B, h, T_k, d_k), v (B, h, T_k, d_v) →
-        (B, T, d_model) and the weights (B, h, T, T_k) when asked.
-
-            e_ij = q_i·k_j·scale + b_ij          b: positions.bias + the position's score bias   (b)
-            z_i  = Σ_j α_ij v_j + Σ_j α_ij a_ij   the position's value term, if any               (v)
-        """
-        bias = positions.bias  # (h | 1, T_q, T_k), shared by every layer
-        pos = self.position
-        if pos is not None:
-            own = pos.score_bias(q, positions, scaled(q, self.scale))  # (B | 1, h | 1, T_q, T_k)
-            if own is not None:
-                bias = own if bias is None else bias + own
-        explicit = need_weights or (pos is not None and pos.uses_weights)
-        p = self.dropout if self.training else 0.0
-        heads, weights = scaled_dot_product_attention(
-            q, k, v, mask, dropout=p, need_weights=explicit, scale=self.scale, bias=bias
-        )  # (B, h, T, d_v)
-        if pos is not None and weights is not None:
-            term = pos.value_term(weights, positions)  # (B, h, T, d_v)
-            if term is not None:
-                heads = heads + term
-        concat = heads.transpose(1, 2).reshape(B, T, self.h * self.d_v)  # Concat(head_1 … head_h)
-        return self.out(concat), (weights if need_weights else None)  # W^O

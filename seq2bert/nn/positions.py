@@ -29,7 +29,9 @@ value term, which needs the weights α, takes the explicit computation.
 
 Incremental decoding: with a key/value cache of ``past`` steps, the T new queries sit at positions past … past
 + T − 1 and the keys at 0 … past + T − 1 (the cached ones first), so the query at t against keys 0 … t
-sees the same positions as in the full pass. Shapes: Positions.query (T_q,), key (T_k,), index (T_q, T_k).
+sees the same positions as in the full pass. The positions are the sequence's indices, the same for every
+row: left padding moves all of a row's real tokens alike, which a relative scheme ((b), (c), (v)) does not
+see. Shapes: Positions.query (T_q,), key (T_k,), index (T_q, T_k).
 """
 
 from __future__ import annotations
