@@ -9,6 +9,7 @@ from seq2bert.models.mobilebert.config import MobileBertConfig
 from seq2bert.models.mobilebert.model import BottleneckAttention, MobileBertModel
 from seq2bert.nn.multihead import FEW_QUERIES, MultiHeadAttention
 from seq2bert.nn.positions import PositionScheme, RelativePositionRepresentations, RelativePositions
+from tests.models.test_mobilebert import FIRST_SHAPE, SHAPES
 
 D, H, K = 12, 3, 2
 
@@ -35,18 +36,9 @@ def test_bottleneck_attention_with_relative_positions_equals_multi_head_attentio
 
 def test_a_scheme_that_adds_nothing_leaves_mobilebert_unchanged():
     torch.manual_seed(0)
-    c = MobileBertConfig(
-        vocab_size=40,
-        hidden_size=24,
-        embedding_size=8,
-        intra_bottleneck_size=12,
-        num_attention_heads=3,
-        intermediate_size=16,
-        num_hidden_layers=2,
-        max_position_embeddings=32,
-    )
+    c = MobileBertConfig(max_position_embeddings=24, **SHAPES[FIRST_SHAPE])  # NoNorm, a shared bottleneck
     m = MobileBertModel(c).eval()
-    ids = torch.randint(5, 40, (2, 9))
+    ids = torch.randint(5, c.vocab_size, (2, 9))
     before = m(ids).last_hidden_state
     keys = set(m.state_dict())
     m.positions = PositionScheme()  # positions reach every block's attention, which adds nothing to them
