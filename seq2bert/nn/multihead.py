@@ -187,7 +187,7 @@ def attend_at(
     Without a value term the scores' bias goes through torch's fused kernel."""
     bias = positions.bias  # (h | 1, T_q, T_k), shared by every layer
     if position is not None:
-        own = position.score_bias(q, positions, scaled(q, scale))  # (B | 1, h | 1, T_q, T_k)
+        own = position.score_bias(q, k, positions, scaled(q, scale))  # (B | 1, h | 1, T_q, T_k)
         if own is not None:
             bias = own if bias is None else bias + own
     explicit = need_weights or (position is not None and position.uses_weights)

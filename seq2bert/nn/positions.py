@@ -9,7 +9,9 @@ position i, key and value of position j; d_k the head size):
                                                                     (Table 3, row E; BERT, GPT)
     (b) scores   e_ij = q_i·k_j / √d_k + b_ij                        a bias per head / query / key: Shaw et al.
                                                                     (2018) b_ij = q_i·a^K_ij / √d_z, ALiBi
-                                                                    (Press et al. 2022) b_ij = −m_h·(i − j)
+                                                                    (Press et al. 2022) b_ij = −m_h·(i − j),
+                                                                    DeBERTa's (He et al. 2021) c2p + p2c terms
+                                                                    q_i·K^r_δ(i,j) + k_j·Q^r_δ(j,i)
     (c) rotation q_i ← R_i q_i,  k_j ← R_j k_j                       rotary (Su et al. 2021): R_iᵀR_j = R_{j−i},
                                                                     so q_i·k_j depends on j − i only
     (v) values   z_i = Σ_j α_ij v_j + Σ_j α_ij a^V_ij                Shaw et al.'s Eq. 4 (a^V: the values' term)
@@ -85,9 +87,12 @@ class AttentionPositions(nn.Module):
         """(c): queries or keys x (B, h, T, d_k) at positions ``at`` (T,) → (B, h, T, d_k)."""
         return x
 
-    def score_bias(self, q: torch.Tensor, positions: Positions, scale: float) -> torch.Tensor | None:
+    def score_bias(
+        self, q: torch.Tensor, k: torch.Tensor, positions: Positions, scale: float
+    ) -> torch.Tensor | None:
         """(b): a bias (B | 1, h | 1, T_q, T_k) added to the scaled scores QKᵀ·scale of queries q (B, h, T_q,
-        d_k); ``scale`` is the attention's (1/√d_k unless it says otherwise). None: no bias."""
+        d_k) and keys k (B, h, T_k, d_k), cached ones included (a term of the keys' own: DeBERTa's
+        position-to-content); ``scale`` is the attention's (1/√d_k unless it says otherwise). None: no bias."""
         return None
 
     def value_term(self, weights: torch.Tensor, positions: Positions) -> torch.Tensor | None:
@@ -147,7 +152,9 @@ class RelativePositionRepresentations(AttentionPositions):
         for table in (self.keys, self.values):
             nn.init.normal_(table.weight, 0.0, d_k**-0.5)
 
-    def score_bias(self, q: torch.Tensor, positions: Positions, scale: float) -> torch.Tensor:
+    def score_bias(
+        self, q: torch.Tensor, k: torch.Tensor, positions: Positions, scale: float
+    ) -> torch.Tensor:
         # Eq. 3, its second term: q_i·a^K_ij = (q_i (w^K)ᵀ)[clip(j − i, k) + k], times 1/√d_z
         qw = q @ self.keys.weight.t().to(q.dtype)  # (B, h, T_q, 2k + 1)
         index = positions.index.expand(*qw.shape[:-1], -1)  # (B, h, T_q, T_k)

@@ -106,10 +106,10 @@ def test_clipping_index_and_which_pairs_share_a_vector():
     # w^K_{−k} reaches every pair with j − i ≤ −k, and no other
     att = shaw_attention(k)
     q = torch.randn(1, H, T, DK)
-    before = att.position.score_bias(q, p, 1.0)
+    before = att.position.score_bias(q, None, p, 1.0)
     with torch.no_grad():
         att.position.keys.weight[0] += 1.0
-    changed = (att.position.score_bias(q, p, 1.0) - before).abs().sum(dim=(0, 1)) > 0  # (T, T)
+    changed = (att.position.score_bias(q, None, p, 1.0) - before).abs().sum(dim=(0, 1)) > 0  # (T, T)
     far = torch.tensor([[j - i <= -k for j in range(T)] for i in range(T)])
     assert torch.equal(changed, far)
     with pytest.raises(ValueError, match="max_relative_position: must be at least 1, got 0"):
