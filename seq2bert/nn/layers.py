@@ -123,8 +123,12 @@ class TransformerLayer(nn.Module):
         """The self-attention scores before the softmax (MultiHeadAttention.scores) of this layer's input x
         (B, T, d_model) → (B, h, T, T): of x itself after a post-norm layer's previous sub-layer, of norm(x)
         in a pre-norm layer."""
-        y = self.self_attn_sublayer.norm(x) if self.norm_first else x
-        return self.self_attn.scores(y)
+        return self.self_attn.scores(self.attention_input(x))
+
+    def attention_input(self, x: torch.Tensor) -> torch.Tensor:
+        """What the self-attention reads of the layer's input x (B, T, d_model): x after a post-norm layer's
+        previous sub-layer, norm(x) in a pre-norm layer."""
+        return self.self_attn_sublayer.norm(x) if self.norm_first else x
 
     def forward(
         self,
@@ -146,11 +150,10 @@ class TransformerLayer(nn.Module):
         if stream is not None and cache is not None:
             raise ValueError("a query stream reads the whole content stream: it takes no cache")
         out = LayerOutput(x)
-        content: list[torch.Tensor] = []  # the self-attention's input: the query stream's keys and values
+        content = None if stream is None else self.attention_input(x)  # the query stream's keys and values
 
         def self_attend(y: torch.Tensor) -> torch.Tensor:
             kv_cache = None if cache is None else cache.self_attn
-            content.append(y)
             h, out.self_weights = self.self_attn(
                 y, mask=mask, cache=kv_cache, need_weights=need_weights, positions=positions
             )
@@ -168,7 +171,7 @@ class TransformerLayer(nn.Module):
             x = self.cross_attn_sublayer(x, cross_attend)
         out.hidden = self.ffn_sublayer(x, self.feed_forward)
         if stream is not None:
-            out.stream = self.query_stream(stream, content[0], memory, memory_mask, positions)
+            out.stream = self.query_stream(stream, content, memory, memory_mask, positions)
         return out
 
     def query_stream(

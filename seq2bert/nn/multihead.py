@@ -261,8 +261,9 @@ class MultiHeadAttention(nn.Module):
 
     def scores(self, x: torch.Tensor) -> torch.Tensor:
         """The self-attention scores before the softmax, QKᵀ/√d_k of Eq. 1 (times ``scale`` when given),
-        unmasked: x (B, T, d_model) → (B, h, T, T). What TinyBERT distils (Jiao et al. 2019, Eq. 7); the
-        forward never builds them on its fused path, so they are computed again from the layer's input."""
+        unmasked and without positions (seq2bert/nn/positions.py): x (B, T, d_model) → (B, h, T, T). What
+        TinyBERT distils (Jiao et al. 2019, Eq. 7); the forward never builds them on its fused path, so they
+        are computed again from the layer's input."""
         if self.cross:
             raise ValueError("scores: of self-attention (a cross-attention's keys come from the memory)")
         hk = self.h * self.d_k
