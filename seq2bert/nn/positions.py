@@ -5,16 +5,15 @@ Self-attention without positions is permutation-equivariant (Vaswani et al. 2017
 the order back at one or more of these places (x: the stack's input; q_i, k_j, v_j: one head's query of
 position i, key and value of position j; d_k the head size):
 
-    (a) input    x_t ← x_t + P(t)                                   absolute: sinusoids (Sect. 3.5), learned
-                                                                    (Table 3, row E; BERT, GPT)
-    (b) scores   e_ij = q_i·k_j / √d_k + b_ij                        a bias per head / query / key: Shaw et al.
-                                                                    (2018) b_ij = q_i·a^K_ij / √d_z, ALiBi
-                                                                    (Press et al. 2022) b_ij = −m_h·(i − j),
-                                                                    DeBERTa's (He et al. 2021) c2p + p2c terms
-                                                                    q_i·K^r_δ(i,j) + k_j·Q^r_δ(j,i)
-    (c) rotation q_i ← R_i q_i,  k_j ← R_j k_j                       rotary (Su et al. 2021): R_iᵀR_j = R_{j−i},
-                                                                    so q_i·k_j depends on j − i only
-    (v) values   z_i = Σ_j α_ij v_j + Σ_j α_ij a^V_ij                Shaw et al.'s Eq. 4 (a^V: the values' term)
+    (a) input    x_t ← x_t + P(t)                         absolute: sinusoids (Sect. 3.5), learned (Table 3,
+                                                          row E; BERT, GPT)
+    (b) scores   e_ij = q_i·k_j / √d_k + b_ij              a bias per head / query / key: Shaw et al. (2018)
+                                                          b_ij = q_i·a^K_ij / √d_z; ALiBi (Press et al. 2022)
+                                                          b_ij = −m_h·(i − j); DeBERTa's (He et al. 2021) c2p
+                                                          + p2c terms q_i·K^r_δ(i,j) + k_j·Q^r_δ(j,i)
+    (c) rotation q_i ← R_i q_i,  k_j ← R_j k_j             rotary (Su et al. 2021): R_iᵀR_j = R_{j−i}, so
+                                                          q_i·k_j depends on j − i only
+    (v) values   z_i = Σ_j α_ij v_j + Σ_j α_ij a^V_ij      Shaw et al.'s Eq. 3 (a^V: the values' term)
     (d) a second query stream (XLNet, Yang et al. 2019): queries g (B, T, d_model) of their own that attend to
         the content stream's keys and values with their own mask (seq2bert/nn/layers.py, ``QueryStream``)
 
@@ -49,7 +48,8 @@ from torch import nn
 class Positions:
     """What the stack computes once per forward for every layer: the positions of the queries ``query``
     (T_q,) and of the keys ``key`` (T_k,), long; a scheme's per-pair ``index`` (T_q, T_k), long (Shaw et
-    al.'s clip(j − i, k) + k), and a score ``bias`` (h | 1, T_q, T_k), float, that every self-attention adds."""
+    al.'s clip(j − i, k) + k), and a score ``bias`` (h | 1, T_q, T_k), float, that every self-attention
+    adds."""
 
     query: torch.Tensor
     key: torch.Tensor
@@ -78,8 +78,8 @@ class PositionScheme(nn.Module):
 
 
 class AttentionPositions(nn.Module):
-    """One self-attention's half of a scheme (the base does nothing). ``uses_weights``: ``value_term`` reads the
-    attention weights, so the attention computes them explicitly (no fused kernel)."""
+    """One self-attention's half of a scheme (the base does nothing). ``uses_weights``: ``value_term`` reads
+    the attention weights, so the attention computes them explicitly (no fused kernel)."""
 
     uses_weights = False
 
@@ -92,7 +92,8 @@ class AttentionPositions(nn.Module):
     ) -> torch.Tensor | None:
         """(b): a bias (B | 1, h | 1, T_q, T_k) added to the scaled scores QKᵀ·scale of queries q (B, h, T_q,
         d_k) and keys k (B, h, T_k, d_k), cached ones included (a term of the keys' own: DeBERTa's
-        position-to-content); ``scale`` is the attention's (1/√d_k unless it says otherwise). None: no bias."""
+        position-to-content); ``scale`` is the attention's (1/√d_k unless it says otherwise). None: no
+        bias."""
         return None
 
     def value_term(self, weights: torch.Tensor, positions: Positions) -> torch.Tensor | None:
@@ -134,9 +135,9 @@ class RelativePositionRepresentations(AttentionPositions):
     """Shaw, Uszkoreit & Vaswani (2018), "Self-Attention with Relative Position Representations", Sect. 3:
     the edge between positions i and j carries a^K_ij, a^V_ij ∈ R^{d_z}, learned, shared across heads:
 
-        e_ij = x_i W^Q (x_j W^K + a^K_ij)ᵀ / √d_z                                                  Eq. 3 (4 in v2)
-        z_i  = Σ_j α_ij (x_j W^V + a^V_ij),   α_ij = softmax_j(e_ij)                                Eq. 4 (3 in v2)
-        a^K_ij = w^K_clip(j−i, k),  a^V_ij = w^V_clip(j−i, k),  clip(x, k) = max(−k, min(k, x))    Sect. 3.2
+        z_i  = Σ_j α_ij (x_j W^V + a^V_ij),   α_ij = softmax_j(e_ij)                          Eq. 3
+        e_ij = x_i W^Q (x_j W^K + a^K_ij)ᵀ / √d_z                                            Eq. 4
+        a^K_ij = w^K_clip(j−i, k),  a^V_ij = w^V_clip(j−i, k),  clip(x, k) = max(−k, min(k, x))  Sect. 3.2
 
     2k + 1 vectors w_{−k} … w_k of each kind per layer (``keys``: (2k + 1, d_k), ``values``: (2k + 1, d_v),
     row r holds w_{r−k}). Computed without a (T_q, T_k, d) tensor (Sect. 3.3): q_i·a^K_ij is entry
@@ -155,13 +156,13 @@ class RelativePositionRepresentations(AttentionPositions):
     def score_bias(
         self, q: torch.Tensor, k: torch.Tensor, positions: Positions, scale: float
     ) -> torch.Tensor:
-        # Eq. 3, its second term: q_i·a^K_ij = (q_i (w^K)ᵀ)[clip(j − i, k) + k], times 1/√d_z
+        # Eq. 4, its second term: q_i·a^K_ij = (q_i (w^K)ᵀ)[clip(j − i, k) + k], times 1/√d_z
         qw = q @ self.keys.weight.t().to(q.dtype)  # (B, h, T_q, 2k + 1)
         index = positions.index.expand(*qw.shape[:-1], -1)  # (B, h, T_q, T_k)
         return torch.gather(qw, -1, index) * scale  # (B, h, T_q, T_k)
 
     def value_term(self, weights: torch.Tensor, positions: Positions) -> torch.Tensor:
-        # Eq. 4, its second term: Σ_j α_ij a^V_ij = Σ_r (Σ_{j: clip(j − i, k) + k = r} α_ij) w^V_r
+        # Eq. 3, its second term: Σ_j α_ij a^V_ij = Σ_r (Σ_{j: clip(j − i, k) + k = r} α_ij) w^V_r
         index = positions.index.expand_as(weights)  # (B, h, T_q, T_k)
         buckets = weights.new_zeros(
             *weights.shape[:-1], 2 * self.k + 1, dtype=torch.float32

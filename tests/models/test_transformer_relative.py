@@ -113,9 +113,10 @@ def test_the_cli_refuses_a_bad_clipping_distance_in_one_line(tmp_path, capsys):
 TRAIN = ["data.task=reverse", "data.num_train=80", "data.num_valid=8", "data.num_test=4", "data.min_len=2",
          "data.max_len=6", "data.num_symbols=8", "data.max_tokens=200", "model.model_type=transformer",
          "model.position_embedding=relative", "model.max_relative_position=2", "model.d_model=16",
-         "model.encoder_ffn_dim=16", "model.decoder_ffn_dim=16", "model.encoder_layers=1", "model.decoder_layers=2",
-         "model.encoder_attention_heads=2", "model.decoder_attention_heads=2", "model.dropout=0.0",
-         "train.max_steps=6", "train.eval_every=3", "train.log_every=3", "train.bf16=false"]  # fmt: skip
+         "model.encoder_ffn_dim=16", "model.decoder_ffn_dim=16", "model.encoder_layers=1",
+         "model.decoder_layers=2", "model.encoder_attention_heads=2", "model.decoder_attention_heads=2",
+         "model.dropout=0.0", "train.max_steps=6", "train.eval_every=3", "train.log_every=3",
+         "train.bf16=false"]  # fmt: skip
 
 
 def test_the_translation_recipe_trains_saves_and_loads_a_relative_model(tmp_path, capsys):

@@ -33,7 +33,8 @@ def clip(x: int, k: int) -> int:
 
 
 def shaw_reference(att: MultiHeadAttention, x: torch.Tensor, k: int, mask=None) -> torch.Tensor:
-    """Eq. 3 and 4 with loops over heads, i and j: e_ij = x_i W^Q (x_j W^K + a^K_ij)ᵀ / √d_z,
+    """Eq. 4 and 3 (the paper's numbers, arXiv:1803.02155v2) with loops over heads, i and j:
+    e_ij = x_i W^Q (x_j W^K + a^K_ij)ᵀ / √d_z,
     z_i = Σ_j α_ij (x_j W^V + a^V_ij), a_ij = w_clip(j−i, k); then Concat(z) W^O."""
     B, T, _ = x.shape
     W, b = att.qkv.weight, att.qkv.bias  # rows [W^Q; W^K; W^V]ᵀ
@@ -47,11 +48,11 @@ def shaw_reference(att: MultiHeadAttention, x: torch.Tensor, k: int, mask=None) 
                 e = torch.empty(T, dtype=torch.float64)
                 for j in range(T):
                     a_k = wk[clip(j - i, k) + k].double()
-                    e[j] = q[i] @ (kk[j] + a_k) / math.sqrt(DK)  # Eq. 3
+                    e[j] = q[i] @ (kk[j] + a_k) / math.sqrt(DK)  # Eq. 4
                     if mask is not None and not mask[n, 0, i, j]:
                         e[j] = -math.inf
                 alpha = torch.softmax(e, 0)
-                z = sum(alpha[j] * (v[j] + wv[clip(j - i, k) + k].double()) for j in range(T))  # Eq. 4
+                z = sum(alpha[j] * (v[j] + wv[clip(j - i, k) + k].double()) for j in range(T))  # Eq. 3
                 out[n, i, h * DK : (h + 1) * DK] = z
     return (out @ att.out.weight.double().T + att.out.bias.double()).float()
 
@@ -79,7 +80,7 @@ def test_relative_attention_is_the_papers_equations_3_and_4(T, masked):
 
 
 def test_both_relative_terms_matter():
-    """a^K (Eq. 3) and a^V (Eq. 4) each change the output: neither is silently dropped."""
+    """a^K (Eq. 4) and a^V (Eq. 3) each change the output: neither is silently dropped."""
     att = shaw_attention(2)
     x = torch.randn(1, 6, D)
     positions = RelativePositions(2).positions(6)

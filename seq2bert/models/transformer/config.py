@@ -25,9 +25,10 @@ class TransformerConfig:
 
     ``normalize_before``: LayerNorm before each sub-layer (pre-norm) instead of after it (the paper).
     ``position_embedding``: the paper's sinusoids (``interleave_sinusoids``: sin/cos as in Sect. 3.5, or all sines
-    then all cosines as Marian and fairseq) or learned positions (Table 3, row E), both added to the embeddings;
-    or ``relative``: no absolute positions, each self-attention has relative position representations of
-    pairs at most ``max_relative_position`` (k) apart (Shaw, Uszkoreit & Vaswani 2018; their k = 16).
+    then all cosines as Marian and fairseq) or learned positions (Table 3, row E), both added to the
+    embeddings; or ``relative``: no absolute positions, each self-attention has relative position
+    representations of pairs at most ``max_relative_position`` (k) apart (Shaw, Uszkoreit & Vaswani 2018;
+    their k = 16; distances beyond k share the vector of ±k).
     ``share_embeddings``: one embedding matrix for source and target (needs one vocabulary);
     ``tie_word_embeddings``: the target embedding is the pre-softmax projection (both Sect. 3.4).
     ``final_logits_bias``: a bias on the output logits (Marian checkpoints have one).
