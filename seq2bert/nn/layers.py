@@ -11,7 +11,9 @@ decoder-only model's layers, with the norm placement explicit.
 A layer is self-attention, then — in the encoder-decoder's decoder only — attention over the encoder output
 ("encoder-decoder attention", Sect. 3.2.3), then the position-wise feed-forward network. Whether the
 self-attention is causal is the mask's business (the stack builds it, seq2bert/nn/stack.py); with a
-``cache`` the layer takes only the new steps and keeps every earlier step's keys and values.
+``cache`` the layer takes only the new steps and keeps every earlier step's keys and values. Positions
+(seq2bert/nn/positions.py) reach the self-attention as the stack computed them (``positions``); the layer
+may also carry a second query stream (``QueryStream``, XLNet's) through the same sub-layers.
 
 The layer takes its sub-modules ready-made (attention, feed-forward), so a variant swaps a module instead
 of copying a layer; ``transformer_layer`` builds the usual one from sizes. A pre-norm stack needs one more
@@ -29,6 +31,7 @@ from torch import nn
 
 from seq2bert.nn.feed_forward import PositionwiseFeedForward
 from seq2bert.nn.multihead import KVCache, MultiHeadAttention
+from seq2bert.nn.positions import AttentionPositions, Positions
 
 
 class SublayerConnection(nn.Module):
@@ -62,12 +65,30 @@ class LayerCache:
 
 
 @dataclass
+class QueryStream:
+    """(d) A second stream of queries: XLNet's two-stream self-attention (Yang et al. 2019, Sect. 2.3):
+
+        g_i ← Attention(Q = g_i, KV = h_{z<t}; θ)      query stream: position z_t, but not its content
+        h_i ← Attention(Q = h_i, KV = h_{z≤t}; θ)      content stream (the layer's x)
+
+    with the same parameters θ (the layer's attention, residuals, norms and feed-forward network). ``hidden``
+    (B, T, d_model): the stream's rows, at the content rows' positions; ``mask``: which content keys each of
+    its queries sees (masks.py's convention, broadcastable to (B, h, T, T); XLNet's: the permutation's
+    earlier positions, not itself)."""
+
+    hidden: torch.Tensor
+    mask: torch.Tensor | None = None
+
+
+@dataclass
 class LayerOutput:
-    """The layer's output (B, T, d_model) and, when asked, its attention weights (B, h, T, T_k)."""
+    """The layer's output (B, T, d_model) and, when asked, its attention weights (B, h, T, T_k); with a query
+    stream, the stream's output ``stream`` (B, T, d_model)."""
 
     hidden: torch.Tensor
     self_weights: torch.Tensor | None = None
     cross_weights: torch.Tensor | None = None
+    stream: torch.Tensor | None = None
 
 
 class TransformerLayer(nn.Module):
@@ -102,8 +123,12 @@ class TransformerLayer(nn.Module):
         """The self-attention scores before the softmax (MultiHeadAttention.scores) of this layer's input x
         (B, T, d_model) → (B, h, T, T): of x itself after a post-norm layer's previous sub-layer, of norm(x)
         in a pre-norm layer."""
-        y = self.self_attn_sublayer.norm(x) if self.norm_first else x
-        return self.self_attn.scores(y)
+        return self.self_attn.scores(self.attention_input(x))
+
+    def attention_input(self, x: torch.Tensor) -> torch.Tensor:
+        """What the self-attention reads of the layer's input x (B, T, d_model): x after a post-norm layer's
+        previous sub-layer, norm(x) in a pre-norm layer."""
+        return self.self_attn_sublayer.norm(x) if self.norm_first else x
 
     def forward(
         self,
@@ -114,15 +139,24 @@ class TransformerLayer(nn.Module):
         *,
         cache: LayerCache | None = None,
         need_weights: bool = False,
+        positions: Positions | None = None,
+        stream: QueryStream | None = None,
     ) -> LayerOutput:
         """x (B, T, d_model) → (B, T, d_model); the weights (B, h, T, T_past + T) of self-attention and
         (B, h, T, S) of cross-attention when asked. With a ``cache``, x holds only the new steps and
-        ``mask`` covers the cached keys too."""
+        ``mask`` covers the cached keys too. ``positions``: the stack's (seq2bert/nn/positions.py), handed
+        to the self-attention. ``stream``: a second query stream, whose self-attention reads the keys and
+        values of the content stream's (x's) attention input; its output is ``LayerOutput.stream``."""
+        if stream is not None and cache is not None:
+            raise ValueError("a query stream reads the whole content stream: it takes no cache")
         out = LayerOutput(x)
+        content = None if stream is None else self.attention_input(x)  # the query stream's keys and values
 
         def self_attend(y: torch.Tensor) -> torch.Tensor:
             kv_cache = None if cache is None else cache.self_attn
-            h, out.self_weights = self.self_attn(y, mask=mask, cache=kv_cache, need_weights=need_weights)
+            h, out.self_weights = self.self_attn(
+                y, mask=mask, cache=kv_cache, need_weights=need_weights, positions=positions
+            )
             return h
 
         def cross_attend(y: torch.Tensor) -> torch.Tensor:
@@ -136,7 +170,28 @@ class TransformerLayer(nn.Module):
         if self.cross_attn is not None:
             x = self.cross_attn_sublayer(x, cross_attend)
         out.hidden = self.ffn_sublayer(x, self.feed_forward)
+        if stream is not None:
+            out.stream = self.query_stream(stream, content, memory, memory_mask, positions)
         return out
+
+    def query_stream(
+        self,
+        stream: QueryStream,
+        content: torch.Tensor,
+        memory: torch.Tensor | None,
+        memory_mask: torch.Tensor | None,
+        positions: Positions | None,
+    ) -> torch.Tensor:
+        """The query stream g (B, T, d_model) through this layer: its queries attend to the keys and values of
+        ``content`` (B, T, d_model), the content stream's self-attention input, then the same sub-layers."""
+
+        def attend(y: torch.Tensor) -> torch.Tensor:
+            return self.self_attn(y, content, stream.mask, positions=positions)[0]
+
+        g = self.self_attn_sublayer(stream.hidden, attend)
+        if self.cross_attn is not None:
+            g = self.cross_attn_sublayer(g, lambda y: self.cross_attn(y, memory, memory_mask)[0])
+        return self.ffn_sublayer(g, self.feed_forward)
 
 
 def transformer_layer(
@@ -153,13 +208,21 @@ def transformer_layer(
     eps: float = 1e-5,
     d_k: int | None = None,
     d_v: int | None = None,
+    position: AttentionPositions | None = None,
 ) -> TransformerLayer:
     """The usual layer from its sizes: h = ``num_heads`` heads (d_k = d_v = d_model / h unless given), an
-    FFN of ``d_ff`` units, and with ``cross`` the attention over the encoder output."""
+    FFN of ``d_ff`` units, and with ``cross`` the attention over the encoder output. ``position``: the
+    self-attention's half of a position scheme (seq2bert/nn/positions.py)."""
 
     def attention(is_cross: bool) -> MultiHeadAttention:
         return MultiHeadAttention(
-            d_model, num_heads, d_k=d_k, d_v=d_v, dropout=attention_dropout, cross=is_cross
+            d_model,
+            num_heads,
+            d_k=d_k,
+            d_v=d_v,
+            dropout=attention_dropout,
+            cross=is_cross,
+            position=None if is_cross else position,
         )
 
     self_attn = attention(False)

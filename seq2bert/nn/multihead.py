@@ -22,6 +22,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from seq2bert.nn.masks import is_causal
+from seq2bert.nn.positions import AttentionPositions, Positions, scaled
 from seq2bert.precision import full_precision, widen
 
 FEW_QUERIES = 8  # queries per row up to which the explicit computation beats the fused kernel
@@ -36,6 +37,7 @@ def scaled_dot_product_attention(
     dropout: float = 0.0,
     need_weights: bool = False,
     scale: float | None = None,
+    bias: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Eq. 1. q (B, h, T_q, d_k), k (B, h, T_k, d_k), v (B, h, T_k, d_v) → (B, h, T_q, d_v) and, when
     ``need_weights``, the weights (B, h, T_q, T_k) (after dropout, as they were used).
@@ -48,12 +50,17 @@ def scaled_dot_product_attention(
     goes to the fused kernel as ``is_causal``, which then skips the scores above the diagonal.
     ``dropout`` is the probability P_drop on the weights; pass 0 in evaluation. ``scale``: the factor of QKᵀ
     (None: 1/√d_k, the paper's; some GPT-2 variants use others). A query that may attend to no key at all (a
-    left pad of a causal model) gets zero weights and a zero output, as torch's fused kernel gives it."""
+    left pad of a causal model) gets zero weights and a zero output, as torch's fused kernel gives it.
+
+    ``bias`` (float, broadcastable to (B, h, T_q, T_k)): added to the scaled scores, QKᵀ/√d_k + b (a position
+    scheme's, seq2bert/nn/positions.py); the fused kernel takes it as its float ``attn_mask``, −∞ where
+    ``mask`` is False."""
     if not need_weights and q.size(-2) > FEW_QUERIES:
         k = k.to(q.dtype)  # a cache keeps widened keys (KVCache)
-        if is_causal(mask, q.size(-2)) and k.size(-2) == q.size(
-            -2
-        ):  # only the diagonal's lower side computed
+        if bias is not None:  # QKᵀ/√d_k + b, −∞ on the illegal connections
+            b = bias.to(q.dtype)
+            mask = b if mask is None else torch.where(mask, b, float("-inf"))
+        elif is_causal(mask, q.size(-2)) and k.size(-2) == q.size(-2):  # only the diagonal's lower side
             return F.scaled_dot_product_attention(
                 q, k, v, dropout_p=dropout, is_causal=True, scale=scale
             ), None
@@ -61,6 +68,8 @@ def scaled_dot_product_attention(
     with full_precision(q):  # scores and softmax in fp32 under autocast, as in torch's fused kernel
         scores = widen(q) @ widen(k).transpose(-2, -1)  # QKᵀ: (B, h, T_q, T_k)
         scores = scores / math.sqrt(q.size(-1)) if scale is None else scores * scale  # QKᵀ/√d_k
+        if bias is not None:
+            scores = scores + widen(bias)  # QKᵀ/√d_k + b
         if mask is not None:
             scores = scores.masked_fill(~mask, float("-inf"))  # Sect. 3.2.3: illegal connections → −∞
         weights = torch.softmax(scores, dim=-1)
@@ -158,6 +167,40 @@ class KVCache:
         return self
 
 
+def attend_at(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor | None,
+    positions: Positions,
+    position: AttentionPositions | None,
+    dropout: float,
+    need_weights: bool,
+    scale: float | None = None,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Eq. 1 with positions (seq2bert/nn/positions.py): q (B, h, T_q, d_k), k (B, h, T_k, d_k), v (B, h, T_k,
+    d_v) → (B, h, T_q, d_v) and the weights (B, h, T_q, T_k) when ``need_weights``; q and k already rotated.
+
+        e_ij = q_i·k_j·scale + b_ij,   b = positions.bias + position.score_bias          (b)
+        z_i  = Σ_j α_ij v_j + position.value_term(α)_i                                  (v)
+
+    Without a value term the scores' bias goes through torch's fused kernel."""
+    bias = positions.bias  # (h | 1, T_q, T_k), shared by every layer
+    if position is not None:
+        own = position.score_bias(q, k, positions, scaled(q, scale))  # (B | 1, h | 1, T_q, T_k)
+        if own is not None:
+            bias = own if bias is None else bias + own
+    explicit = need_weights or (position is not None and position.uses_weights)
+    heads, weights = scaled_dot_product_attention(
+        q, k, v, mask, dropout=dropout, need_weights=explicit, scale=scale, bias=bias
+    )  # (B, h, T_q, d_v)
+    if position is not None and weights is not None:
+        term = position.value_term(weights, positions)  # (B, h, T_q, d_v)
+        if term is not None:
+            heads = heads + term
+    return heads, (weights if need_weights else None)
+
+
 def _incremental(queries: int, k: torch.Tensor) -> bool:
     """Whether a cross-attention cache is filled for incremental decoding — few queries per memory row
     (``queries`` ≤ FEW_QUERIES, the explicit path's), nothing recorded for a backward — rather than by a
@@ -174,7 +217,8 @@ class MultiHeadAttention(nn.Module):
     """Multi-head attention, Sect. 3.2.2, for self-attention (``cross=False``: Q, K, V from one input through
     the fused projection ``qkv``) or cross-attention (``cross=True``: Q through ``q``, K and V from the
     memory through ``kv``). d_k = d_v = d_model / h unless given (Table 3, rows A and B); ``scale`` multiplies
-    QKᵀ (None: 1/√d_k)."""
+    QKᵀ (None: 1/√d_k). ``position``: this self-attention's half of a position scheme (rotation, score bias,
+    value term: seq2bert/nn/positions.py), applied when ``forward`` is given the stack's ``positions``."""
 
     def __init__(
         self,
@@ -187,8 +231,11 @@ class MultiHeadAttention(nn.Module):
         bias: bool = True,
         cross: bool = False,
         scale: float | None = None,
+        position: AttentionPositions | None = None,
     ):
         super().__init__()
+        if cross and position is not None:
+            raise ValueError("position: for self-attention (cross-attention sees no positions of its own)")
         if d_k is None or d_v is None:
             if d_model % num_heads:
                 raise ValueError(f"d_model {d_model} is not divisible by the {num_heads} heads")
@@ -205,6 +252,7 @@ class MultiHeadAttention(nn.Module):
         else:
             self.qkv = nn.Linear(d_model, 2 * hk + hv, bias=bias)  # [W^Q W^K W^V]
         self.out = nn.Linear(hv, d_model, bias=bias)  # W^O
+        self.position = position  # no state-dict keys when None (or without parameters)
 
     def split_heads(self, x: torch.Tensor, d: int) -> torch.Tensor:
         """(B, T, h·d) → (B, h, T, d)."""
@@ -213,8 +261,9 @@ class MultiHeadAttention(nn.Module):
 
     def scores(self, x: torch.Tensor) -> torch.Tensor:
         """The self-attention scores before the softmax, QKᵀ/√d_k of Eq. 1 (times ``scale`` when given),
-        unmasked: x (B, T, d_model) → (B, h, T, T). What TinyBERT distils (Jiao et al. 2019, Eq. 7); the
-        forward never builds them on its fused path, so they are computed again from the layer's input."""
+        unmasked and without positions (seq2bert/nn/positions.py): x (B, T, d_model) → (B, h, T, T). What
+        TinyBERT distils (Jiao et al. 2019, Eq. 7); the forward never builds them on its fused path, so they
+        are computed again from the layer's input."""
         if self.cross:
             raise ValueError("scores: of self-attention (a cross-attention's keys come from the memory)")
         hk = self.h * self.d_k
@@ -237,6 +286,7 @@ class MultiHeadAttention(nn.Module):
         *,
         cache: KVCache | None = None,
         need_weights: bool = False,
+        positions: Positions | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """x (B, T, d_model) → (B, T, d_model), and the weights (B, h, T, T_k) when ``need_weights``.
 
@@ -248,7 +298,12 @@ class MultiHeadAttention(nn.Module):
         Cross-attention: ``memory`` (B_s, S, d_model) is projected, or its projection taken from ``cache``
         (filled on the first call). x may hold g rows per memory row (B = g · B_s; beam search keeps the g
         beams of an input next to each other): rows b·g … b·g + g − 1 all attend to memory row b, so they
-        are folded into g·T queries of that row rather than copying the memory g times."""
+        are folded into g·T queries of that row rather than copying the memory g times.
+
+        ``positions`` (self-attention; the stack's, seq2bert/nn/positions.py): the queries sit at
+        positions.query, the keys at positions.key (with a cache, the new steps' keys at positions.query; with
+        a ``memory``, the memory's at positions.key); ``position`` rotates them, biases the scores, adds its
+        value term, and positions.bias is added to the scores."""
         hk = self.h * self.d_k
         B, T, _ = x.shape
         if self.cross:
@@ -285,12 +340,18 @@ class MultiHeadAttention(nn.Module):
                 self.split_heads(k, self.d_k),
                 self.split_heads(v, self.d_v),
             )
+            if positions is not None and self.position is not None:  # (c): rotated before they are cached
+                q = self.position.rotate(q, positions.query)
+                k = self.position.rotate(k, positions.query if memory is None else positions.key)
             if cache is not None:
                 k, v = cache.append(k, v)  # (B, h, past + T, d)
         p = self.dropout if self.training else 0.0
-        heads, weights = scaled_dot_product_attention(
-            q, k, v, mask, dropout=p, need_weights=need_weights, scale=self.scale
-        )
+        if positions is not None and not self.cross:
+            heads, weights = attend_at(q, k, v, mask, positions, self.position, p, need_weights, self.scale)
+        else:
+            heads, weights = scaled_dot_product_attention(
+                q, k, v, mask, dropout=p, need_weights=need_weights, scale=self.scale
+            )
         # Concat(head_1 … head_h): (B, T, h·d_v); with g > 1 the g·T queries go back to their g rows
         concat = heads.transpose(1, 2).reshape(B, T, self.h * self.d_v)
         if weights is not None and g > 1:  # (B_s, h, g·T, S) → (B, h, T, S)

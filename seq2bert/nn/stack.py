@@ -15,6 +15,16 @@ Incremental decoding: with ``caches`` (one LayerCache per layer) the input holds
 sit at positions ``offset`` … offset + T − 1 (the embeddings are asked for those positions), and every
 layer adds their keys and values to its cache.
 
+Positions (seq2bert/nn/positions.py): with a ``positions`` scheme the stack computes the positions of the
+forward once — queries at offset … offset + T − 1, keys at 0 … offset + T − 1, and whatever the scheme adds
+(relative indices, a score bias) — lets the scheme add to the embeddings' output (``embed``) and hands them
+to every layer's self-attention. Without one (today's models: their embeddings add absolute positions)
+the layers are called exactly as before.
+
+A second query stream (XLNet's two-stream attention, layers.QueryStream): ``query_stream`` (B, T, d_model),
+at the same positions as input_ids, goes through every layer beside the content stream with its own
+``query_stream_mask``; its last state is ``last_query_stream_state`` (the final norm applied too).
+
 The embeddings module is called as ``embeddings(input_ids, offset=…, **embedding_inputs)`` (segment ids
 for BERT, say). Shapes: input_ids (B, T), attention_mask (B, T_k) with 1 on real tokens, where T_k counts
 the cached keys too; memory (B_s, S, d_model), memory_mask (B_s, S).
@@ -28,8 +38,9 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from seq2bert.nn.layers import LayerCache, TransformerLayer
+from seq2bert.nn.layers import LayerCache, QueryStream, TransformerLayer
 from seq2bert.nn.masks import causal_mask, combine, padding_mask
+from seq2bert.nn.positions import Positions, PositionScheme
 
 
 @dataclass
@@ -41,6 +52,7 @@ class StackOutput:
     hidden_states: tuple[torch.Tensor, ...] | None = None
     attentions: tuple[torch.Tensor, ...] | None = None
     cross_attentions: tuple[torch.Tensor, ...] | None = None
+    last_query_stream_state: torch.Tensor | None = None
 
 
 class TransformerStack(nn.Module):
@@ -50,7 +62,8 @@ class TransformerStack(nn.Module):
     so that layer ℓ is ``layers[ℓ · len(layers) // N]`` (one module applied N times: ALBERT's all-shared
     parameters); or, with ``order``, layer ℓ is ``layers[order[ℓ]]`` and N = len(order) (ALBERT's groups of
     several layers, each group applied in turn). ``causal``: the self-attention of position t sees positions
-    ≤ t only."""
+    ≤ t only. ``positions``: the stack's half of a position scheme (seq2bert/nn/positions.py; each
+    self-attention holds its own half)."""
 
     def __init__(
         self,
@@ -61,6 +74,7 @@ class TransformerStack(nn.Module):
         order: Sequence[int] | None = None,
         final_norm: nn.Module | None = None,
         causal: bool = False,
+        positions: PositionScheme | None = None,
     ):
         super().__init__()
         self.embeddings = embeddings
@@ -78,6 +92,7 @@ class TransformerStack(nn.Module):
         self.num_layers = len(self.order)
         self.final_norm = final_norm
         self.causal = causal
+        self.positions = positions  # no state-dict keys when None (or without parameters)
 
     def layer(self, i: int) -> TransformerLayer:
         """The module that computes layer i (0-based)."""
@@ -106,22 +121,34 @@ class TransformerStack(nn.Module):
         upto: int | None = None,
         output_hidden_states: bool = False,
         output_attentions: bool = False,
+        query_stream: torch.Tensor | None = None,
+        query_stream_mask: torch.Tensor | None = None,
         **embedding_inputs,
     ) -> StackOutput:
         """input_ids (B, T) at positions offset … offset + T − 1 → StackOutput.
 
         ``upto``: run the first ``upto`` layers only and skip the final norm (a model that computes its
-        last layer its own way, e.g. BERT's sparse prediction)."""
+        last layer its own way, e.g. BERT's sparse prediction). ``query_stream`` (B, T, d_model) and its
+        mask (broadcastable to (B, h, T, T)): a second query stream (see the module's docstring)."""
+        T, device = input_ids.size(1), input_ids.device
         x = self.embeddings(input_ids, offset=offset, **embedding_inputs)  # (B, T, d_model)
-        mask = self.self_attention_mask(attention_mask, input_ids.size(1), offset, input_ids.device)
+        positions = self.position_info(T, offset, device)  # once, for every layer
+        extra: dict = {}  # only what is given, so that layers written before the channel are called as ever
+        if positions is not None:
+            x = self.positions.embed(x, positions)  # (a)
+            extra["positions"] = positions
+        mask = self.self_attention_mask(attention_mask, T, offset, device)
         cross_mask = padding_mask(memory_mask)  # (B_s, 1, 1, S)
         hidden, attentions, cross = [x], [], []
+        g = query_stream  # (B, T, d_model)
         n = self.num_layers if upto is None else upto
         for i in range(n):
             layer = self.layer(i)
             cache = None if caches is None else caches[i]
-            out = layer(x, mask, memory, cross_mask, cache=cache, need_weights=output_attentions)
-            x = out.hidden
+            if g is not None:
+                extra["stream"] = QueryStream(g, query_stream_mask)
+            out = layer(x, mask, memory, cross_mask, cache=cache, need_weights=output_attentions, **extra)
+            x, g = out.hidden, out.stream
             if output_hidden_states:
                 hidden.append(x)
             if output_attentions:
@@ -129,6 +156,7 @@ class TransformerStack(nn.Module):
                 cross.append(out.cross_weights)
         if self.final_norm is not None and upto is None:
             x = self.final_norm(x)
+            g = None if g is None else self.final_norm(g)
             if output_hidden_states:  # the last entry is the normalised output, as the stack returns it
                 hidden[-1] = x
         return StackOutput(
@@ -136,4 +164,10 @@ class TransformerStack(nn.Module):
             hidden_states=tuple(hidden) if output_hidden_states else None,
             attentions=tuple(attentions) if output_attentions else None,
             cross_attentions=tuple(cross) if output_attentions and memory is not None else None,
+            last_query_stream_state=g,
         )
+
+    def position_info(self, length: int, past: int, device: torch.device) -> Positions | None:
+        """The positions of a forward of ``length`` new steps after ``past`` cached ones (None without a
+        scheme): queries past … past + T − 1, keys 0 … past + T − 1, and the scheme's indices / bias."""
+        return None if self.positions is None else self.positions.positions(length, past, device)

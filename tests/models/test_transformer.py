@@ -39,6 +39,7 @@ VARIANTS = {
     },
     "marian-like": {"interleave_sinusoids": False, "final_logits_bias": True, "activation_function": "swish"},
     "row B: d_k 3": {"d_k": 3, "d_v": 5},
+    "relative positions (Shaw et al. 2018)": {"position_embedding": "relative", "max_relative_position": 2},
 }
 
 
@@ -151,8 +152,11 @@ class Uncached(torch.nn.Module):
         return self.m.reorder(enc, index), prefix.index_select(0, index)
 
 
-def test_greedy_and_beam_search_with_the_cache_equal_full_recomputation():
-    m = model(normalize_before=True)
+@pytest.mark.parametrize("variant", ["pre-norm", "relative positions (Shaw et al. 2018)"])
+def test_greedy_and_beam_search_with_the_cache_equal_full_recomputation(variant):
+    """(Relative positions: prefixes past FEW_QUERIES take the fused kernel with the relative bias when
+    recomputed, the explicit path when cached.)"""
+    m = model(**{**VARIANTS[variant], "normalize_before": True})
     with torch.no_grad():
         m.output.weight.mul_(8.0)  # sharper distributions: hypotheses that end early
     src, mask, _ = batch()

@@ -44,7 +44,8 @@ from seq2bert.models.bert.tasks import (
 from seq2bert.models.mobilebert.config import MobileBertConfig
 from seq2bert.nn.feed_forward import ACTIVATIONS, PositionwiseFeedForward
 from seq2bert.nn.layers import LayerOutput, SublayerConnection
-from seq2bert.nn.multihead import scaled_dot_product_attention
+from seq2bert.nn.multihead import attend_at, scaled_dot_product_attention
+from seq2bert.nn.positions import AttentionPositions, Positions
 
 TORCH_EPS = 1e-5  # nn.LayerNorm's default, which transformers' MobileBERT leaves in two places
 
@@ -111,10 +112,24 @@ class Projection(nn.Module):
 class BottleneckAttention(nn.Module):
     """Multi-head attention (Vaswani et al. 2017, Sect. 3.2.2) whose queries and keys read one input and whose
     values may read another: head_i = softmax(Q_i K_iᵀ/√d_k) V_i, Q = x_qk W^Q, K = x_qk W^K, V = x_v W^V; the
-    heads concatenated and mapped by W^O. Shapes: x_qk (B, T, d_qk), x_v (B, T, d_v) → (B, T, d_model)."""
+    heads concatenated and mapped by W^O. Shapes: x_qk (B, T, d_qk), x_v (B, T, d_v) → (B, T, d_model).
 
-    def __init__(self, d_qk: int, d_v: int, d_model: int, num_heads: int, *, dropout: float = 0.0):
+    Q, K and V read different inputs of different widths, each with its own weights (transformers' keys
+    ``query``, ``key``, ``value``), which nn/'s MultiHeadAttention (one fused ``qkv`` of one input) cannot
+    hold; the attention itself is nn/'s, positions included (``position``, seq2bert/nn/positions.py)."""
+
+    def __init__(
+        self,
+        d_qk: int,
+        d_v: int,
+        d_model: int,
+        num_heads: int,
+        *,
+        dropout: float = 0.0,
+        position: AttentionPositions | None = None,
+    ):
         super().__init__()
+        self.position = position
         self.h, self.d_k = num_heads, d_model // num_heads
         self.query = nn.Linear(d_qk, d_model)  # W^Q
         self.key = nn.Linear(d_qk, d_model)  # W^K
@@ -126,11 +141,18 @@ class BottleneckAttention(nn.Module):
         """(B, T, h·d_k) → (B, h, T, d_k)."""
         return x.unflatten(-1, (self.h, self.d_k)).transpose(1, 2)
 
-    def forward(self, x_qk, x_v, mask=None, *, need_weights: bool = False):
+    def forward(
+        self, x_qk, x_v, mask=None, *, need_weights: bool = False, positions: Positions | None = None
+    ):
         q, k = self.split_heads(self.query(x_qk)), self.split_heads(self.key(x_qk))
         v = self.split_heads(self.value(x_v))
         p = self.dropout if self.training else 0.0
-        heads, weights = scaled_dot_product_attention(q, k, v, mask, dropout=p, need_weights=need_weights)
+        if positions is not None:  # the stack's positions: an encoder's, no cache (queries and keys alike)
+            if self.position is not None:
+                q, k = self.position.rotate(q, positions.query), self.position.rotate(k, positions.key)
+            heads, weights = attend_at(q, k, v, mask, positions, self.position, p, need_weights)
+        else:
+            heads, weights = scaled_dot_product_attention(q, k, v, mask, dropout=p, need_weights=need_weights)
         return self.out(
             heads.transpose(1, 2).flatten(2)
         ), weights  # Concat(head_1 … head_h) W^O: (B, T, d_model)
@@ -180,16 +202,19 @@ class MobileBertLayer(nn.Module):
         return b, x, x
 
     def forward(
-        self, x, mask=None, memory=None, memory_mask=None, *, cache=None, need_weights=False
+        self, x, mask=None, memory=None, memory_mask=None, *, cache=None, need_weights=False, positions=None
     ) -> LayerOutput:
-        """x (B, T, H) → (B, T, H); the attention weights (B, h, T, T) when asked."""
+        """x (B, T, H) → (B, T, H); the attention weights (B, h, T, T) when asked; ``positions``: the
+        stack's (seq2bert/nn/positions.py), handed to the attention."""
         if memory is not None or cache is not None:
             raise ValueError("a MobileBERT block is an encoder's: no memory, no cache")
         out = LayerOutput(x)
         b, x_qk, x_v = self.attention_inputs(x)
 
         def attend(_: torch.Tensor) -> torch.Tensor:  # the residual is b; the attention reads x_qk and x_v
-            h, out.self_weights = self.self_attn(x_qk, x_v, mask, need_weights=need_weights)
+            h, out.self_weights = self.self_attn(
+                x_qk, x_v, mask, need_weights=need_weights, positions=positions
+            )
             return h
 
         a = self.self_attn_sublayer(b, attend)  # Norm(b + MHA)

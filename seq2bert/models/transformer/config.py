@@ -25,7 +25,10 @@ class TransformerConfig:
 
     ``normalize_before``: LayerNorm before each sub-layer (pre-norm) instead of after it (the paper).
     ``position_embedding``: the paper's sinusoids (``interleave_sinusoids``: sin/cos as in Sect. 3.5, or all sines
-    then all cosines as Marian and fairseq) or learned positions (Table 3, row E).
+    then all cosines as Marian and fairseq) or learned positions (Table 3, row E), both added to the
+    embeddings; or ``relative``: no absolute positions, each self-attention has relative position
+    representations of pairs at most ``max_relative_position`` (k) apart (Shaw, Uszkoreit & Vaswani 2018;
+    their k = 16; distances beyond k share the vector of ±k).
     ``share_embeddings``: one embedding matrix for source and target (needs one vocabulary);
     ``tie_word_embeddings``: the target embedding is the pre-softmax projection (both Sect. 3.4).
     ``final_logits_bias``: a bias on the output logits (Marian checkpoints have one).
@@ -50,7 +53,8 @@ class TransformerConfig:
     activation_function: str = "relu"
     normalize_before: bool = False
     layer_norm_eps: float = 1e-5
-    position_embedding: Literal["sinusoidal", "learned"] = "sinusoidal"
+    position_embedding: Literal["sinusoidal", "learned", "relative"] = "sinusoidal"
+    max_relative_position: int = 16
     interleave_sinusoids: bool = True
     max_position_embeddings: int = 1024
     scale_embedding: bool = True
@@ -75,6 +79,7 @@ class TransformerConfig:
             "encoder_ffn_dim",
             "decoder_ffn_dim",
             "max_position_embeddings",
+            "max_relative_position",
         ):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name}: must be at least 1, got {getattr(self, name)}")

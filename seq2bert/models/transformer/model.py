@@ -33,6 +33,7 @@ from seq2bert.models.outputs import DecoderOutput
 from seq2bert.models.transformer.config import TransformerConfig
 from seq2bert.nn.embeddings import ScaledEmbedding, SinusoidalPositionalEncoding
 from seq2bert.nn.layers import LayerCache, TransformerLayer, transformer_layer
+from seq2bert.nn.positions import RelativePositionRepresentations, RelativePositions
 from seq2bert.nn.stack import TransformerStack
 
 
@@ -55,18 +56,22 @@ class TransformerState:
 
 
 class Embedder(nn.Module):
-    """Dropout(scale · E x + P): token embeddings plus positions (Sect. 3.4, 3.5, 5.4). ``tokens`` may be
-    shared with another Embedder (shared source/target vocabulary)."""
+    """Dropout(scale · E x + P): token embeddings plus positions (Sect. 3.4, 3.5, 5.4); without ``positions``
+    (relative positions, which enter the attention instead) Dropout(scale · E x). ``tokens`` may be shared
+    with another Embedder (shared source/target vocabulary)."""
 
-    def __init__(self, tokens: ScaledEmbedding, positions: nn.Module, dropout: float):
+    def __init__(self, tokens: ScaledEmbedding, positions: nn.Module | None, dropout: float):
         super().__init__()
         self.tokens, self.positions = tokens, positions
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, input_ids: torch.Tensor, offset: int = 0) -> torch.Tensor:
         """input_ids (B, T) at positions offset … offset + T − 1 → (B, T, d_model)."""
+        x = self.tokens(input_ids)  # (B, T, d_model)
+        if self.positions is None:
+            return self.dropout(x)
         positions = torch.arange(offset, offset + input_ids.size(1), device=input_ids.device)  # (T,)
-        return self.dropout(self.tokens(input_ids) + self.positions(positions))
+        return self.dropout(x + self.positions(positions))
 
 
 class Transformer(EncoderDecoder):
@@ -95,24 +100,39 @@ class Transformer(EncoderDecoder):
         ]
         # departure: a pre-norm stack ends with a LayerNorm (its last residual sum is never normalised)
         norms = [nn.LayerNorm(d, eps=c.layer_norm_eps) if c.normalize_before else None for _ in range(2)]
-        self.encoder = TransformerStack(src_embed, encoder_layers, final_norm=norms[0])
-        self.decoder = TransformerStack(tgt_embed, decoder_layers, final_norm=norms[1], causal=True)
+        schemes = [self.make_scheme() for _ in range(2)]
+        self.encoder = TransformerStack(src_embed, encoder_layers, final_norm=norms[0], positions=schemes[0])
+        self.decoder = TransformerStack(
+            tgt_embed, decoder_layers, final_norm=norms[1], causal=True, positions=schemes[1]
+        )
         self.output = nn.Linear(d, c.tgt_vocab_size, bias=c.final_logits_bias)  # the pre-softmax projection
         self.reset_parameters()
         if c.tie_word_embeddings:  # Sect. 3.4: the same matrix as the target embedding
             self.output.weight = tgt_tokens.weight
         self.register_load_state_dict_pre_hook(upgrade_state_dict)
 
-    def make_positions(self) -> nn.Module:
+    def make_positions(self) -> nn.Module | None:
+        """The absolute positions the embeddings add (None with relative positions)."""
         c = self.config
+        if c.position_embedding == "relative":  # Shaw et al. 2018, Table 1: no absolute positions
+            return None
         if c.position_embedding == "learned":  # Table 3, row E
             return nn.Embedding(c.max_position_embeddings, c.d_model)
         return SinusoidalPositionalEncoding(
             c.d_model, c.max_position_embeddings, interleaved=c.interleave_sinusoids
         )
 
+    def make_scheme(self) -> RelativePositions | None:
+        """A stack's position scheme: relative indices clip(j − i, k) + k (Shaw et al. 2018), or None."""
+        c = self.config
+        return RelativePositions(c.max_relative_position) if c.position_embedding == "relative" else None
+
     def make_layer(self, heads: int, d_ff: int, *, cross: bool = False) -> TransformerLayer:
         c = self.config
+        position = None
+        if c.position_embedding == "relative":  # each self-attention's a^K, a^V (Shaw et al. 2018, Sect. 3)
+            d_k, d_v = c.d_k or c.d_model // heads, c.d_v or c.d_model // heads
+            position = RelativePositionRepresentations(d_k, d_v, c.max_relative_position)
         return transformer_layer(
             c.d_model,
             heads,
@@ -126,10 +146,12 @@ class Transformer(EncoderDecoder):
             eps=c.layer_norm_eps,
             d_k=c.d_k or None,
             d_v=c.d_v or None,
+            position=position,
         )
 
     def reset_parameters(self) -> None:
-        """Xavier-uniform matrices, zero biases, N(0, d_model^−½) embeddings with a zero padding row."""
+        """Xavier-uniform matrices (the relative position tables w^K, w^V too), zero biases, N(0, d_model^−½)
+        embeddings with a zero padding row."""
         for name, p in self.named_parameters():
             if p.dim() > 1 and "embed" not in name:
                 nn.init.xavier_uniform_(p)
