@@ -154,6 +154,14 @@ class GenerationConfig:
         note="(1: no nucleus filter)",
     )
     seed: int | None = option(None, "repeatable samples", metavar="N")
+    # contrastive search (Su et al. 2022; contrastive.py): the degeneration penalty's weight α
+    penalty_alpha: float = option(
+        0.0,
+        "contrastive search: (1 - alpha) p(v) - alpha max cos(h_v, h_j) among the top-k tokens (0: off)",
+        ge=0,
+        le=1,
+        metavar="ALPHA",
+    )
 
     def __post_init__(self) -> None:
         words = tuple(tuple(w) for w in self.bad_words_ids)
@@ -172,6 +180,12 @@ class GenerationConfig:
         if self.do_sample and self.num_beams != 1:
             raise ConfigError(
                 f"do_sample: sampling draws one continuation per input; set num_beams=1, not {self.num_beams}"
+            )
+        if self.penalty_alpha > 0 and (self.num_beams != 1 or self.do_sample or self.top_k < 1):
+            raise ConfigError(
+                "penalty_alpha: contrastive search takes one continuation per input among the top_k >= 1 "
+                f"tokens (num_beams=1, no do_sample); got num_beams={self.num_beams}, "
+                f"do_sample={self.do_sample}, top_k={self.top_k}"
             )
         if self.num_return_sequences > self.num_beams:
             raise ConfigError(

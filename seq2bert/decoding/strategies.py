@@ -8,9 +8,10 @@ and a rule saying when the settings ask for it without naming it (``chosen``). `
 (generation.py) takes ``GenerationConfig.strategy`` when it names one, else the first entry of
 ``STRATEGIES`` whose rule holds — the order below is the order they are tried in, ``greedy`` last:
 
-    beam      num_beams > 1                     Sutskever et al. (2014); beam.py
-    sample    do_sample                         temperature, top-k, nucleus; greedy.py with sampling.py
-    greedy    always                            greedy.py
+    beam         num_beams > 1                  Sutskever et al. (2014); beam.py
+    contrastive  penalty_alpha > 0              Su et al. (2022); contrastive.py
+    sample       do_sample                      temperature, top-k, nucleus; greedy.py with sampling.py
+    greedy       always                         greedy.py
 
 Adding a strategy: write its search (any module of this floor), declare its settings as fields of
 ``GenerationConfig`` (config.py, with ``option``: the CLI flags, the serve schemas and ``model.generate``'s
@@ -28,6 +29,7 @@ import torch
 
 from seq2bert.decoding.beam import beam_search
 from seq2bert.decoding.config import GenerationConfig
+from seq2bert.decoding.contrastive import contrastive_search
 from seq2bert.decoding.greedy import greedy_search
 from seq2bert.decoding.rules import Hypothesis
 from seq2bert.errors import ConfigError
@@ -59,6 +61,7 @@ class Strategy:
 
 STRATEGIES: dict[str, Strategy] = {
     "beam": Strategy(_beam, lambda c: c.num_beams > 1),
+    "contrastive": Strategy(contrastive_search, lambda c: c.penalty_alpha > 0, streams=True),
     "sample": Strategy(greedy_search, lambda c: c.do_sample, streams=True),
     "greedy": Strategy(greedy_search, lambda c: True, streams=True),
 }
