@@ -154,6 +154,14 @@ class GenerationConfig:
         note="(1: no nucleus filter)",
     )
     seed: int | None = option(None, "repeatable samples", metavar="N")
+    # diverse beam search (Vijayakumar et al. 2016; beam.py): the beams in G groups, each group's log-probabilities
+    # lowered by λ for every time an earlier group took the token at this step (Hamming diversity)
+    num_beam_groups: int = option(
+        1, "diverse beam search: the beams in G groups (1: plain beam search)", ge=1, metavar="G"
+    )
+    diversity_penalty: float = option(
+        0.0, "diverse beam search: lambda, per earlier group's use of a token at this step", ge=0, metavar="L"
+    )
     # contrastive search (Su et al. 2022; contrastive.py): the degeneration penalty's weight α
     penalty_alpha: float = option(
         0.0,
@@ -186,6 +194,11 @@ class GenerationConfig:
                 "penalty_alpha: contrastive search takes one continuation per input among the top_k >= 1 "
                 f"tokens (num_beams=1, no do_sample); got num_beams={self.num_beams}, "
                 f"do_sample={self.do_sample}, top_k={self.top_k}"
+            )
+        if self.num_beams % self.num_beam_groups:
+            raise ConfigError(
+                f"num_beam_groups: must divide num_beams={self.num_beams} (each group has as many beams), "
+                f"got {self.num_beam_groups}"
             )
         if self.num_return_sequences > self.num_beams:
             raise ConfigError(

@@ -8,6 +8,7 @@ and a rule saying when the settings ask for it without naming it (``chosen``). `
 (generation.py) takes ``GenerationConfig.strategy`` when it names one, else the first entry of
 ``STRATEGIES`` whose rule holds — the order below is the order they are tried in, ``greedy`` last:
 
+    diverse_beam num_beam_groups > 1            Vijayakumar et al. (2016); beam.py, in groups
     beam         num_beams > 1                  Sutskever et al. (2014); beam.py
     contrastive  penalty_alpha > 0              Su et al. (2022); contrastive.py
     sample       do_sample                      temperature, top-k, nucleus; greedy.py with sampling.py
@@ -60,6 +61,7 @@ class Strategy:
 
 
 STRATEGIES: dict[str, Strategy] = {
+    "diverse_beam": Strategy(_beam, lambda c: c.num_beam_groups > 1),
     "beam": Strategy(_beam, lambda c: c.num_beams > 1),
     "contrastive": Strategy(contrastive_search, lambda c: c.penalty_alpha > 0, streams=True),
     "sample": Strategy(greedy_search, lambda c: c.do_sample, streams=True),
