@@ -16,6 +16,13 @@ fairseq (Ott et al., 2019) and Hugging Face transformers do it:
         (so are those that meet a ``stopping`` criterion, stopping.py, with their last token: transformers)
         the K best candidates not ending are the new beams; the decoder state follows them
 
+Diverse beam search (Vijayakumar et al. 2016, Alg. 1; ``num_beam_groups`` G > 1): the K beams are G groups of
+K/G, each a beam search of its own (its 2K/G candidates, its finished hypotheses, its stopping), taken in order
+at every step; group g's log-probabilities are first lowered by λ = ``diversity_penalty`` for every beam of an
+earlier group that took the same token at this step (Hamming diversity, the paper's Eq. 3 with Δ counting equal
+tokens; transformers' HammingDiversityLogitsProcessor, applied before the other rules). The penalised scores
+are carried on, and the hypotheses of all groups are ranked together at the end. G = 1 is the search above.
+
 Taking 2K candidates guarantees K live beams even when K of them end in [EOS] (each beam contributes at
 most one [EOS] candidate).
 
@@ -151,6 +158,7 @@ def beam_search(
     finished: list[list[list[Hypothesis]]] = [[[] for _ in range(G)] for _ in range(B)]  # [b][g]
     done = [[False] * G for _ in range(B)]
     last_steps = torch.tensor(max_lengths, device=device).repeat_interleave(K)  # (B·K,) each row's maximum
+    batch_starts = torch.arange(B, device=device) * K  # (B,) the row of beam 0 of each input
 
     def extend(g: int, taken: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Steps 3–5 of the module docstring for group g of every input: its 2·Kg best candidates, the finished
@@ -158,30 +166,28 @@ def beam_search(
         step, each lowering a token's log-probability by ``diversity_penalty`` (Hamming diversity). →
         (the new beams' scores (B, Kg), the rows they extend (B, Kg), their tokens (B, Kg))."""
         V = log_probs.size(-1)
-        group = (torch.arange(B, device=device)[:, None] * K + g * Kg + torch.arange(Kg, device=device)).view(
-            -1
-        )
-        lp = log_probs if K == Kg else log_probs[group]  # (B·Kg, V)
+        # the group's rows (B·Kg,) of every input; one group: all of them, taken as they are
+        offsets = (batch_starts + g * Kg)[:, None]  # (B, 1) the row of the group's beam 0 of each input
+        group = slice(None) if G == 1 else (offsets + torch.arange(Kg, device=device)).view(-1)
+        lp = log_probs[group]  # (B·Kg, V)
         if taken is not None and config.diversity_penalty:  # before the other rules, as transformers
             counts = torch.zeros(B, V, device=device).scatter_add_(
                 1, taken, torch.ones_like(taken, dtype=lp.dtype)
             )
             lp = lp - config.diversity_penalty * counts.repeat_interleave(Kg, dim=0)
-        group_history = rows_history if K == Kg else rows_history[group]
+        group_history = rows_history[group]
         if config.repetition_penalty != 1.0:  # on log p, as transformers' beam search
-            group_mask = rows_mask if K == Kg else rows_mask[group]
+            group_mask = rows_mask[group]
             lp = penalize_repetitions(lp, group_history, group_mask, config.repetition_penalty)
-        last = last_steps if K == Kg else last_steps[group]
+        last = last_steps[group]
         lp = apply_rules(lp, t, group_history, last.eq(t + 1), config)
         scores = lp.add_(beam_scores[:, g * Kg : (g + 1) * Kg].reshape(B * Kg, 1))  # (B·Kg, V) in place
-        scores = scores.view(
-            B, Kg * V
-        )  # (B, Kg·V) all extensions of an input's group, index = beam·V + token
+        # (B, Kg·V) all extensions of an input's group, index = beam·V + token
+        scores = scores.view(B, Kg * V)
 
         # 3. The 2Kg best candidates of each input, best first.
         cand_scores, cand_index = _topk(scores, 2 * Kg)  # (B, 2Kg)
         cand_tokens = cand_index % V  # (B, 2Kg)
-        offsets = (torch.arange(B, device=device) * K + g * Kg)[:, None]  # (B, 1) row of the group's beam 0
         cand_rows = cand_index // V + offsets  # (B, 2Kg) the row of the beam each candidate extends
         cand_ends = cand_tokens.eq(eos)  # (B, 2Kg)
         if stopping is not None:  # the candidates that meet the criterion end too, with their last token
