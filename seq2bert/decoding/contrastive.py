@@ -22,8 +22,9 @@ from __future__ import annotations
 import torch
 
 from seq2bert.decoding.config import GenerationConfig
+from seq2bert.decoding.greedy import Rows
 from seq2bert.decoding.protocol import IncrementalDecoder, begin, hidden_state
-from seq2bert.decoding.rules import Hypothesis, apply_rules, hypothesis, penalize_repetitions
+from seq2bert.decoding.rules import Hypothesis
 from seq2bert.decoding.stopping import StoppingCriterion, Streamer
 from seq2bert.errors import ConfigError
 
@@ -70,48 +71,21 @@ def contrastive_search(
     context = hidden[:, None] if context is None else torch.cat([context, hidden[:, None]], dim=1)
     real = torch.ones(B, 1, dtype=torch.bool, device=device)  # a new token's column of the mask
     context_mask = torch.cat([context_mask, real], dim=1)  # (B, T)
-    max_lengths = torch.tensor(start.max_lengths, device=device)  # (B,)
-    finished = max_lengths.eq(0)
-    lengths = torch.zeros_like(max_lengths)
-    log_prob = torch.zeros(B, device=device)
-    history, history_mask = start.prompt, start.prompt_mask  # (B, P + t)
-    rows = torch.arange(B, device=device)
-    t = 0
-    while not bool(finished.all()):
-        if config.repetition_penalty != 1.0:  # on the logits, as greedy decoding
-            logits = penalize_repetitions(logits.float(), history, history_mask, config.repetition_penalty)
-        log_probs = logits.log_softmax(dim=-1, dtype=torch.float32)  # (B, V)
-        last = max_lengths.eq(t + 1) if config.forced_eos_token_id is not None else None
-        log_probs = apply_rules(log_probs, t, history, last, config)
+    rows = Rows(start, config, device)
+    batch = torch.arange(B, device=device)
+    while not rows.done:
+        log_probs = rows.log_probs(logits)  # (B, V)
         probs, candidates = log_probs.softmax(dim=-1).topk(k, dim=-1)  # (B, k) V^(k), renormalised
         # feed every candidate: row b·k + i is candidate i of input b
         logits_k, state_k, hidden_k = _step(
-            model, candidates.view(B * k), model.reorder(state, rows.repeat_interleave(k))
+            model, candidates.view(B * k), model.reorder(state, batch.repeat_interleave(k))
         )
         penalty = degeneration_penalty(context, context_mask, hidden_k.view(B, k, -1))  # (B, k)
         chosen = ((1 - alpha) * probs - alpha * penalty).argmax(dim=-1)  # (B,) Eq. 5
         tokens = candidates.gather(1, chosen[:, None]).squeeze(1)  # (B,)
-        keep = rows * k + chosen  # (B,) the rows of the chosen candidates
+        keep = batch * k + chosen  # (B,) the rows of the chosen candidates
         logits, state, hidden = logits_k[keep], model.reorder(state_k, keep), hidden_k[keep]
         context = torch.cat([context, hidden[:, None]], dim=1)
         context_mask = torch.cat([context_mask, real], dim=1)
-        best = log_probs.gather(1, tokens[:, None]).squeeze(1)
-        log_prob = log_prob + torch.where(finished, torch.zeros_like(best), best)
-        lengths = lengths + (~finished).long()
-        tokens = tokens.masked_fill(finished, config.pad_token_id)
-        history = torch.cat([history, tokens[:, None]], dim=1)
-        history_mask = torch.cat([history_mask, real], dim=1)
-        if streamer is not None:
-            streamer(tokens)
-        t += 1
-        ended = max_lengths.eq(t)
-        if config.eos_token_id is not None:
-            ended = ended | tokens.eq(config.eos_token_id)
-        if stopping is not None:
-            ended = ended | (stopping(history) & ~finished)
-        finished = finished | ended
-    new_tokens = history[:, start.prompt.size(1) :].tolist()
-    return [
-        [hypothesis(row[:n], s, config)]
-        for row, n, s in zip(new_tokens, lengths.tolist(), log_prob.tolist(), strict=True)
-    ]
+        rows.take(tokens, log_probs.gather(1, tokens[:, None]).squeeze(1), stopping, streamer)
+    return rows.hypotheses()
