@@ -1,5 +1,13 @@
 """How a batch is decoded: the settings of ``seq2bert.decoding.generation.generate``, in one dataclass.
 
+This is the one place a decoding setting is declared. A field made with ``option(default, help, bounds…)``
+is a setting users choose: its bounds are checked here on construction, and ``options()`` hands the same
+declaration to every front end — the keywords of ``model.generate`` (seq2bert/models/decoder_only.py,
+encoder_decoder.py) and of the pipelines (``settings``), the command-line flags (``add_generation_args`` in
+seq2bert/commands/common.py) and the server's request bodies (``decoding_fields`` in seq2bert/serve/schemas.py).
+A setting added here is thus taken everywhere. The other fields are given by the model (its special ids, its
+banned words) or fixed by a recipe (``length_penalty_form``, ``max_positions``).
+
 Field names are transformers' (``GenerationConfig``) where transformers has the setting, so that a Marian
 checkpoint decoded with the same settings gives the same tokens (tests/models/test_marian.py). Two settings
 are ours:
