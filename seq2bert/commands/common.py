@@ -183,10 +183,23 @@ def add_generation_args(
 
 
 def generation_settings(args: argparse.Namespace) -> dict:
-    """The decoding settings the command's flags (``add_generation_args``) set."""
-    from seq2bert.decoding.config import options
+    """The decoding settings the command's flags (``add_generation_args``) set, each checked against its
+    bounds: a ConfigError naming the setting, and its flags when it has several (--num-beams, --beam)."""
+    from seq2bert.decoding.config import check_setting, options
+    from seq2bert.errors import ConfigError
 
-    return {s.name: getattr(args, s.name) for s in options() if hasattr(args, s.name)}
+    out = {}
+    for s in options():
+        if hasattr(args, s.name):
+            out[s.name] = value = getattr(args, s.name)
+            try:
+                check_setting(s, value)
+            except ConfigError as e:
+                if not s.option.aliases:
+                    raise
+                flags = ", ".join(["--" + s.name.replace("_", "-"), *s.option.aliases])
+                raise ConfigError(f"{s.name} ({flags}){str(e).removeprefix(s.name)}") from None
+    return out
 
 
 def decoding_of(args: argparse.Namespace):

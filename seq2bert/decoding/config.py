@@ -145,7 +145,7 @@ class GenerationConfig:
     bad_words_ids: tuple[tuple[int, ...], ...] = ()
     # sampling instead of the most probable token (one beam; sampling.py): temperature, top-k, nucleus
     do_sample: bool = option(False, "sample the next token (default: the most probable)")
-    temperature: float = option(1.0, "with sampling: p^(1/T), > 0", gt=0, metavar="T")
+    temperature: float = option(1.0, "with sampling: p^(1/T)", gt=0, metavar="T")
     top_k: int = option(
         0,
         "with sampling or contrastive search: the k most probable tokens (0: all)",
@@ -155,7 +155,7 @@ class GenerationConfig:
     )
     top_p: float = option(
         1.0,
-        "with sampling: the nucleus, (0, 1] (1: all)",
+        "with sampling: the nucleus (1: all)",
         gt=0,
         le=1,
         metavar="P",
