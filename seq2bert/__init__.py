@@ -21,23 +21,22 @@ def translate(
     texts: str | list[str],
     model: str | Path,
     *,
-    num_beams: int = 1,
-    length_penalty: float = 1.0,
-    max_len_a: float = 1.5,
-    max_len_b: int = 10,
     batch_size: int = 64,
     max_source_length: int | None = None,
     bf16: bool | str = "auto",
+    **settings,
 ) -> str | list[str]:
     """Translate ``texts`` (a string: one sentence) with the checkpoint at ``model``: greedy decoding, or beam
-    search with ``num_beams``; at most ⌊max_len_a · |x| + max_len_b⌋ tokens per sentence; sources truncated
+    search with ``num_beams``; at most ⌊max_len_a · |x| + max_len_b⌋ tokens per sentence (1.5 and 10 unless
+    set); ``settings``: GenerationConfig's (seq2bert/decoding/config.py: ``num_beams``, ``length_penalty``
+    — GNMT's form here —, ``max_len_a``, ``max_len_b``, ``no_repeat_ngram_size``, …); sources truncated
     to ``max_source_length`` tokens (default: the model's positions, else 512), "" for an empty text. The
     model is loaded once and kept between calls; it decodes in bf16 where the CPU computes bf16 natively
     (``bf16="auto"``), in fp32 with ``bf16=False``."""
     from seq2bert.decoding.generation import Decoding
     from seq2bert.pipelines import translate as _translate
 
-    decoding = Decoding(num_beams, length_penalty, max_len_a, max_len_b)
+    decoding = Decoding.of(**settings)
     texts = texts if isinstance(texts, str) else list(texts)
     return _translate(
         model, texts, decoding=decoding, batch_size=batch_size, max_source_length=max_source_length, bf16=bf16
@@ -105,10 +104,10 @@ def answer(question: str, context: str, model, **options):
 def generate(prompts, model, **settings):
     """The continuation of each prompt (a string for a string, else a list) by a language model directory
     (GPT, GPT-2, BERT with is_decoder) or a ``(model, tokenizer)`` pair: the generated text alone, prompt
-    excluded. ``settings``:
-    ``max_new_tokens`` (50), ``do_sample``, ``temperature``, ``top_k`` (50, when sampling), ``top_p``,
-    ``num_beams``, ``repetition_penalty``, ``no_repeat_ngram_size``, ``min_new_tokens``, ``length_penalty``,
-    ``stop`` (stop strings), ``seed``, ``batch_size``, ``on_text`` (a callable given the text as it comes),
+    excluded. ``settings``: GenerationConfig's (seq2bert/decoding/config.py) — ``max_new_tokens`` (50),
+    ``do_sample``, ``temperature``, ``top_k`` (50, when sampling), ``top_p``, ``num_beams``,
+    ``repetition_penalty``, ``no_repeat_ngram_size``, ``min_new_tokens``, ``length_penalty``, ``seed``, … —
+    and ``stop`` (stop strings), ``batch_size``, ``on_text`` (a callable given the text as it comes),
     ``bf16`` ("auto": bf16 where the CPU computes it natively; False: fp32).
     Prompts longer than the context leaves (n_positions − max_new_tokens) keep their last tokens, with a
     warning; an empty prompt starts from the model's <|endoftext|> (an error for a model without one).

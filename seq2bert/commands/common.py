@@ -27,12 +27,26 @@ def add_bf16_arg(p: argparse.ArgumentParser) -> None:
     )
 
 
+MODEL_HELP = "a checkpoint, run or Hugging Face directory"  # the one name of every command's model argument
+
+
+def add_model_arg(p: argparse.ArgumentParser, what: str, *, dest: str = "model") -> None:
+    """The positional MODEL argument every command that reads a model takes: one metavar, one help (the
+    command's own ``what`` after it)."""
+    p.add_argument(dest, metavar="MODEL", help=f"{MODEL_HELP}: {what}")
+
+
 def add_data_dir_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--data", metavar="DIR", help="folder of parallel text: {train,val,test...}.{SRC,TGT}[.gz]"
     )
-    p.add_argument("--src", default="de", help="source language suffix with --data (default: de)")
-    p.add_argument("--tgt", default="en", help="target language suffix with --data (default: en)")
+    # the one pair of language flags (transformers' run_translation spelling kept as aliases)
+    p.add_argument(
+        "--src", "--source-lang", default="de", help="source language suffix with --data (default: de)"
+    )
+    p.add_argument(
+        "--tgt", "--target-lang", default="en", help="target language suffix with --data (default: en)"
+    )
     p.add_argument("--valid-split", default="val", help="validation split name with --data (default: val)")
     p.add_argument("--test-split", default="test_2016_flickr", help="test split name with --data")
 
@@ -128,22 +142,80 @@ def data_dir_overrides(directory: Path, src: str, tgt: str, valid: str, test: st
     return out
 
 
+# the translation commands' decoding flags: every setting but the one limit for every input and the n-best
+# list (one translation is printed per source)
+TRANSLATION_EXCLUDES = ("max_new_tokens", "num_return_sequences")
+TRANSLATION_DEFAULTS = {"max_len_a": 1.5, "max_len_b": 10}  # the recipes' Decoding
+
+
+def add_generation_args(
+    p: argparse.ArgumentParser,
+    *,
+    defaults: dict | None = None,
+    exclude: tuple[str, ...] = (),
+    helps: dict[str, str] | None = None,
+) -> None:
+    """One flag per setting of GenerationConfig (seq2bert/decoding/config.py: its help, bounds and aliases,
+    e.g. --num-beams and --beam), with the command's ``defaults``; ``exclude``: settings the command does
+    not take; ``helps``: the command's own wording of a setting. The values: ``generation_settings(args)``."""
+    from seq2bert.decoding.config import bounds, options
+
+    group = p.add_argument_group("decoding (seq2bert/decoding/config.py)")
+    defaults, helps = defaults or {}, helps or {}
+    for s in options():
+        if s.name in exclude:
+            continue
+        flags = ["--" + s.name.replace("_", "-"), *s.option.aliases]
+        default = defaults.get(s.name, s.default)
+        text = helps.get(s.name, s.option.help)
+        if s.type is bool:
+            action = argparse.BooleanOptionalAction if default else "store_true"
+            group.add_argument(*flags, dest=s.name, action=action, default=default, help=text)
+            continue
+        plain = s.name in helps or {s.option.ge, s.option.gt, s.option.le} == {None}
+        limits = "" if plain else f"; {bounds(s.option)}"
+        shown = (
+            f" (default {default}{limits})" if default is not None else f" ({limits[2:]})" if limits else ""
+        )
+        group.add_argument(
+            *flags, dest=s.name, type=s.type, default=default, metavar=s.option.metavar, help=text + shown
+        )
+
+
+def generation_settings(args: argparse.Namespace) -> dict:
+    """The decoding settings the command's flags (``add_generation_args``) set, each checked against its
+    bounds: a ConfigError naming the setting, and its flags when it has several (--num-beams, --beam)."""
+    from seq2bert.decoding.config import check_setting, options
+    from seq2bert.errors import ConfigError
+
+    out = {}
+    for s in options():
+        if hasattr(args, s.name):
+            out[s.name] = value = getattr(args, s.name)
+            try:
+                check_setting(s, value)
+            except ConfigError as e:
+                if not s.option.aliases:
+                    raise
+                flags = ", ".join(["--" + s.name.replace("_", "-"), *s.option.aliases])
+                raise ConfigError(f"{s.name} ({flags}){str(e).removeprefix(s.name)}") from None
+    return out
+
+
 def decoding_of(args: argparse.Namespace):
+    """A translation command's decoding (the recipes' ``Decoding`` with the flags' settings)."""
     from seq2bert.decoding.generation import Decoding
 
-    if args.beam < 1:
-        raise UserError(f"--beam: expected a beam size of at least 1, got {args.beam}")
-    return Decoding(num_beams=args.beam, length_penalty=args.length_penalty)
+    return Decoding.of(**generation_settings(args))
 
 
 def add_decoding_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--beam", type=int, default=1, metavar="K", help="beam size (default 1: greedy decoding)")
-    p.add_argument(
-        "--length-penalty",
-        type=float,
-        default=1.0,
-        metavar="ALPHA",
-        help="beam search length penalty α of Wu et al. (2016) (default 1.0; 0 = none)",
+    """A translation command's decoding flags: --num-beams (--beam), --length-penalty (GNMT's form), …"""
+    add_generation_args(
+        p,
+        defaults=TRANSLATION_DEFAULTS,
+        exclude=TRANSLATION_EXCLUDES,
+        helps={"length_penalty": "beam search length penalty alpha of Wu et al. (2016), 0: none"},
     )
 
 

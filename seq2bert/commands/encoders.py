@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from seq2bert.commands.common import BF16, add_bf16_arg, load_config, stdin_lines
+from seq2bert.commands.common import BF16, add_bf16_arg, add_model_arg, load_config, stdin_lines
 from seq2bert.errors import UserError
 
 
@@ -330,14 +330,14 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_finetune)
 
     p = sub.add_parser("classify", help="label texts with a fine-tuned sequence classifier")
-    p.add_argument("model", help="a BertForSequenceClassification directory (e.g. runs/sst2/best)")
+    add_model_arg(p, "a BertForSequenceClassification directory (e.g. runs/sst2/best)")
     p.add_argument("text", nargs="*", help="texts; TEXT<TAB>PAIR for pairs (default: lines of stdin)")
     add_int8_arg(p)
     add_bf16_arg(p)
     p.set_defaults(func=cmd_classify)
 
     p = sub.add_parser("tag", help="named entities (character spans) with a fine-tuned token classifier")
-    p.add_argument("model", help="a BertForTokenClassification directory (e.g. runs/ner/best)")
+    add_model_arg(p, "a BertForTokenClassification directory (e.g. runs/ner/best)")
     p.add_argument("text", nargs="*", help="texts (default: lines of stdin)")
     p.add_argument(
         "--words", action="store_true", help="one line per tagged word instead of grouped entities"
@@ -346,7 +346,7 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_tag)
 
     p = sub.add_parser("qa", help="answer a question with a span of a context (extractive QA)")
-    p.add_argument("model", help="a BertForQuestionAnswering directory (e.g. runs/squad/best)")
+    add_model_arg(p, "a BertForQuestionAnswering directory (e.g. runs/squad/best)")
     p.add_argument("--question", required=True)
     p.add_argument("--context", help="the passage to answer from")
     p.add_argument("--context-file", help="read the passage from a file")
@@ -358,9 +358,9 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_qa)
 
     p = sub.add_parser("fill-mask", help="the most probable tokens for [MASK] (a directory with an MLM head)")
-    p.add_argument(
-        "model",
-        help="a directory with a masked-LM head: BERT, RoBERTa, ALBERT, SpanBERT (…ForMaskedLM "
+    add_model_arg(
+        p,
+        "a directory with a masked-LM head: BERT, RoBERTa, ALBERT, SpanBERT (…ForMaskedLM "
         "/ …ForPreTraining); of an ELECTRA run, its generator (found in best/generator)",
     )
     p.add_argument(
@@ -374,7 +374,7 @@ def register(sub) -> None:
         "embed",
         help="sentence embeddings of texts (pooled as the directory says); prints their cosine similarities",
     )
-    p.add_argument("model", help="an encoder directory (BERT, a sentence-transformers model, ELMo, …)")
+    add_model_arg(p, "an encoder directory (BERT, a sentence-transformers model, ELMo, …)")
     p.add_argument("text", nargs="*", help="texts (default: one per line on stdin)")
     p.add_argument(
         "--normalize",

@@ -6,7 +6,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from seq2bert.commands.common import BF16, add_bf16_arg, load_config
+from seq2bert.commands.common import (
+    BF16,
+    add_bf16_arg,
+    add_generation_args,
+    add_model_arg,
+    generation_settings,
+    load_config,
+)
+from seq2bert.decoding.config import TEXT_DEFAULTS
 from seq2bert.errors import UserError
 
 # the columns of a language model's results row (train-lm) and of a perplexity evaluation (evaluate-lm)
@@ -58,15 +66,16 @@ def cmd_sample(args: argparse.Namespace) -> int:
         raise UserError(f"{args.model}: no tokenizer in the directory")
     ids = tok.ids_batch([args.prompt])[0] if args.prompt else []
     prompt = torch.tensor([ids or [model.config.eos_token_id]])
+    settings = generation_settings(args)
     for i in range(args.n):
         out = model.generate(
             prompt,
-            max_new_tokens=args.max_new_tokens,
-            do_sample=args.temperature > 0,
-            temperature=args.temperature or 1.0,
-            top_k=args.top_k,
-            top_p=args.top_p,
-            seed=None if args.seed is None else args.seed + i,
+            **{
+                **settings,
+                "do_sample": args.temperature > 0,
+                "temperature": args.temperature or 1.0,
+                "seed": None if args.seed is None else args.seed + i,
+            },
         )
         print(tok.decode(out[0].tolist()))
     return 0
@@ -83,19 +92,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     # --stop '\n': backslash escapes read as Python reads them in a string
     stops = [s.encode("latin-1", "backslashreplace").decode("unicode_escape") for s in args.stop]
     settings = dict(
-        max_new_tokens=args.max_new_tokens,
-        do_sample=args.do_sample,
-        temperature=args.temperature,
-        top_k=args.top_k,
-        top_p=args.top_p,
-        num_beams=args.num_beams,
-        repetition_penalty=args.repetition_penalty,
-        no_repeat_ngram_size=args.no_repeat_ngram_size,
-        min_new_tokens=args.min_new_tokens,
-        stop=stops or None,
-        seed=args.seed,
-        batch_size=args.batch_size,
-        bf16=BF16[args.bf16],
+        generation_settings(args), stop=stops or None, batch_size=args.batch_size, bf16=BF16[args.bf16]
     )
     if len(prompts) == 1 and args.num_beams == 1:  # streamed: each piece printed as it is generated
 
@@ -168,13 +165,14 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_train_lm)
 
     p = sub.add_parser("sample", help="continue a prompt with a language model (sampling with a temperature)")
-    p.add_argument("model", help="a language model directory (a train-lm run's best/)")
+    add_model_arg(p, "a language model (a train-lm run's best/)")
     p.add_argument("--prompt", default="", help="the text to continue (default: a new document)")
-    p.add_argument("--max-new-tokens", type=int, default=50)
-    p.add_argument("--temperature", type=float, default=1.0, help="0: greedy (the most probable token)")
-    p.add_argument("--top-k", type=int, default=0)
-    p.add_argument("--top-p", type=float, default=1.0)
-    p.add_argument("--seed", type=int, help="repeatable samples")
+    add_generation_args(
+        p,
+        defaults={"max_new_tokens": 50},
+        exclude=("do_sample", "max_len_a", "max_len_b", "num_return_sequences"),
+        helps={"temperature": "sample from p^(1/T); 0: greedy (the most probable token)"},
+    )
     p.add_argument("-n", type=int, default=1, help="how many samples")
     p.set_defaults(func=cmd_sample)
 
@@ -189,32 +187,13 @@ def register(sub) -> None:
         "model's <|endoftext|>.",
         epilog='examples:\n  seq2bert generate gpt2/ "The meaning of life is" --max-new-tokens 40\n'
         '  seq2bert generate gpt2/ "Once upon a time" --do-sample --temperature 0.8 --top-p 0.9 --seed 1\n'
-        '  seq2bert generate gpt2/ "Q: why?" "Q: how?" --num-beams 4 --no-repeat-ngram-size 3 --stop "\\n"',
+        '  seq2bert generate gpt2/ "Q: why?" "Q: how?" --num-beams 4 --no-repeat-ngram-size 3 --stop "\\n"\n'
+        '  seq2bert generate gpt2/ "DeepMind Company is" --penalty-alpha 0.6 --top-k 4   # contrastive search',
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("model", help="a GPT / GPT-2 directory (config.json, weights, vocab.json + merges.txt)")
+    add_model_arg(p, "a GPT / GPT-2 directory (config.json, weights, vocab.json + merges.txt)")
     p.add_argument("text", nargs="*", help="the prompts (default: one read from stdin)")
-    p.add_argument("--max-new-tokens", type=int, default=50, metavar="N")
-    p.add_argument(
-        "--do-sample", action="store_true", help="sample the next token (default: the most probable)"
-    )
-    p.add_argument("--temperature", type=float, default=1.0, metavar="T", help="with --do-sample (> 0)")
-    p.add_argument("--top-k", type=int, default=50, metavar="K", help="with --do-sample; 0: no top-k filter")
-    p.add_argument(
-        "--top-p", type=float, default=1.0, metavar="P", help="with --do-sample: the nucleus, (0, 1]"
-    )
-    p.add_argument("--num-beams", type=int, default=1, metavar="B", help="beam search (default 1: greedy)")
-    p.add_argument(
-        "--repetition-penalty",
-        type=float,
-        default=1.0,
-        metavar="R",
-        help="CTRL's penalty on tokens already in the text, > 0 (1: none; 1.2 is common)",
-    )
-    p.add_argument(
-        "--no-repeat-ngram-size", type=int, default=0, metavar="N", help="no n-gram twice (0: off)"
-    )
-    p.add_argument("--min-new-tokens", type=int, default=0, metavar="N", help="no end token before N tokens")
+    add_generation_args(p, defaults=TEXT_DEFAULTS, exclude=("max_len_a", "max_len_b", "num_return_sequences"))
     p.add_argument(
         "--stop",
         action="append",
@@ -222,7 +201,6 @@ def register(sub) -> None:
         metavar="STR",
         help="stop a text when it comes to contain STR (kept; escapes such as \\n read; repeatable)",
     )
-    p.add_argument("--seed", type=int, help="repeatable samples")
     p.add_argument("--batch-size", type=int, default=16, help="prompts decoded together (left-padded)")
     add_bf16_arg(p)
     p.set_defaults(func=cmd_generate)
@@ -230,7 +208,7 @@ def register(sub) -> None:
     p = sub.add_parser(
         "evaluate-lm", help="perplexity of a language model on text files (its own vocabulary)"
     )
-    p.add_argument("model", help="a language model directory (a train-lm run or its best/)")
+    add_model_arg(p, "a language model (a train-lm run or its best/)")
     p.add_argument(
         "files",
         nargs="+",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from seq2bert.commands.common import load_config
+from seq2bert.commands.common import add_model_arg, load_config
 from seq2bert.errors import UserError
 
 
@@ -149,9 +149,7 @@ def register(sub) -> None:
         "quantised per batch: torch.ao dynamic quantisation) and write it as an int8 directory, "
         "which every command and pipeline loads (on the CPU).",
     )
-    p.add_argument(
-        "model", help="a checkpoint directory (a BERT-family task model, a Transformer translation run, …)"
-    )
+    add_model_arg(p, "a checkpoint directory (a BERT-family task model, a Transformer translation run, …)")
     p.add_argument("--out", required=True, help="the int8 directory to write: new or empty")
     p.add_argument(
         "--overwrite", action="store_true", help="replace --out if it holds a previous quantize output"
@@ -164,9 +162,7 @@ def register(sub) -> None:
         description="Export to ONNX (dynamic batch and sequence axes) and check ONNX Runtime's "
         "outputs against ours on padded batches (max |diff| <= 1e-4). Needs the extra onnx.",
     )
-    p.add_argument(
-        "model", help="a task model (sequence, token classification, span QA) or an encoder directory"
-    )
+    add_model_arg(p, "a task model (sequence, token classification, span QA) or an encoder directory")
     p.add_argument("--onnx", required=True, metavar="FILE", help="the .onnx file to write")
     p.add_argument("--no-check", action="store_true", help="skip the ONNX Runtime check")
     p.set_defaults(func=cmd_export)

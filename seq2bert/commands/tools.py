@@ -8,8 +8,10 @@ from pathlib import Path
 
 from seq2bert.commands.common import (
     add_config_args,
+    add_model_arg,
     load_run_config,
 )
+from seq2bert.errors import UserError
 
 
 def cmd_attention(args: argparse.Namespace) -> int:
@@ -34,12 +36,33 @@ def cmd_positions(args: argparse.Namespace) -> int:
     return 0
 
 
+# the recipes whose configuration `seq2bert config RECIPE` prints: the command that runs it → its config class
+RECIPE_CONFIGS = {
+    "train": ("seq2bert.recipes.translation", "TranslationConfig"),
+    "train-lm": ("seq2bert.recipes.lm", "LMConfig"),
+    "pretrain": ("seq2bert.recipes.pretrain", "PretrainConfig"),
+    "finetune": ("seq2bert.recipes.finetune", "FinetuneConfig"),
+    "distill": ("seq2bert.recipes.distill", "DistillConfig"),
+}
+
+
 def cmd_config(args: argparse.Namespace) -> int:
+    import importlib
+
     import yaml
 
     from seq2bert import config as config_io
+    from seq2bert.commands.common import load_config
 
-    cfg = load_run_config(args)
+    if args.recipe == "train":
+        cfg = load_run_config(args)
+    elif args.task or args.data:
+        raise UserError(
+            f"--task and --data are the translation recipe's (seq2bert config train), not {args.recipe}'s"
+        )
+    else:
+        module, name = RECIPE_CONFIGS[args.recipe]
+        cfg = load_config(getattr(importlib.import_module(module), name), args)
     text = yaml.safe_dump(config_io.to_dict(cfg), sort_keys=False)
     if args.write:
         config_io.save(cfg, args.write)
@@ -110,9 +133,7 @@ def register(sub) -> None:
         "for segment B), or a translation checkpoint (encoder self-, decoder self- and cross-attention over its "
         "own translation).",
     )
-    p.add_argument(
-        "model", help="an encoder directory (BERT, RoBERTa, …) or a translation checkpoint / run directory"
-    )
+    add_model_arg(p, "an encoder directory (BERT, RoBERTa, …) or a translation checkpoint / run directory")
     p.add_argument("text")
     p.add_argument("--pair", help="BERT: the second segment")
     p.add_argument(
@@ -135,8 +156,20 @@ def register(sub) -> None:
 
     p = sub.add_parser(
         "config",
-        help="print the run configuration (defaults, file and overrides applied)",
-        description="Print the full run configuration as YAML: every key --set can change.",
+        help="print a recipe's full configuration (defaults, file and overrides applied)",
+        description="Print the full configuration of a recipe as YAML: every key --set can change "
+        "(--task and --data: the translation recipe's).",
+        epilog="examples:\n  seq2bert config                      # train (translation)\n"
+        "  seq2bert config pretrain --set model.model_type=roberta\n"
+        "  seq2bert config finetune --write my.yaml",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "recipe",
+        nargs="?",
+        default="train",
+        choices=tuple(RECIPE_CONFIGS),
+        help="the command whose configuration to print (default: train)",
     )
     add_config_args(p)
     p.add_argument("--write", metavar="FILE", help="also write it to FILE (.yaml or .json)")

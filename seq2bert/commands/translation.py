@@ -12,6 +12,7 @@ from seq2bert.commands.common import (
     add_config_args,
     add_data_dir_args,
     add_decoding_args,
+    add_model_arg,
     add_source_length_arg,
     data_dir_overrides,
     decoding_of,
@@ -130,7 +131,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         if (
             args.source
             or args.by_length
-            or args.beam != 1
+            or args.num_beams != 1
             or args.split != "test"
             or args.int8
             or args.bf16 != "false"
@@ -372,7 +373,7 @@ def register(sub) -> None:
         "given parallel files; BLEU is sacrebleu's, cased and lowercased. A fine-tuned BERT run (or "
         "its best/) is scored on its task's dev set with the task's metrics.",
     )
-    p.add_argument("checkpoint", help="checkpoint or run directory")
+    add_model_arg(p, "a translation model (a run directory: its best/)", dest="checkpoint")
     p.add_argument(
         "--split", default="test", choices=["train", "valid", "test"], help="split of the run's data"
     )
@@ -409,7 +410,7 @@ def register(sub) -> None:
         help="translate text with a checkpoint (greedy or beam search)",
         description="Translate the given texts, a file (--input) or standard input, one per line.",
     )
-    p.add_argument("checkpoint", help="checkpoint or run directory")
+    add_model_arg(p, "a translation model (a run directory: its best/)", dest="checkpoint")
     p.add_argument("text", nargs="*", help="texts to translate (default: read lines from --input or stdin)")
     p.add_argument("--input", help="file with one source sentence per line")
     p.add_argument("--batch-size", type=int, default=64)
@@ -436,7 +437,7 @@ def register(sub) -> None:
         description="Translate TEXT with an attention model and draw the alignment matrix: one row per "
         "target token, one column per source token (Bahdanau et al. 2015, Fig. 3).",
     )
-    p.add_argument("checkpoint", help="checkpoint or run directory")
+    add_model_arg(p, "a translation model (a run directory: its best/)", dest="checkpoint")
     p.add_argument("text", help="the source sentence")
     p.add_argument("--out", default="alignment.png", help="PNG path (default: alignment.png)")
     add_decoding_args(p)

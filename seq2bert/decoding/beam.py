@@ -16,6 +16,13 @@ fairseq (Ott et al., 2019) and Hugging Face transformers do it:
         (so are those that meet a ``stopping`` criterion, stopping.py, with their last token: transformers)
         the K best candidates not ending are the new beams; the decoder state follows them
 
+Diverse beam search (Vijayakumar et al. 2016, Alg. 1; ``num_beam_groups`` G > 1): the K beams are G groups of
+K/G, each a beam search of its own (its 2K/G candidates, its finished hypotheses, its stopping), taken in order
+at every step; group g's log-probabilities are first lowered by λ = ``diversity_penalty`` for every beam of an
+earlier group that took the same token at this step (Hamming diversity, the paper's Eq. 3 with Δ counting equal
+tokens; transformers' HammingDiversityLogitsProcessor, applied before the other rules). The penalised scores
+are carried on, and the hypotheses of all groups are ranked together at the end. G = 1 is the search above.
+
 Taking 2K candidates guarantees K live beams even when K of them end in [EOS] (each beam contributes at
 most one [EOS] candidate).
 
@@ -126,96 +133,131 @@ def beam_search(
     *,
     stopping: StoppingCriterion | None = None,
 ) -> list[list[Hypothesis]]:
-    """Decode a batch with beam search (see the module docstring for the algorithm and its semantics).
+    """Decode a batch with beam search (see the module docstring for the algorithm and its semantics) — in
+    ``num_beam_groups`` groups with a diversity penalty, diverse beam search, when the config asks for it.
 
     input_ids, attention_mask: (B, S) → the ``num_return_sequences`` best hypotheses of each input, best
     first (fewer only when the model gives probability 0 to nearly everything, or the maximum length is 0).
     """
-    B, K = input_ids.size(0), config.num_beams
+    B, K, G = input_ids.size(0), config.num_beams, config.num_beam_groups
+    Kg = K // G  # beams per group; G = 1: plain beam search
     device = input_ids.device
-    eos = config.eos_token_id
+    eos = -1 if config.eos_token_id is None else config.eos_token_id  # no [EOS]: no candidate ends with it
     start = begin(model, input_ids, attention_mask, config)
     max_lengths = start.max_lengths
     # The K beams of an input are identical until the first token, so step 0 runs on the B inputs alone and
-    # the state is repeated to B·K rows afterwards: row b·K + k is then beam k of input b.
+    # the state is repeated to B·K rows afterwards: row b·K + g·Kg + k is then beam k of group g of input b.
     state, tokens = start.state, start.tokens  # tokens (B,), then (B·K,): the last token of each beam
     prompt = start.prompt.repeat_interleave(K, dim=0)  # (B·K, P)
     prompt_mask = start.prompt_mask.repeat_interleave(K, dim=0)  # (B·K, P) False on left padding
     history = torch.zeros(B * K, 0, dtype=torch.long, device=device)  # (B·K, t) new tokens of each beam
-    # The K copies are identical at t = 0: only beam 0 may be extended, or the first step would pick the same
-    # candidate K times.
+    # The K copies are identical at t = 0: only beam 0 of each group may be extended, or the first step would
+    # pick the same candidate Kg times.
     beam_scores = torch.full((B, K), -math.inf, device=device)  # (B, K) log P(y_≤t | x) of each live beam
-    beam_scores[:, 0] = 0.0
-    finished: list[list[Hypothesis]] = [[] for _ in range(B)]
-    done = [False] * B
-    batch_offsets = (torch.arange(B, device=device) * K)[:, None]  # (B, 1) row of beam 0 of each input
+    beam_scores[:, ::Kg] = 0.0
+    finished: list[list[list[Hypothesis]]] = [[[] for _ in range(G)] for _ in range(B)]  # [b][g]
+    done = [[False] * G for _ in range(B)]
     last_steps = torch.tensor(max_lengths, device=device).repeat_interleave(K)  # (B·K,) each row's maximum
+    batch_starts = torch.arange(B, device=device) * K  # (B,) the row of beam 0 of each input
+
+    def extend(g: int, taken: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Steps 3–5 of the module docstring for group g of every input: its 2·Kg best candidates, the finished
+        hypotheses among its first Kg, its Kg new beams. ``taken`` (B, n): the tokens earlier groups took at this
+        step, each lowering a token's log-probability by ``diversity_penalty`` (Hamming diversity). →
+        (the new beams' scores (B, Kg), the rows they extend (B, Kg), their tokens (B, Kg))."""
+        V = log_probs.size(-1)
+        # the group's rows (B·Kg,) of every input; one group: all of them, taken as they are
+        offsets = (batch_starts + g * Kg)[:, None]  # (B, 1) the row of the group's beam 0 of each input
+        group = slice(None) if G == 1 else (offsets + torch.arange(Kg, device=device)).view(-1)
+        lp = log_probs[group]  # (B·Kg, V)
+        if taken is not None and config.diversity_penalty:  # before the other rules, as transformers
+            counts = torch.zeros(B, V, device=device).scatter_add_(
+                1, taken, torch.ones_like(taken, dtype=lp.dtype)
+            )
+            lp = lp - config.diversity_penalty * counts.repeat_interleave(Kg, dim=0)
+        group_history = rows_history[group]
+        if config.repetition_penalty != 1.0:  # on log p, as transformers' beam search
+            group_mask = rows_mask[group]
+            lp = penalize_repetitions(lp, group_history, group_mask, config.repetition_penalty)
+        last = last_steps[group]
+        lp = apply_rules(lp, t, group_history, last.eq(t + 1), config)
+        scores = lp.add_(beam_scores[:, g * Kg : (g + 1) * Kg].reshape(B * Kg, 1))  # (B·Kg, V) in place
+        # (B, Kg·V) all extensions of an input's group, index = beam·V + token
+        scores = scores.view(B, Kg * V)
+
+        # 3. The 2Kg best candidates of each input, best first.
+        cand_scores, cand_index = _topk(scores, 2 * Kg)  # (B, 2Kg)
+        cand_tokens = cand_index % V  # (B, 2Kg)
+        cand_rows = cand_index // V + offsets  # (B, 2Kg) the row of the beam each candidate extends
+        cand_ends = cand_tokens.eq(eos)  # (B, 2Kg)
+        if stopping is not None:  # the candidates that meet the criterion end too, with their last token
+            rows = cand_rows.view(-1)
+            candidates = torch.cat([rows_history[rows], cand_tokens.view(-1, 1)], dim=1)
+            cand_ends = cand_ends | stopping(candidates).view(B, 2 * Kg)
+
+        # 4. Candidates that end among the first Kg ranks are finished hypotheses of length t + 1.
+        new_finished = cand_ends[:, :Kg] & cand_scores[:, :Kg].isfinite()  # (B, Kg)
+        for b, rank in new_finished.nonzero().tolist():  # input by input, best rank first
+            if not done[b][g]:
+                s = cand_scores[b, rank].item()
+                row = int(cand_rows[b, rank])
+                last_token = int(cand_tokens[b, rank])
+                _add(finished[b][g], hypothesis(history[row].tolist() + [last_token], s, config), Kg)
+
+        # 5. The Kg best candidates that do not end become the beams; the state and history follow them.
+        # a stable sort on "ends" lists the other candidates first, still in rank order
+        live = cand_ends.to(torch.uint8).argsort(dim=1, stable=True)[:, :Kg]  # (B, Kg) their ranks
+        # more than Kg candidates may end when a stopping criterion holds: the beams left over are dead
+        new_scores = cand_scores.gather(1, live).masked_fill(cand_ends.gather(1, live), -math.inf)
+        rows = cand_rows.gather(1, live)  # (B, Kg)
+        done_rows = torch.tensor([d[g] for d in done], device=device)[:, None]  # (B, 1)
+        tokens = cand_tokens.gather(1, live).masked_fill(done_rows, config.pad_token_id)  # done: fed [PAD]
+        return new_scores, rows, tokens
 
     for t in itertools.count():  # t = number of tokens generated so far by every live beam
-        # 1. Close the inputs that are done: at their maximum length the live beams finish as they are.
-        live_scores = beam_scores.tolist()  # B lists of K floats, best first
-        for b in range(B):
-            if done[b]:
+        # 1. Close the groups that are done: at their maximum length the live beams finish as they are.
+        live_scores = beam_scores.tolist()  # B lists of K floats, best first within each group
+        for b, g in itertools.product(range(B), range(G)):
+            if done[b][g]:
                 continue
+            live = live_scores[b][g * Kg : (g + 1) * Kg]
             if t >= max_lengths[b]:
-                for k, s in enumerate(live_scores[b]):
+                for k, s in enumerate(live):
                     if s > -math.inf:
-                        _add(finished[b], hypothesis(history[b * K + k].tolist(), s, config), K)
-                done[b] = True
-            elif live_scores[b][0] == -math.inf:  # no live beam can produce a hypothesis any more
-                done[b] = True
-            elif len(finished[b]) == K:
+                        row = b * K + g * Kg + k
+                        _add(finished[b][g], hypothesis(history[row].tolist(), s, config), Kg)
+                done[b][g] = True
+            elif live[0] == -math.inf:  # no live beam can produce a hypothesis any more
+                done[b][g] = True
+            elif len(finished[b][g]) == Kg:
                 # transformers' heuristic: the best live beam, scored at the current length, does not
                 # beat the worst finished hypothesis kept
                 lp = length_penalty(t, config.length_penalty, config.length_penalty_form)
-                done[b] = config.early_stopping or live_scores[b][0] / lp <= finished[b][-1].score
-        if all(done):
+                done[b][g] = config.early_stopping or live[0] / lp <= finished[b][g][-1].score
+        if all(all(d) for d in done):
             break
 
         # 2. Score every one-token extension of every beam.
         logits, state = model.step(tokens, state)  # (B·K, V); (B, V) at t = 0
         log_probs = logits.log_softmax(dim=-1, dtype=torch.float32)  # (B·K, V) log p(y | x, y_≤t)
-        V = log_probs.size(-1)
-        if t == 0:  # beams 1 … K−1 are copies of beam 0 with score −∞
+        if t == 0:  # the beams but the first of each group are copies with score −∞
             state = repeat(model, state, K, B, device)
             log_probs = log_probs.repeat_interleave(K, dim=0)  # (B·K, V)
         rows_history = torch.cat([prompt, history], dim=1)  # (B·K, P + t)
-        if config.repetition_penalty != 1.0:  # on log p, as transformers' beam search
-            rows_mask = torch.cat([prompt_mask, torch.ones_like(history, dtype=torch.bool)], dim=1)
-            log_probs = penalize_repetitions(log_probs, rows_history, rows_mask, config.repetition_penalty)
-        log_probs = apply_rules(log_probs, t, rows_history, last_steps.eq(t + 1), config)
-        scores = log_probs.add_(beam_scores.view(B * K, 1))  # (B·K, V) log P(y_≤t, y | x), in place
-        scores = scores.view(B, K * V)  # (B, K·V) all extensions of an input's beams, index = beam·V + token
-
-        # 3. The 2K best candidates of each input, best first.
-        cand_scores, cand_index = _topk(scores, 2 * K)  # (B, 2K)
-        cand_tokens = cand_index % V  # (B, 2K)
-        cand_rows = cand_index // V + batch_offsets  # (B, 2K) the row of the beam each candidate extends
-        cand_ends = cand_tokens.eq(-1 if eos is None else eos)  # (B, 2K); no [EOS]: none ends here
-        if stopping is not None:  # the candidates that meet the criterion end too, with their last token
-            rows = cand_rows.view(-1)
-            candidates = torch.cat([prompt[rows], history[rows], cand_tokens.view(-1, 1)], dim=1)
-            cand_ends = cand_ends | stopping(candidates).view(B, 2 * K)
-
-        # 4. Candidates that end among the first K ranks are finished hypotheses of length t + 1.
-        new_finished = cand_ends[:, :K] & cand_scores[:, :K].isfinite()  # (B, K)
-        for b, rank in new_finished.nonzero().tolist():  # input by input, best rank first
-            if not done[b]:
-                s = cand_scores[b, rank].item()
-                row = int(cand_rows[b, rank])
-                last = int(cand_tokens[b, rank])
-                _add(finished[b], hypothesis(history[row].tolist() + [last], s, config), K)
-
-        # 5. The K best candidates that do not end become the beams; the state and history follow them.
-        # a stable sort on "ends" lists the other candidates first, still in rank order
-        live = cand_ends.to(torch.uint8).argsort(dim=1, stable=True)[:, :K]  # (B, K) their ranks
-        # (B, K); more than K candidates may end when a stopping criterion holds: the beams left over are dead
-        beam_scores = cand_scores.gather(1, live).masked_fill(cand_ends.gather(1, live), -math.inf)
-        rows = cand_rows.gather(1, live).view(B * K)  # (B·K,) the beam each new beam extends
-        tokens = cand_tokens.gather(1, live).view(B * K)  # (B·K,)
-        done_rows = torch.tensor(done, device=device).repeat_interleave(K)  # (B·K,)
-        tokens = tokens.masked_fill(done_rows, config.pad_token_id)  # done inputs keep their rows, fed [PAD]
+        rows_mask = torch.cat([prompt_mask, torch.ones_like(history, dtype=torch.bool)], dim=1)
+        groups = [extend(0, None)]
+        chosen = groups[0][2][:, None]  # (B, g, Kg) the tokens the groups before g took at this step
+        for g in range(1, G):  # Vijayakumar et al. (2016), Alg. 1: group g sees the tokens of groups < g
+            groups.append(extend(g, chosen.flatten(1)))
+            chosen = torch.cat([chosen, groups[-1][2][:, None]], dim=1)
+        beam_scores = torch.cat([scores for scores, _, _ in groups], dim=1)  # (B, K)
+        rows = torch.stack([r for _, r, _ in groups], dim=1).view(B * K)  # (B·K,) the beam each extends
+        tokens = chosen.reshape(B * K)  # (B·K,)
         history = torch.cat([history[rows], tokens[:, None]], dim=1)  # (B·K, t + 1)
         state = model.reorder(state, rows)
 
-    return [f[: config.num_return_sequences] for f in finished]
+    out = []
+    for groups_of_input in finished:  # the best of every group, best first (a stable sort: group order)
+        merged = sorted((h for hyps in groups_of_input for h in hyps), key=lambda h: -h.score)
+        out.append(merged[: config.num_return_sequences])
+    return out

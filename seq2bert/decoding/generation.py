@@ -1,8 +1,8 @@
 """One decoding path: ``generate(model, input_ids, attention_mask, config)``.
 
 Any model that implements the incremental-decoder protocol (protocol.py: ``start``, ``step``, ``reorder``,
-optionally ``repeat``) is decoded by the search the config asks for — greedy for ``num_beams`` = 1 (greedy.py,
-the fast path), beam search otherwise (beam.py) — with the same rules (rules.py) and the same limits
+optionally ``repeat``) is decoded by the strategy the config asks for (strategies.py: greedy, sampling, beam
+search, …) with the same rules (rules.py) and the same limits
 (config.py). The result holds both views callers want:
 
 - ``sequences``: the tensor transformers' ``generate`` returns, each row [decoder prompt] y_1 … y_n then
@@ -16,16 +16,17 @@ translation recipes (``Decoding``, at the end of this file: the settings their r
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import Any
 
 import torch
 
-from seq2bert.decoding.beam import beam_search
 from seq2bert.decoding.config import GenerationConfig
-from seq2bert.decoding.greedy import greedy_search
+from seq2bert.decoding.config import settings as config_settings
 from seq2bert.decoding.protocol import IncrementalDecoder
 from seq2bert.decoding.rules import Hypothesis
 from seq2bert.decoding.stopping import StoppingCriterion, Streamer
+from seq2bert.decoding.strategies import select
 from seq2bert.errors import ConfigError
 
 
@@ -67,17 +68,15 @@ def generate(
     ``GenerationOutput``. Right-padded sources for an encoder-decoder, left-padded prompts for a
     decoder-only model (protocol.py). ``stopping`` ends a row (e.g. ``StopStrings``); ``streamer`` is
     called with each step's tokens (B,) — greedy decoding and sampling only (stopping.py)."""
-    if config.num_beams == 1:
-        hypotheses = greedy_search(
-            model, input_ids, attention_mask, config, stopping=stopping, streamer=streamer
-        )
-    elif streamer is not None:
+    name, strategy = select(config)
+    if streamer is not None and not strategy.streams:
         raise ConfigError(
-            f"streamer: beam search (num_beams={config.num_beams}) knows its tokens only at the end; "
+            f"streamer: {name} search (num_beams={config.num_beams}) knows its tokens only at the end; "
             "stream with num_beams=1"
         )
-    else:
-        hypotheses = beam_search(model, input_ids, attention_mask, config, stopping=stopping)
+    hypotheses = strategy.search(
+        model, input_ids, attention_mask, config, stopping=stopping, streamer=streamer
+    )
     if config.decoder_start_token_id is not None:
         prompt = torch.full((input_ids.size(0), 1), config.decoder_start_token_id, device=input_ids.device)
     else:
@@ -114,25 +113,50 @@ def strip_special(ids: list[int], *, eos_token_id: int | None, pad_token_id: int
 class Decoding:
     """How translations are searched: greedy (``num_beams`` = 1) or beam search, at most ⌊max_len_a · |x| +
     max_len_b⌋ tokens per sentence; GNMT's length penalty ("wu" form) and no forced token, the settings the
-    recipes' results were decoded with (``generation_config`` is the full GenerationConfig)."""
+    recipes' results were decoded with (``generation_config`` is the full GenerationConfig). ``settings``:
+    any other setting of GenerationConfig, as (name, value) pairs — ``Decoding.of(**settings)`` sorts them."""
 
     num_beams: int = 1
     length_penalty: float = 1.0
     max_len_a: float = 1.5
     max_len_b: int = 10
     max_positions: int | None = None  # the decoder's position table, which no translation outgrows
+    settings: tuple[tuple[str, Any], ...] = ()
+
+    @classmethod
+    def of(cls, **settings: Any) -> Decoding:
+        """A Decoding from GenerationConfig's settings (by name: an unknown one is a ConfigError); a setting
+        left out, or None for one of the four above, keeps the recipes' default."""
+        given = config_settings(settings, where="decoding")
+        own = {f.name for f in fields(cls)} - {"settings", "max_positions"}
+        mine = {k: v for k, v in given.items() if k in own and v is not None}
+        other = tuple(sorted((k, v) for k, v in given.items() if k not in own))
+        decoding = cls(**mine, settings=other)
+        decoding.generation_config(None)  # invalid settings fail here, before any model is loaded
+        return decoding
 
     def generation_config(self, tok) -> GenerationConfig:
+        """``tok``: the tokenizer giving the special ids (None: placeholders, to validate the settings)."""
+        ids = (
+            dict(eos_token_id=1, pad_token_id=0, decoder_start_token_id=2)
+            if tok is None
+            else dict(
+                eos_token_id=tok.eos_token_id,
+                pad_token_id=tok.pad_token_id,
+                decoder_start_token_id=tok.bos_token_id,
+            )
+        )
+        other = dict(self.settings)
+        per_input = other.get("max_new_tokens") is None  # else one limit for every input replaces a and b
         return GenerationConfig(
             num_beams=self.num_beams,
             length_penalty=self.length_penalty,
             length_penalty_form="wu",
-            max_len_a=self.max_len_a,
-            max_len_b=self.max_len_b,
+            max_len_a=self.max_len_a if per_input else None,
+            max_len_b=self.max_len_b if per_input else None,
             max_positions=self.max_positions,
-            eos_token_id=tok.eos_token_id,
-            pad_token_id=tok.pad_token_id,
-            decoder_start_token_id=tok.bos_token_id,
+            **ids,
+            **other,
         )
 
     def ids(self, model, tok, input_ids: torch.Tensor, mask: torch.Tensor) -> list[list[int]]:

@@ -5,6 +5,8 @@ A search never sees an encoder, a cache or a hidden state, only an opaque ``stat
     state = model.start(input_ids, attention_mask)     read the context: an encoder-decoder encodes the
                                                       source; a decoder-only language model consumes its prompt
     logits, state = model.step(tokens, state)          feed one token per row: tokens (N,) → logits (N, V)
+                                                      (a ``StepOutput``, which unpacks so, may also carry the
+                                                      decoder's last hidden state (N, d) of those tokens)
     state = model.reorder(state, index)                keep rows ``index`` (N,) of the batch (beam search:
                                                       the state follows the beam each new beam extends)
 
@@ -14,6 +16,9 @@ caches grow in place and are reordered in place, seq2bert/nn/multihead.py).
 and, optionally,
 
     state = model.repeat(state, k)                     each row becomes k consecutive rows
+    model.context_hidden_states(state)                 the last hidden states (N, S, d) of the tokens ``start``
+                                                      read (a decoder-only model's prompt but its last column;
+                                                      None: none, an encoder-decoder's), right after ``start``
 
 which beam search uses, when the model has it, to turn the B inputs into B·K beams; every later ``index``
 then keeps each row among its input's K rows, so what depends on the context alone (the Transformer's
@@ -26,6 +31,10 @@ The first token fed to ``step`` (``begin`` below):
 - a decoder-only model (``decoder_start_token_id`` None): the prompts are left-padded, as transformers
   wants them; ``start`` gets every prompt but its last column and every row is fed that last column, so
   the first logits are those that follow the whole prompt.
+
+A strategy that compares hidden states (contrastive search, contrastive.py) reads ``StepOutput.hidden_state``
+and ``context_hidden_states``; the others read the logits alone, so a toy model may return a plain
+``(logits, state)`` pair.
 
 The seq2bert encoder-decoders implement the protocol once, in seq2bert/models/encoder_decoder.py; the tests
 drive the searches with toy models that implement nothing else (tests/decoding/test_generation.py has a
@@ -50,10 +59,34 @@ class IncrementalDecoder(Protocol):
         """input_ids, attention_mask (B, S) → the state before the first token is fed."""
 
     def step(self, tokens: torch.Tensor, state: Any) -> tuple[torch.Tensor, Any]:
-        """tokens (N,) → next-token logits (N, V) and the state after them."""
+        """tokens (N,) → next-token logits (N, V) and the state after them (a pair, or a ``StepOutput``)."""
 
     def reorder(self, state: Any, index: torch.Tensor) -> Any:
         """Rows ``index`` (N,) of the state."""
+
+
+class StepOutput(tuple):
+    """What ``step`` returns: it unpacks as the pair ``logits, state`` (the protocol's first form, which every
+    caller reads), and also carries ``hidden_state`` (N, d), the decoder's last-layer output for the tokens
+    fed (None: the model gives none)."""
+
+    def __new__(cls, logits: torch.Tensor, state: Any, hidden_state: torch.Tensor | None = None):
+        out = super().__new__(cls, (logits, state))
+        out.hidden_state = hidden_state
+        return out
+
+    @property
+    def logits(self) -> torch.Tensor:
+        return self[0]
+
+    @property
+    def state(self) -> Any:
+        return self[1]
+
+
+def hidden_state(out: tuple) -> torch.Tensor | None:
+    """The hidden state of a step's output (None for a plain ``(logits, state)`` pair)."""
+    return getattr(out, "hidden_state", None)
 
 
 @dataclass

@@ -1,5 +1,5 @@
-"""What both searches (greedy.py, beam.py) do to the next-token log-probabilities before they choose, and how
-they score what they find.
+"""What the searches (greedy.py, beam.py, contrastive.py) do to the next-token log-probabilities before they
+choose, and how they score what they find. The rules are a list of processors (``RULES``), applied in order.
 
 At step t (t new tokens so far in every live row), in transformers' order of its logits processors:
 
@@ -38,6 +38,7 @@ An empty hypothesis (maximum length 0) gets lp = 1 in the "power" form, where 0^
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -68,22 +69,28 @@ def hypothesis(tokens: list[int], log_prob: float, config: GenerationConfig) -> 
     return Hypothesis(tokens, log_prob / lp, log_prob)
 
 
-def apply_rules(
-    log_probs: torch.Tensor,
-    t: int,
-    history: torch.Tensor,
-    last: torch.Tensor | None,
-    config: GenerationConfig,
-) -> torch.Tensor:
-    """The rules of the module docstring at step t.
+# A rule: (log_probs (N, V), t, history (N, P + t), last (N,) bool or None, config) → log_probs (N, V), in the
+# terms of ``apply_rules``; one that does not apply returns log_probs as they are.
+Rule = Callable[[torch.Tensor, int, torch.Tensor, torch.Tensor | None, GenerationConfig], torch.Tensor]
 
-    log_probs (N, V) log p(y | x, y_≤t) of each row, changed in place; history (N, P + t) its decoder prompt
-    and new tokens; last (N,) bool, the rows whose next token is their last (None: none of them) → (N, V)."""
+
+def min_new_tokens(log_probs, t, history, last, config: GenerationConfig) -> torch.Tensor:
+    """t < min_new_tokens → log p([EOS]) = −∞."""
     if t < config.min_new_tokens and config.eos_token_id is not None:
         log_probs[:, config.eos_token_id] = -math.inf
+    return log_probs
+
+
+def no_repeat_ngrams(log_probs, t, history, last, config: GenerationConfig) -> torch.Tensor:
+    """A token completing an n-gram already in the row → −∞ (Paulus et al. 2018)."""
     n = config.no_repeat_ngram_size
     if n and history.size(1) >= n:
         log_probs = log_probs.masked_fill(repeated_ngrams(history, n, log_probs.size(-1)), -math.inf)
+    return log_probs
+
+
+def bad_words(log_probs, t, history, last, config: GenerationConfig) -> torch.Tensor:
+    """The last token of a banned sequence whose other tokens end the row → −∞."""
     for word in config.bad_words_ids:
         *prefix, banned = word
         if not prefix:
@@ -91,8 +98,34 @@ def apply_rules(
         elif history.size(1) >= len(prefix):  # rows that end with the sequence's first tokens
             ends = history[:, history.size(1) - len(prefix) :].eq(torch.tensor(prefix, device=history.device))
             log_probs[ends.all(dim=1), banned] = -math.inf
+    return log_probs
+
+
+def forced_eos(log_probs, t, history, last, config: GenerationConfig) -> torch.Tensor:
+    """At a row's last step the forced token has log-probability 0 and every other −∞."""
     if config.forced_eos_token_id is not None and last is not None and bool(last.any()):
         log_probs[last] = force_token(log_probs[last], config.forced_eos_token_id)
+    return log_probs
+
+
+# the rules in the order they apply (transformers' order of its logits processors)
+RULES: list[Rule] = [min_new_tokens, no_repeat_ngrams, bad_words, forced_eos]
+
+
+def apply_rules(
+    log_probs: torch.Tensor,
+    t: int,
+    history: torch.Tensor,
+    last: torch.Tensor | None,
+    config: GenerationConfig,
+    rules: list[Rule] = RULES,
+) -> torch.Tensor:
+    """The rules of the module docstring at step t, one after the other.
+
+    log_probs (N, V) log p(y | x, y_≤t) of each row, changed in place; history (N, P + t) its decoder prompt
+    and new tokens; last (N,) bool, the rows whose next token is their last (None: none of them) → (N, V)."""
+    for rule in rules:
+        log_probs = rule(log_probs, t, history, last, config)
     return log_probs
 
 

@@ -32,8 +32,14 @@ import torch
 
 from seq2bert.decoding import generation
 from seq2bert.decoding.config import GenerationConfig
+from seq2bert.decoding.config import settings as config_settings
+from seq2bert.decoding.protocol import StepOutput
 from seq2bert.decoding.stopping import StopStrings, Streamer
 from seq2bert.nn.layers import LayerCache
+
+# model.generate's defaults where GenerationConfig has none or another: transformers' (max_length 20 tokens,
+# top_k 50)
+LM_DEFAULTS = {"max_new_tokens": 20, "top_k": 50}
 
 
 @dataclass
@@ -44,6 +50,9 @@ class DecoderState:
     caches: list[LayerCache]
     attention_mask: torch.Tensor
     positions: torch.Tensor
+    # the prompt's last hidden states (N, P, d) as ``start`` computed them (contrastive search reads them
+    # right after ``start``); ``reorder`` drops them
+    hidden_states: torch.Tensor | None = None
 
 
 def generation_positions(attention_mask: torch.Tensor) -> torch.Tensor:
@@ -70,19 +79,27 @@ class DecoderOnlyLM:
         """The state after the left-padded prompts input_ids, attention_mask (B, P) (P may be 0)."""
         mask = torch.ones_like(input_ids) if attention_mask is None else attention_mask.long()
         caches = self.transformer.new_caches()
+        hidden = None
         if input_ids.size(1):
             positions = generation_positions(mask)  # (B, P)
-            self.transformer(input_ids, mask, position_ids=positions, past_key_values=caches)
-        return DecoderState(caches, mask, mask.sum(dim=-1))  # the next token follows the real ones
+            out = self.transformer(input_ids, mask, position_ids=positions, past_key_values=caches)
+            hidden = out.last_hidden_state  # (B, P, d)
+        return DecoderState(caches, mask, mask.sum(dim=-1), hidden)  # the next token follows the real ones
 
-    def step(self, tokens: torch.Tensor, state: DecoderState) -> tuple[torch.Tensor, DecoderState]:
-        """tokens (N,) → next-token logits (N, V) and the state after them (the caches grow in place)."""
+    def context_hidden_states(self, state: DecoderState) -> torch.Tensor | None:
+        """The last hidden states (N, P, d) of the prompt ``start`` read (None: an empty one)."""
+        return state.hidden_states
+
+    def step(self, tokens: torch.Tensor, state: DecoderState) -> StepOutput:
+        """tokens (N,) → next-token logits (N, V) and the state after them (the caches grow in place), with
+        the last hidden state (N, d) of the tokens."""
         mask = torch.cat([state.attention_mask, state.attention_mask.new_ones(tokens.size(0), 1)], dim=1)
         out = self.transformer(
             tokens[:, None], mask, position_ids=state.positions[:, None], past_key_values=state.caches
         )
-        logits = self.lm_head(out.last_hidden_state[:, -1])  # (N, V)
-        return logits, DecoderState(state.caches, mask, state.positions + 1)
+        hidden = out.last_hidden_state[:, -1]  # (N, d)
+        logits = self.lm_head(hidden)  # (N, V)
+        return StepOutput(logits, DecoderState(state.caches, mask, state.positions + 1), hidden)
 
     def reorder(self, state: DecoderState, index: torch.Tensor) -> DecoderState:
         """Rows ``index`` (N,) of the state; the caches are reordered in place (KVCache.reorder)."""
@@ -107,52 +124,27 @@ class DecoderOnlyLM:
         input_ids: torch.Tensor,
         attention_mask: torch.Tensor | None = None,
         *,
-        max_new_tokens: int = 20,
-        num_beams: int = 1,
-        do_sample: bool = False,
-        temperature: float = 1.0,
-        top_k: int = 50,
-        top_p: float = 1.0,
-        length_penalty: float = 1.0,
-        early_stopping: bool = False,
-        num_return_sequences: int = 1,
-        min_new_tokens: int = 0,
-        no_repeat_ngram_size: int = 0,
-        repetition_penalty: float = 1.0,
         stop_strings: str | list[str] | None = None,
         tokenizer: Any = None,
         streamer: Streamer | None = None,
-        seed: int | None = None,
+        **settings: Any,
     ) -> torch.Tensor:
         """The left-padded prompts input_ids (B, P) followed by the new tokens: (B · R, P + L), R =
         ``num_return_sequences``, rows that end early padded with [PAD], as transformers' generate returns them.
 
-        Greedy for one beam, beam search otherwise (transformers' length penalty and stopping), or sampling
-        (``do_sample``: temperature, then top-k — 50 unless set, transformers' default — then nucleus ``top_p``;
-        ``seed`` makes the draws repeatable). ``repetition_penalty`` θ: CTRL's penalty on every token already in
-        the row (seq2bert/decoding/rules.py). ``stop_strings``: a row also ends when a new token completes one
-        of them in its text (needs ``tokenizer``, as transformers' does; seq2bert/decoding/stopping.py).
-        ``streamer``: called after every step with the tokens (B,) just chosen — greedy or sampling only.
-        Without ``attention_mask`` the mask is inferred as transformers infers it
-        (``inferred_attention_mask``). Invalid settings raise ConfigError, a ValueError.
+        ``settings``: GenerationConfig's (seq2bert/decoding/config.py, where each is explained), with
+        transformers' defaults ``max_new_tokens=20`` and ``top_k=50`` (read when sampling or in contrastive
+        search). Greedy for one beam, beam search otherwise (transformers' length penalty and stopping), or
+        sampling (``do_sample``: temperature, then top-k, then nucleus ``top_p``; ``seed`` makes the draws
+        repeatable), or another strategy of seq2bert/decoding/strategies.py. ``stop_strings``: a row also
+        ends when a new token completes one of them in its text (needs ``tokenizer``, as transformers' does;
+        seq2bert/decoding/stopping.py). ``streamer``: called after every step with the tokens (B,) just
+        chosen — greedy or sampling only. Without ``attention_mask`` the mask is inferred as transformers
+        infers it (``inferred_attention_mask``). Invalid settings raise ConfigError, a ValueError.
         ``seq2bert.decoding.generate`` with ``generation_config(…)`` gives the hypotheses and their scores
         too."""
         stopping = None if stop_strings is None else StopStrings(tokenizer, stop_strings)
-        config = self.generation_config(
-            max_new_tokens=max_new_tokens,
-            num_beams=num_beams,
-            do_sample=do_sample,
-            temperature=temperature,
-            top_k=top_k,  # read only when sampling
-            top_p=top_p,
-            length_penalty=length_penalty,
-            early_stopping=early_stopping,
-            num_return_sequences=num_return_sequences,
-            min_new_tokens=min_new_tokens,
-            no_repeat_ngram_size=no_repeat_ngram_size,
-            repetition_penalty=repetition_penalty,
-            seed=seed,
-        )
+        config = self.generation_config(**config_settings(settings, LM_DEFAULTS))
         if attention_mask is None:
             c = self.config
             pad = c.pad_token_id if c.pad_token_id is not None else c.eos_token_id  # transformers' [PAD]

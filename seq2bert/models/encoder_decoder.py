@@ -31,6 +31,8 @@ from torch import nn
 
 from seq2bert.decoding import generation
 from seq2bert.decoding.config import GenerationConfig
+from seq2bert.decoding.config import settings as config_settings
+from seq2bert.decoding.protocol import StepOutput
 from seq2bert.decoding.sampling import sample
 from seq2bert.models.outputs import DecoderOutput, Seq2SeqLMOutput
 from seq2bert.models.pretrained import SavePretrained
@@ -196,10 +198,12 @@ class EncoderDecoder(SavePretrained, nn.Module):
         """Encode the source: the state before the decoder start token is fed."""
         return self.encode(input_ids, attention_mask)
 
-    def step(self, tokens: torch.Tensor, state: Any) -> tuple[torch.Tensor, Any]:
-        """One decoder step: tokens (B,) → next-token logits (B, V) and the state after it."""
+    def step(self, tokens: torch.Tensor, state: Any) -> StepOutput:
+        """One decoder step: tokens (B,) → next-token logits (B, V) and the state after it, with the decoder's
+        last hidden state (B, d) when the model gives it."""
         out = self.decode(tokens[:, None], state)
-        return out.logits[:, -1], out.state
+        hidden = None if out.hidden_states is None else out.hidden_states[:, -1]
+        return StepOutput(out.logits[:, -1], out.state, hidden)
 
     # --- generation
     def generation_config(self, **settings: Any) -> GenerationConfig:
@@ -217,32 +221,16 @@ class EncoderDecoder(SavePretrained, nn.Module):
         return GenerationConfig(**{**special, **settings})
 
     def generate(
-        self,
-        input_ids: torch.Tensor,
-        attention_mask: torch.Tensor | None = None,
-        *,
-        num_beams: int = 1,
-        max_new_tokens: int = 64,
-        length_penalty: float = 1.0,
-        early_stopping: bool = False,
-        num_return_sequences: int = 1,
-        min_new_tokens: int = 0,
-        no_repeat_ngram_size: int = 0,
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, **settings: Any
     ) -> torch.Tensor:
         """Token ids (B · R, 1 + L) as transformers' ``generate`` returns them for an encoder-decoder: each row
         [decoder start] y_1 … [EOS] then padding, L the longest hypothesis, R = ``num_return_sequences``.
 
-        Greedy for one beam, else beam search; transformers' length penalty (score / |Y|^length_penalty); at
-        most ``max_new_tokens`` tokens, the last of them the config's ``forced_eos_token_id`` when it has one
-        (Marian's). ``seq2bert.decoding.generate`` with ``self.generation_config(…)`` gives the hypotheses and
-        their scores as well."""
-        config = self.generation_config(
-            num_beams=num_beams,
-            max_new_tokens=max_new_tokens,
-            length_penalty=length_penalty,
-            early_stopping=early_stopping,
-            num_return_sequences=num_return_sequences,
-            min_new_tokens=min_new_tokens,
-            no_repeat_ngram_size=no_repeat_ngram_size,
-        )
+        ``settings``: GenerationConfig's (seq2bert/decoding/config.py), with ``max_new_tokens=64`` and
+        transformers' ``top_k=50`` by default: greedy for one beam, else beam search with transformers'
+        length penalty (score / |Y|^length_penalty), or another strategy (seq2bert/decoding/strategies.py);
+        at most ``max_new_tokens`` tokens, the last of them the config's ``forced_eos_token_id`` when it has
+        one (Marian's). ``seq2bert.decoding.generate`` with ``self.generation_config(…)`` gives the
+        hypotheses and their scores as well."""
+        config = self.generation_config(**config_settings(settings, {"max_new_tokens": 64, "top_k": 50}))
         return generation.generate(self, input_ids, attention_mask, config).sequences

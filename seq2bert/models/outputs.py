@@ -36,3 +36,6 @@ class DecoderOutput:
     encoder_attentions: tuple[torch.Tensor, ...] | None = None
     decoder_attentions: tuple[torch.Tensor, ...] | None = None
     cross_attentions: tuple[torch.Tensor, ...] | None = None
+    # the decoder's last hidden states (B, T, d), what the output layer reads (contrastive search compares
+    # them; seq2bert/decoding/contrastive.py)
+    hidden_states: torch.Tensor | None = None

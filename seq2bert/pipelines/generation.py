@@ -22,19 +22,25 @@ def translate(
     *,
     tokenizer=None,
     batch_size: int = 64,
-    decoding: Decoding = GREEDY,
+    decoding: Decoding | None = None,
     int8: bool = False,
     bf16: bool | str = "auto",
     max_source_length: int | None = None,
+    **settings,
 ) -> str | list[str]:
-    """Translations of ``texts`` (greedy, or beam search with ``decoding=Decoding(num_beams=5)``) by a
-    checkpoint (path) or a loaded model with its tokenizer; ``int8``: with dynamically quantised Linears.
+    """Translations of ``texts`` (greedy, or beam search with ``decoding=Decoding(num_beams=5)`` or
+    ``num_beams=5``: ``settings`` are GenerationConfig's, seq2bert/decoding/config.py, over the recipes'
+    ``Decoding``) by a checkpoint (path) or a loaded model with its tokenizer; ``int8``: with dynamically
+    quantised Linears.
     A string is one sentence (its translation, a string); an empty text translates to "". A source longer
     than ``max_source_length`` tokens (default: the model's positions, else 512; models/alignment.py
     ``source_limit``) is truncated with a warning, and no translation outgrows the decoder's positions.
     A checkpoint's model is loaded once and kept for the next call; it decodes in bf16 where the device
     computes bf16 natively (``bf16="auto"``: a bf16-weights copy of a kept model, autocast for a model
     passed in; loading.inference_precision), in fp32 with ``bf16=False``."""
+    if decoding is not None and settings:
+        raise ConfigError(f"translate: give decoding=… or the settings {', '.join(settings)}, not both")
+    decoding = Decoding.of(**settings) if settings else decoding or GREEDY
     if isinstance(texts, str):
         return translate(
             checkpoint_or_model,
@@ -126,53 +132,33 @@ def generate(
     prompts: str | list[str],
     model,
     *,
-    max_new_tokens: int = 50,
-    do_sample: bool = False,
-    temperature: float = 1.0,
-    top_k: int = 50,
-    top_p: float = 1.0,
-    num_beams: int = 1,
-    repetition_penalty: float = 1.0,
-    no_repeat_ngram_size: int = 0,
-    min_new_tokens: int = 0,
-    length_penalty: float = 1.0,
     stop: str | list[str] | None = None,
-    seed: int | None = None,
     batch_size: int = 16,
     on_text=None,
     bf16: bool | str = "auto",
+    **settings,
 ) -> str | list[str]:
     """The continuation of each prompt by a language model directory (GPT, GPT-2, BERT with is_decoder; its
     ``causal_lm`` head) or a ``(model, tokenizer)`` pair: the generated text alone, prompt excluded, [EOS]
-    dropped — one string per prompt (a string for a string). The settings are ``model.generate``'s (seq2bert/models/decoder_only.py);
-    ``stop``: stop strings (kept in the text, as transformers keeps them). Prompts are batched
-    ``batch_size`` at a time, left-padded, in order of length. ``on_text``: called with each piece of text
-    as it is generated (complete characters only, seq2bert/data/text_stream.py) — one prompt, one beam.
-    The model of a directory is loaded once and kept for the next call (pipelines/loading.py); it decodes in
-    bf16 where the device computes bf16 natively (``bf16="auto"``, as ``translate``), in fp32 with
-    ``bf16=False``."""
+    dropped — one string per prompt (a string for a string). ``settings`` are GenerationConfig's
+    (seq2bert/decoding/config.py; ``TEXT_DEFAULTS``: 50 new tokens, top-k 50); ``stop``: stop strings (kept in
+    the text, as transformers keeps them). Prompts are batched ``batch_size`` at a time, left-padded, in order
+    of length. ``on_text``: called with each piece of text as it is generated (complete characters only,
+    seq2bert/data/text_stream.py) — one prompt, one beam. The model of a directory is loaded once and kept
+    for the next call (pipelines/loading.py); it decodes in bf16 where the device computes bf16 natively
+    (``bf16="auto"``, as ``translate``), in fp32 with ``bf16=False``."""
     from seq2bert.data.text_stream import TextStream
-    from seq2bert.decoding.config import GenerationConfig
+    from seq2bert.decoding.config import TEXT_DEFAULTS, GenerationConfig
+    from seq2bert.decoding.config import settings as config_settings
     from seq2bert.decoding.generation import generate as decode
     from seq2bert.decoding.stopping import StopStrings
 
     single = isinstance(prompts, str)
     prompts = [prompts] if single else list(prompts)
-    settings = dict(
-        max_new_tokens=max_new_tokens,
-        do_sample=do_sample,
-        temperature=temperature,
-        top_k=top_k,
-        top_p=top_p,
-        num_beams=num_beams,
-        repetition_penalty=repetition_penalty,
-        no_repeat_ngram_size=no_repeat_ngram_size,
-        min_new_tokens=min_new_tokens,
-        length_penalty=length_penalty,
-        seed=seed,
-    )
+    settings = config_settings(settings, TEXT_DEFAULTS)
+    max_new_tokens = settings["max_new_tokens"]
     GenerationConfig(eos_token_id=None, pad_token_id=0, **settings)  # invalid settings fail before any work
-    if on_text is not None and (len(prompts) != 1 or num_beams != 1):
+    if on_text is not None and (len(prompts) != 1 or settings.get("num_beams", 1) != 1):
         raise ConfigError("on_text: streams one prompt decoded greedily or by sampling (num_beams=1)")
     net, tok, _ = _load(model, "causal_lm")  # its family checked the tokenizer against the model
     config = _generation_config(net, settings)

@@ -250,9 +250,7 @@ def create_app(models: list[ServedModel], settings: Settings | None = None):
     @app.post("/v1/translate")
     async def translate(body: schemas.Translate):
         texts("texts", body.texts)
-        name, out = await call(
-            "translate", body, body.texts, {"num_beams": body.num_beams, "alignment": body.alignment}
-        )
+        name, out = await call("translate", body, body.texts, body.model_dump(exclude={"model", "texts"}))
         reply = {"model": name, "translations": [o["translation"] for o in out]}
         if body.alignment:
             reply["alignments"] = [{k: v for k, v in o.items() if k != "translation"} for o in out]

@@ -126,7 +126,8 @@ class ServedModel:
         raise UserError(f"{pipeline}: not a pipeline ({', '.join(PIPELINES)})")
 
     def translations(self, texts: list[str], kw: dict) -> list[dict]:
-        decoding = Decoding(num_beams=kw["num_beams"])
+        settings = {k: v for k, v in kw.items() if k != "alignment"}
+        decoding = Decoding.of(**settings)
         with self.decoder() as (model, tokenizer):
             if not kw["alignment"]:
                 found = translate(model, texts, tokenizer=tokenizer, decoding=decoding, bf16=False)

@@ -1,10 +1,37 @@
 """The request bodies of the HTTP API: the Python pipelines' arguments, typed and bounded (wrong types and
 out-of-range settings are answered 422 before any model runs). Unknown fields are refused, so a misspelt
-setting is not silently ignored."""
+setting is not silently ignored.
+
+The decoding settings of /v1/translate and /v1/generate are not written here: ``decoding_fields`` builds
+them from GenerationConfig (seq2bert/decoding/config.py — type, bounds, description), with the server's own
+caps on what costs time (``CAPS``), so a setting added there is served too."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+from seq2bert.decoding.config import TEXT_DEFAULTS, options
+
+# what one request may ask for at most: the server's limits on work, beside GenerationConfig's bounds
+CAPS = {"num_beams": 16, "max_new_tokens": 1024, "temperature": 100, "repetition_penalty": 100}
+TRANSLATE_SETTINGS_EXCLUDED = ("max_new_tokens", "num_return_sequences")  # the translation commands' too
+GENERATE_SETTINGS_EXCLUDED = ("max_len_a", "max_len_b", "num_return_sequences")
+
+
+def decoding_fields(defaults: dict[str, Any], exclude: tuple[str, ...]) -> dict[str, Any]:
+    """pydantic field definitions (type, Field) for the settings of GenerationConfig but ``exclude``, with
+    the pipeline's ``defaults``, GenerationConfig's bounds and ``CAPS``."""
+    out = {}
+    for s in options():
+        if s.name in exclude:
+            continue
+        o = s.option
+        le = min((b for b in (o.le, CAPS.get(s.name)) if b is not None), default=None)
+        default = defaults.get(s.name, s.default)
+        out[s.name] = (s.annotation, Field(default, ge=o.ge, gt=o.gt, le=le, description=o.help))
+    return out
 
 
 class Base(BaseModel):
@@ -28,10 +55,13 @@ class Embed(Base):
     )
 
 
-class Translate(Base):
-    texts: list[str] = Field(min_length=1)
-    num_beams: int = Field(1, ge=1, le=16, description="1: greedy; more: beam search")
-    alignment: bool = Field(False, description="also each translation's attention over the source")
+Translate = create_model(
+    "Translate",
+    __base__=Base,
+    texts=(list[str], Field(min_length=1)),
+    alignment=(bool, Field(False, description="also each translation's attention over the source")),
+    **decoding_fields({"max_len_a": 1.5, "max_len_b": 10}, TRANSLATE_SETTINGS_EXCLUDED),
+)
 
 
 class Tag(Base):
@@ -50,16 +80,12 @@ class QA(Base):
     max_answer_length: int = Field(30, ge=1, le=512, description="the longest answer, in tokens")
 
 
-class Generate(Base):
-    prompt: str
-    max_new_tokens: int = Field(50, ge=1, le=1024)
-    do_sample: bool = False
-    temperature: float = Field(1.0, gt=0, le=100)
-    top_k: int = Field(50, ge=0)
-    top_p: float = Field(1.0, gt=0, le=1)
-    num_beams: int = Field(1, ge=1, le=16)
-    repetition_penalty: float = Field(1.0, gt=0, le=100)
-    seed: int | None = None
+Generate = create_model(
+    "Generate",
+    __base__=Base,
+    prompt=(str, ...),
+    **decoding_fields(TEXT_DEFAULTS, GENERATE_SETTINGS_EXCLUDED),
+)
 
 
 class Attention(Base):

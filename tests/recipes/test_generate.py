@@ -280,3 +280,28 @@ def test_the_command_in_its_own_process(gpt2):
         proc.returncode == 2
         and proc.stderr == "seq2bert: error: top_p: must be in (0, 1] (1: no nucleus filter), got 2.0\n"
     )
+
+
+@pytest.mark.parametrize(
+    "flags, settings",
+    [
+        (["--num-beams", "3", "--length-penalty", "0.3"], dict(num_beams=3, length_penalty=0.3)),
+        (["--beam", "3", "--length-penalty", "2.5"], dict(num_beams=3, length_penalty=2.5)),
+        (["--penalty-alpha", "0.6", "--top-k", "4"], dict(penalty_alpha=0.6, top_k=4)),
+        (
+            ["--num-beams", "4", "--num-beam-groups", "2", "--diversity-penalty", "1.0"],
+            dict(num_beams=4, num_beam_groups=2, diversity_penalty=1.0),
+        ),
+    ],
+)
+def test_every_decoding_setting_is_a_flag_that_reaches_the_search(gpt2, capsys, monkeypatch, flags, settings):
+    """generate --length-penalty (and the strategies' settings) decode as the Python API does; the pipeline
+    gets exactly the settings given."""
+    path, _, _ = gpt2
+    code, out, _ = run(capsys, path, *PROMPTS[:2], "--max-new-tokens", "8", *flags)
+    expected = seq2bert.generate(PROMPTS[:2], model=path, max_new_tokens=8, **settings)
+    assert code == 0 and [json.loads(line) for line in out.splitlines()] == expected
+    seen = {}
+    monkeypatch.setattr("seq2bert.pipelines.generate", lambda prompts, model, **kw: seen.update(kw) or [""])
+    run(capsys, path, *PROMPTS[:2], *flags)
+    assert {k: seen[k] for k in settings} == settings

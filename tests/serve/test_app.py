@@ -198,3 +198,24 @@ def test_the_openapi_description_names_the_bodies(client):
     assert classify["$ref"].endswith("/Classify")
     assert set(spec["components"]["schemas"]["Classify"]["properties"]) == {"model", "texts", "top_k"}
     json.dumps(spec)
+
+
+def test_every_decoding_setting_is_served(client, checkpoints):
+    """The bodies' decoding settings come from GenerationConfig: the strategies added there are served,
+    with its bounds (422) and the settings' cross-checks (422, the config's one line)."""
+    from seq2bert import pipelines
+    from seq2bert.decoding.generation import Decoding
+
+    d = checkpoints
+    body = {"prompt": "the film", "max_new_tokens": 6, "penalty_alpha": 0.6, "top_k": 3}
+    r = client.post("/v1/generate", json=body)
+    expected = pipelines.generate("the film", d["gpt"], max_new_tokens=6, penalty_alpha=0.6, top_k=3)
+    assert r.status_code == 200 and r.json()["text"] == expected
+    settings = dict(num_beams=4, num_beam_groups=2, diversity_penalty=1.0, length_penalty=0.5)
+    r = client.post("/v1/translate", json={"texts": ["a b c", "d e"], **settings})
+    expected = pipelines.translate(d["translation"], ["a b c", "d e"], decoding=Decoding.of(**settings))
+    assert r.status_code == 200 and r.json()["translations"] == expected
+    r = client.post("/v1/generate", json={"prompt": "x", "penalty_alpha": 1.5})
+    assert r.status_code == 422 and "penalty_alpha" in r.text
+    r = client.post("/v1/generate", json={"prompt": "x", "penalty_alpha": 0.5, "num_beams": 2})
+    assert r.status_code == 422 and "penalty_alpha: contrastive search" in r.json()["error"]

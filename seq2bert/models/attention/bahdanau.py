@@ -122,7 +122,10 @@ class RNNSearch(EncoderDecoder):
         s_all, c_all = torch.stack(states, dim=1), torch.stack(contexts, dim=1)  # (B, T, n), (B, T, 2n)
         logits = self.output(y, self.dropout(s_all), c_all)  # Eq. 4: g(y_{i−1}, s_i, c_i) → (B, T, V)
         return DecoderOutput(
-            logits, state, attentions=torch.stack(alphas, dim=1) if output_attentions else None
+            logits,
+            state,
+            attentions=torch.stack(alphas, dim=1) if output_attentions else None,
+            hidden_states=s_all,
         )
 
     @staticmethod

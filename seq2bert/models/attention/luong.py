@@ -153,7 +153,10 @@ class LuongNMT(EncoderDecoder):
         logits = self.W_s(self.dropout(h_tilde))  # Eq. 6: (B, T, V)
         new = LuongState(h, c, feed, state.memory, state.keys, state.mask, state.lengths, state.t + T)
         return DecoderOutput(
-            logits, new, attentions=torch.stack(alphas, dim=1) if output_attentions else None
+            logits,
+            new,
+            attentions=torch.stack(alphas, dim=1) if output_attentions else None,
+            hidden_states=h_tilde,
         )
 
     @staticmethod

@@ -16,6 +16,7 @@ feeds one token, ``reorder`` follows the beams).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import nn
@@ -23,6 +24,7 @@ from torch.nn.utils.rnn import pack_padded_sequence
 
 from seq2bert.decoding import generation
 from seq2bert.decoding.config import GenerationConfig
+from seq2bert.decoding.config import settings as config_settings
 from seq2bert.models.family import Family
 from seq2bert.models.pretrained import SavePretrained
 from seq2bert.models.rnn_lm.config import RNNLMConfig
@@ -119,30 +121,15 @@ class RNNLanguageModel(SavePretrained, nn.Module):
 
     @torch.no_grad()
     def generate(
-        self,
-        input_ids: torch.Tensor,
-        attention_mask: torch.Tensor | None = None,
-        *,
-        max_new_tokens: int = 50,
-        num_beams: int = 1,
-        do_sample: bool = False,
-        temperature: float = 1.0,
-        top_k: int = 0,
-        top_p: float = 1.0,
-        seed: int | None = None,
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, **settings: Any
     ) -> torch.Tensor:
         """The prompt (B, P), left-padded, followed by the new tokens: (B, P + L), as transformers returns
-        them; greedy, beam search, or sampling with ``temperature`` (and top-k / nucleus filtering)."""
+        them; greedy, beam search, or sampling with ``temperature`` (and top-k / nucleus filtering):
+        ``settings`` are GenerationConfig's (seq2bert/decoding/config.py), 50 new tokens unless set."""
         config = GenerationConfig(
             eos_token_id=self.config.eos_token_id,
             pad_token_id=self.config.pad_token_id,
-            max_new_tokens=max_new_tokens,
-            num_beams=num_beams,
-            do_sample=do_sample,
-            temperature=temperature,
-            top_k=top_k,
-            top_p=top_p,
-            seed=seed,
+            **config_settings(settings, {"max_new_tokens": 50}),
         )
         was_training = self.training
         self.eval()

@@ -86,7 +86,7 @@ class ChoEncoderDecoder(EncoderDecoder):
         c = state.c.unsqueeze(1).expand(-1, y.size(1), -1)  # the same c at every step: (B, T, n)
         out, h = self.decoder(torch.cat([y, c], dim=-1), state.h)  # h'_t = f(h'_{t−1}, y_{t−1}, c): (B, T, n)
         logits = self.output(self.dropout(out), y, c)  # g(h'_t, y_{t−1}, c): (B, T, V)
-        return DecoderOutput(logits, ChoState(widen(h), state.c))
+        return DecoderOutput(logits, ChoState(widen(h), state.c), hidden_states=out)
 
     @staticmethod
     def reorder(state: ChoState, index: torch.Tensor) -> ChoState:

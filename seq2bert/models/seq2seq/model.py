@@ -94,7 +94,7 @@ class Seq2Seq(EncoderDecoder):
         y = self.dropout(self.tgt_embed(decoder_input_ids))  # (B, T, E)
         out, (h, c) = run_fused(self.decoder, y, (state.h, state.c))  # out: (B, T, H)
         logits = self.output(self.dropout(out))  # (B, T, V)
-        return DecoderOutput(logits, LSTMState(h, c))
+        return DecoderOutput(logits, LSTMState(h, c), hidden_states=out)
 
     @staticmethod
     def reorder(state: LSTMState, index: torch.Tensor) -> LSTMState:

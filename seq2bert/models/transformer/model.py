@@ -198,10 +198,11 @@ class Transformer(EncoderDecoder):
             state.memory, state.mask, state.caches, t, state.group, state.encoder_attentions
         )
         if not output_attentions:
-            return DecoderOutput(logits, new)
+            return DecoderOutput(logits, new, hidden_states=out.last_hidden_state)
         return DecoderOutput(
             logits,
             new,
+            hidden_states=out.last_hidden_state,
             attentions=out.cross_attentions[-1].mean(dim=1),
             encoder_attentions=state.encoder_attentions,
             decoder_attentions=tuple(out.attentions),
