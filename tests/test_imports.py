@@ -166,3 +166,16 @@ def test_tasks_read_only_the_floors_below_them_and_nothing_below_reads_them():
         if t.startswith("seq2bert.tasks")
     )
     assert not up and not down, up + down
+
+
+def test_commands_stand_below_the_cli_and_nothing_else_reads_them():
+    """commands/ is the floor under cli.py: it never imports the CLI, and no floor below reads a command."""
+    edges = graph()
+    wrong = sorted(
+        f"{m} → {t}"
+        for m, targets in edges.items()
+        for t in targets
+        if (m.startswith("seq2bert.commands") and t == "seq2bert.cli")
+        or (t.startswith("seq2bert.commands") and not m.startswith(("seq2bert.commands", "seq2bert.cli")))
+    )
+    assert not wrong, wrong
