@@ -164,12 +164,9 @@ class RelativePositionRepresentations(AttentionPositions):
     def value_term(self, weights: torch.Tensor, positions: Positions) -> torch.Tensor:
         # Eq. 3, its second term: Σ_j α_ij a^V_ij = Σ_r (Σ_{j: clip(j − i, k) + k = r} α_ij) w^V_r
         index = positions.index.expand_as(weights)  # (B, h, T_q, T_k)
-        buckets = weights.new_zeros(
-            *weights.shape[:-1], 2 * self.k + 1, dtype=torch.float32
-        )  # (B, h, T_q, 2k + 1)
-        buckets = buckets.scatter_add(
-            -1, index, weights.float()
-        )  # summed in fp32 (bf16 weights under autocast)
+        # (B, h, T_q, 2k + 1), summed in fp32 (the weights are bf16 under autocast)
+        buckets = weights.new_zeros(*weights.shape[:-1], 2 * self.k + 1, dtype=torch.float32)
+        buckets = buckets.scatter_add(-1, index, weights.float())
         return (buckets @ self.values.weight.float()).to(weights.dtype)  # (B, h, T_q, d_v)
 
 
