@@ -127,9 +127,11 @@ def changed_keys(a: dict, b: dict, prefix: str = "") -> list[str]:
 
 def data_dir_overrides(directory: Path, src: str, tgt: str, valid: str, test: str) -> list[str]:
     from seq2bert.data.parallel import parallel_files
+    from seq2bert.data.paths import require_folder
 
-    if not directory.is_dir():
-        raise UserError(f"--data {directory}: no such folder")
+    require_folder(
+        directory, "--data", "a folder of parallel text files: train.SRC and train.TGT, plain or .gz"
+    )
     out = ["data.task=files"]
     for key, split, required in (("train", "train", True), ("valid", valid, False), ("test", test, False)):
         try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from seq2bert.data.paths import MISSING, kind_of
 from seq2bert.errors import ConfigError
 
 SYNTHETIC_TASKS = ("copy", "reverse", "sort", "lang")
@@ -86,7 +87,10 @@ class DataConfig:
         for name in ("train_src", "train_tgt", "valid_src", "valid_tgt", "test_src", "test_tgt"):
             value = getattr(self, name)
             if value and not Path(value).is_file():
-                raise ConfigError(f"data.{name}: no such file: {value}")
+                found = kind_of(Path(value))
+                if found == MISSING:
+                    raise ConfigError(f"data.{name}: no such file: {value}")
+                raise ConfigError(f"data.{name}: {value} is {found} (expected a text file, plain or gzip)")
 
     @property
     def tokenizer_kind(self) -> str:

@@ -10,7 +10,9 @@ The format is one token per line, its columns separated by spaces (or tabs)::
 
 In the English release the columns are ``word  POS  chunk  NER``; only the first (the word) and the last
 (the NER tag, IOB2 in the ``train.txt``/``valid.txt``/``test.txt`` release) are kept, so any file with the
-word first and the tag last reads. A blank line ends a sentence; ``-DOCSTART-`` lines separate documents
+word first and the tag last reads. A tag is ``O`` or a prefix of the IOB, IOB2 or IOBES schemes (``B-``,
+``I-``, ``E-``, ``S-``) and its entity type; any other (``X-FOO``, ``PER``) is refused, naming its line: the
+entity scores (seqeval) would read it as no entity at all. A blank line ends a sentence; ``-DOCSTART-`` lines separate documents
 and are skipped. Files are UTF-8, plain or gzip. Every problem raises a one-line
 :class:`~seq2bert.errors.DataError` naming the file and line.
 """
@@ -57,7 +59,8 @@ def read_conll(path: PathLike) -> list[TaggedSentence]:
     Raises:
         DataError: a missing file, invalid UTF-8, a token line with fewer than 2 columns, or one with another
             number of columns than the file's first token line (the tag is the last column: a line short
-            of a column would give its chunk or POS tag as the entity tag) — each with file:line.
+            of a column would give its chunk or POS tag as the entity tag), a tag of no scheme — each with
+            file:line.
     """
     path = Path(path)
     sentences: list[TaggedSentence] = []
@@ -83,6 +86,11 @@ def read_conll(path: PathLike) -> list[TaggedSentence]:
         if current is None:
             current = TaggedSentence(id=f"{path.name}:{lineno}")
             sentences.append(current)
+        if not is_entity_tag(columns[-1]):
+            raise DataError(
+                f"{path}:{lineno}: NER tag {columns[-1]!r} in the last column (expected O or an IOB/IOB2/IOBES "
+                "tag: B-, I-, E- or S- and the entity type, e.g. B-PER)"
+            )
         current.words.append(columns[0])
         current.tags.append(columns[-1])
     logger.info("read %d sentences (%d tokens) from %s", len(sentences), sum(len(s) for s in sentences), path)
@@ -90,6 +98,14 @@ def read_conll(path: PathLike) -> list[TaggedSentence]:
 
 
 _PREFIX_ORDER = {"B": 0, "I": 1, "E": 2, "S": 3, "L": 4, "U": 5}
+SCHEME_PREFIXES = ("B", "I", "E", "S")  # IOB (IOB1), IOB2, IOE, IOBES: what seqeval's entities are made of
+
+
+def is_entity_tag(tag: str) -> bool:
+    """ "O", or a scheme prefix, "-" and an entity type ("B-PER", "I-MISC", "S-LOC"): the tags the entity
+    scores read; anything else ("X-FOO", "PER", "B-") would become a label no entity is made of."""
+    prefix, dash, entity = tag.partition("-")
+    return tag == "O" or (prefix in SCHEME_PREFIXES and bool(dash) and bool(entity))
 
 
 def label_list(sentences: Iterable[TaggedSentence]) -> list[str]:

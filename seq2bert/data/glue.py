@@ -23,7 +23,9 @@ read too, with ``label=None``; CoLA's test file (``index  sentence`` with a head
 Fields are split on tabs and nothing else: quote characters are ordinary text (MRPC and MNLI have fields
 that open a quote and never close it, which a CSV reader would run into the next line). Only the line
 terminator is removed, a UTF-8 byte-order mark at the start of the file is dropped, and empty lines are
-skipped. Every problem raises a one-line :class:`~seq2bert.errors.DataError` naming the file and line.
+skipped. An example whose sentence is empty (or only spaces) is refused, except in QQP, whose GLUE files
+hold two (``GlueTask.empty_texts``). Every problem raises a one-line :class:`~seq2bert.errors.DataError`
+naming the file and line.
 """
 
 from __future__ import annotations
@@ -76,6 +78,9 @@ class GlueTask:
             ``id_column`` None when the task has none).
         columns: the column names of a file without a header row (CoLA); None when the file names its
             columns in a header row.
+        empty_texts: whether an example with an empty (or blank) text is read — kept, counted and warned
+            once — rather than refused: QQP's, whose GLUE train.tsv holds two pairs with an empty question2
+            (ids 310137 and 362246), which BERT trained on and the Hugging Face datasets keep.
     """
 
     name: str
@@ -88,6 +93,7 @@ class GlueTask:
     label_column: str
     id_column: str | None = None
     columns: tuple[str, ...] | None = None
+    empty_texts: bool = False
 
     @property
     def num_labels(self) -> int:
@@ -120,7 +126,7 @@ GLUE_TASKS: dict[str, GlueTask] = {
                      id_column="index"),
     "qqp":  GlueTask(name="qqp", labels=_BINARY, metrics=_ACC_F1, main_metric="f1",
                      dev_file="dev.tsv", text_a="question1", text_b="question2", label_column="is_duplicate",
-                     id_column="id"),
+                     id_column="id", empty_texts=True),
     "mnli": GlueTask(name="mnli", labels=_MNLI, metrics=_ACC, main_metric="accuracy",
                      dev_file="dev_matched.tsv", text_a="sentence1", text_b="sentence2",
                      label_column="gold_label", id_column="index"),
@@ -175,6 +181,7 @@ def read_glue(task: str | GlueTask, path: PathLike) -> list[TextExample]:
     expected = f"expected {len(columns)} tab-separated columns ({', '.join(columns)})"
 
     examples: list[TextExample] = []
+    empty: list[int] = []  # lines with an empty text, which spec.empty_texts lets through
     for index, line in enumerate(lines[first:], start=first):
         if not line:
             continue
@@ -183,9 +190,23 @@ def read_glue(task: str | GlueTask, path: PathLike) -> list[TextExample]:
         if len(fields) != len(columns):
             raise DataError(f"{path}:{lineno}: {expected}, got {len(fields)}")
         id_ = fields[where["id"]] if "id" in where else f"{_stem(path)}-{len(examples)}"
+        text_a = fields[where["text_a"]]
         text_b = fields[where["text_b"]] if "text_b" in where else None
+        if not text_a.strip() or (text_b is not None and not text_b.strip()):
+            if not spec.empty_texts:
+                column = spec.text_a if not text_a.strip() else spec.text_b
+                raise DataError(f"{path}:{lineno}: empty {column!r} (expected a sentence)")
+            empty.append(lineno)
         label = _parse_label(spec, fields[where["label"]], path, lineno) if "label" in where else None
-        examples.append(TextExample(id=id_, text_a=fields[where["text_a"]], text_b=text_b, label=label))
+        examples.append(TextExample(id=id_, text_a=text_a, text_b=text_b, label=label))
+    if empty:
+        logger.warning(
+            "%s: %d %s example(s) with an empty text, kept as the GLUE data has them (lines %s)",
+            path,
+            len(empty),
+            spec.name,
+            ", ".join(map(str, empty[:5])) + (", …" if len(empty) > 5 else ""),
+        )
     logger.info("read %d %s examples from %s", len(examples), spec.name, path)
     return examples
 

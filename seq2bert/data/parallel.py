@@ -7,9 +7,9 @@ Two layouts are read:
   its magic bytes (so a ``.gz`` suffix is not required, and a plain file misnamed ``.gz`` still reads);
 * one TSV file with exactly two tab-separated columns, ``source<TAB>target``, per line.
 
-Files are UTF-8 and are streamed line by line. Only the line terminator (``\\n`` or ``\\r\\n``) is removed;
-other whitespace, inside or at the ends of a sentence, is kept. A UTF-8 byte-order mark at the start of a file
-is dropped.
+Files are UTF-8 and are streamed line by line. Only the line terminator (``\\n`` or ``\\r\\n``; ``\\r`` in an
+old Mac OS file, which has no ``\\n``) is removed; other whitespace, inside or at the ends of a sentence, is kept.
+A UTF-8 byte-order mark at the start of a file is dropped.
 
 Every problem raises a :class:`~seq2bert.errors.DataError` whose one-line message names the file, the 1-based
 line number and what was expected. With ``skip_bad=True`` the pairs with a bad line (empty, over-long, invalid
@@ -29,6 +29,8 @@ from itertools import zip_longest
 from pathlib import Path
 from typing import BinaryIO
 
+from seq2bert.data.paths import MISSING, kind_of
+from seq2bert.data.text_files import lines_of
 from seq2bert.errors import DataError, UserError
 
 logger = logging.getLogger(__name__)
@@ -207,10 +209,12 @@ def _read_tsv(path: Path, max_chars: int, skip_bad: bool) -> tuple[list[tuple[st
 
 def _open(path: Path) -> BinaryIO:
     """Open a plain or gzip file for reading bytes, recognising gzip by its magic bytes."""
-    if not path.exists():
+    found = kind_of(path)
+    if found == MISSING:
         raise DataError(f"no such file: {path}")
-    if path.is_dir():
-        raise DataError(f"{path} is a directory (expected a text file)")
+    if found != "a file":
+        found = "a directory" if found == "a folder" else found
+        raise DataError(f"{path} is {found} (expected a text file)")
     try:
         with open(path, "rb") as probe:
             magic = probe.read(2)
@@ -222,13 +226,12 @@ def _open(path: Path) -> BinaryIO:
 
 
 def _raw_lines(file: BinaryIO, path: Path) -> Iterator[bytes]:
-    """Yield the lines of ``file`` as bytes without their terminator; reject NUL bytes (not a text file)."""
+    """Yield the lines of ``file`` as bytes without their terminator (LF, CRLF, or CR in an old Mac OS file:
+    data/text_files.py ``lines_of``); reject NUL bytes (not a text file)."""
     lineno = 0
     try:
-        for raw in file:
+        for raw in lines_of(file):
             lineno += 1
-            if raw.endswith(b"\n"):
-                raw = raw[:-2] if raw.endswith(b"\r\n") else raw[:-1]
             nul = raw.find(b"\x00")
             if nul >= 0:
                 raise DataError(

@@ -49,6 +49,8 @@ from tqdm.auto import tqdm
 from seq2bert.config import atomic_write_text
 from seq2bert.data.instances import SENTENCE_TASKS, instance_table, packed_tokens, truncate_pair
 from seq2bert.data.masking import MaskingConfig, mask_tokens
+from seq2bert.data.paths import MISSING, kind_of, require_file
+from seq2bert.data.text_files import lines_of
 from seq2bert.errors import DataError
 from seq2bert.io import write_dir_atomically
 from seq2bert.objectives.cross_entropy import IGNORE_INDEX
@@ -82,7 +84,7 @@ def gutenberg_body(path: Path) -> tuple[int, int]:
     and ``*** END OF`` markers, without the header and the licence — or (1, ∞) for any other file."""
     first, last = 1, float("inf")
     with open(path, "rb") as f:
-        for number, raw in enumerate(f, 1):
+        for number, raw in enumerate(lines_of(f), 1):
             if raw.startswith(GUTENBERG_START) and first == 1:
                 first = number + 1
             elif raw.startswith(GUTENBERG_END) and first > 1:
@@ -105,7 +107,7 @@ def iter_paragraphs(path: Path, documents: str, skip_bad: bool, skipped: Skipped
         f.seek(0)
         para: list[str] = []
         size, in_document = 0, False
-        for number, raw in enumerate(f, 1):
+        for number, raw in enumerate(lines_of(f), 1):  # LF, CRLF or an old Mac OS file's CR
             if number < first:
                 continue
             if number > last:
@@ -199,17 +201,52 @@ class ShardWriter:
 
 
 def text_files(paths: list[str], key: str) -> list[Path]:
-    """The text files of ``paths``: files as given, folders as their *.txt files (recursively, sorted);
-    a path that does not exist is a DataError naming it and the config ``key`` it came from."""
+    """The text files of ``paths``: files as given, folders as their *.txt files (recursively, sorted), each
+    file once (``distinct_files``); a path that is neither a file nor a folder (it does not exist, it is
+    /dev/null), or a folder without *.txt files, is a DataError naming it, what it is, and the config ``key``
+    it came from."""
     out = []
     for f in paths:
         p = Path(f)
-        if p.is_dir():
-            out += sorted(q for q in p.rglob("*.txt") if q.is_file())
-        elif p.is_file():
+        found = kind_of(p)
+        if found == "a folder":
+            inside = sorted(q for q in p.rglob("*.txt") if q.is_file())
+            if not inside:
+                raise DataError(f"{p}: no text files (*.txt) in this folder ({key})")
+            out += inside
+        elif found == "a file":
+            out.append(p)
+        elif found == MISSING:
+            raise DataError(f"{p}: {MISSING} ({key})")
+        else:
+            raise DataError(f"{p}: {found} ({key}: expected a text file or a folder of *.txt files)")
+    return distinct_files(out, key)
+
+
+def distinct_files(paths: list[Path], key: str) -> list[Path]:
+    """``paths`` with each file once, in order: the same file given twice (``pretrain a.txt a.txt``, a folder
+    and a file in it, a link to it) would double its documents. Read once, with one warning naming the
+    files and how many times each was given — the run reads what was named, as a set of files; doubling a
+    file's weight is a copy's job, not a repeated argument's."""
+    seen: dict[tuple[int, int], Path] = {}
+    repeats: dict[Path, int] = {}
+    out = []
+    for p in paths:
+        st = p.stat()
+        first = seen.setdefault((st.st_dev, st.st_ino), p)
+        if first is p:
             out.append(p)
         else:
-            raise DataError(f"{p}: no such file or folder ({key})")
+            repeats[first] = repeats.get(first, 1) + 1
+    if repeats:
+        shown = ", ".join(f"{p} ({n} times)" for p, n in list(repeats.items())[:5])
+        log.warning(
+            "%s: %d file(s) given more than once, each read once: %s%s",
+            key,
+            len(repeats),
+            shown,
+            ", …" if len(repeats) > 5 else "",
+        )
     return out
 
 
@@ -235,10 +272,8 @@ def prepare_corpus(
     every word but a document's first carries its "Ġ", as in fine-tuning text."""
     if documents not in ("blank_line", "file"):
         raise DataError(f"documents: expected blank_line or file, got {documents!r}")
-    paths = [Path(f) for f in files]
-    for p in paths:
-        if not p.is_file():
-            raise DataError(f"{p}: no such file")
+    paths = [require_file(Path(f), "", "a text file to pretrain on") for f in files]
+    paths = distinct_files(paths, "files")
     dtype = np.dtype(np.uint16 if tokenizer.vocab_size <= 65536 else np.uint32)
     skipped = Skipped()
     out_dir = Path(out_dir)

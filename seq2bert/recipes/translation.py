@@ -30,7 +30,7 @@ from seq2bert.data.parallel import read_parallel
 from seq2bert.data.synthetic import make_splits
 from seq2bert.data.tokenization import Tokenizer
 from seq2bert.decoding.generation import BEAM5, GREEDY, Decoding  # noqa: F401 (the recipe's settings, re-exported)
-from seq2bert.errors import CheckpointError, ConfigError
+from seq2bert.errors import CheckpointError, ConfigError, DataError
 from seq2bert.evaluation import metrics as M
 from seq2bert.models import registry
 from seq2bert.models.alignment import Alignment, align, source_limit, within_positions  # noqa: F401 (align re-exported)
@@ -99,7 +99,8 @@ def check_run_config(cfg: TranslationConfig) -> None:
 
 # --- 1. data
 def load_pairs(data: DataConfig) -> dict[str, Pairs]:
-    """{"train": pairs, "valid": pairs, "test": pairs} (valid / test may be empty for files)."""
+    """{"train": pairs, "valid": pairs, "test": pairs} (valid / test empty when no file is given for them; a
+    file given that holds no pair is a DataError naming it)."""
     if data.task in SYNTHETIC_TASKS:
         return make_splits(
             data.task,
@@ -117,9 +118,11 @@ def load_pairs(data: DataConfig) -> dict[str, Pairs]:
         if not src:
             splits[split] = []
             continue
-        splits[split] = read_parallel(
-            src, tgt or None, max_chars=data.max_chars, skip_bad=data.skip_bad
-        ).pairs
+        corpus = read_parallel(src, tgt or None, max_chars=data.max_chars, skip_bad=data.skip_bad)
+        if not corpus.pairs:
+            why = f"all {corpus.skipped} skipped as bad" if corpus.skipped else "no lines"
+            raise DataError(f"{corpus.source}: no {split} pairs ({why}; expected a sentence pair a line)")
+        splits[split] = corpus.pairs
     return splits
 
 
@@ -296,9 +299,7 @@ def train(
         ckpt.check_fresh_run_dir(out_dir)
     dist, device = setup(cfg.train.device)
     seed_everything(cfg.train.seed)
-    pairs = load_pairs(cfg.data)
-    if not pairs["train"]:
-        raise ConfigError("data: no training pairs")
+    pairs = load_pairs(cfg.data)  # a file without pairs is an error naming it
     tok_dir = out_dir / "tokenizer"
     resumed_tok = resume and (tok_dir / "tokenizer.json").is_file()
     # the vocabulary the killed run trained with

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from seq2bert.data.paths import require_folder
 from seq2bert.errors import ConfigError, DataError
 from seq2bert.tasks import registry
 from seq2bert.tasks.task import Task
@@ -54,12 +55,14 @@ class FinetuneDataConfig:
         return self.max_seq_length or self.spec.max_seq_length
 
 
-def read_task(data: FinetuneDataConfig) -> dict[str, list]:
-    """{"train": examples, "dev": examples} of the task's folder."""
-    folder = Path(data.path)
-    if not folder.is_dir():
-        raise DataError(f"data.path: {folder} is not a folder (give the task's data folder with --data)")
-    return data.spec.read(folder)
+def read_task(data: FinetuneDataConfig, splits: tuple[str, ...] = ()) -> dict[str, list]:
+    """{"train": examples, "dev": examples} of the task's folder (``splits``: only these)."""
+    if not data.path:
+        raise DataError(f"data.path: empty (give the {data.task} task's data folder with --data)")
+    folder = require_folder(
+        Path(data.path), "data.path", f"the {data.task} task's data folder, given by --data"
+    )
+    return data.spec.read(folder, splits)
 
 
 def subset(examples: list, n: int, seed: int | None) -> list:
@@ -76,7 +79,7 @@ def task_examples(data: FinetuneDataConfig, seed: int) -> tuple[list, list]:
     """The task's training and dev examples (``data``'s subsets of them), every one labelled."""
     splits = read_task(data)
     if "train" not in splits:
-        raise DataError(f"{data.path}: no {data.task} training file")
+        raise DataError(data.spec.missing(Path(data.path), "train"))
     train, dev = (
         subset(splits["train"], data.max_train_examples, seed),
         subset(splits["dev"], data.max_eval_examples, None),
@@ -88,7 +91,7 @@ def task_examples(data: FinetuneDataConfig, seed: int) -> tuple[list, list]:
 
 def labelled_dev(data: FinetuneDataConfig) -> list:
     """The task's dev examples (the first ``max_eval_examples``), every one labelled."""
-    examples = subset(read_task(data)["dev"], data.max_eval_examples, None)
+    examples = subset(read_task(data, ("dev",))["dev"], data.max_eval_examples, None)
     require_labels("dev", examples, data)
     return examples
 

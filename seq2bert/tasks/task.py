@@ -108,12 +108,24 @@ class Task:
                 return found[0]
         return None
 
-    def read(self, folder: Path) -> dict[str, list]:
-        """{"train": examples, "dev": examples} of the task's folder ("train" only when its file is there)."""
-        files = {split: self.find(folder, split) for split in self.files}
-        if files["dev"] is None:
-            raise DataError(f"{folder}: no {self.name} dev file ({' or '.join(self.files['dev'])})")
-        return {split: self.reader(path) for split, path in files.items() if path is not None}
+    def read(self, folder: Path, splits: Sequence[str] = ()) -> dict[str, list]:
+        """{"train": examples, "dev": examples} of the task's folder ("train" only when its file is there);
+        ``splits``: only these (all by default). A file without examples is a DataError naming it."""
+        files = {split: self.find(folder, split) for split in splits or self.files}
+        if "dev" in files and files["dev"] is None:
+            raise DataError(self.missing(folder, "dev"))
+        splits = {split: self.reader(path) for split, path in files.items() if path is not None}
+        for split, examples in splits.items():
+            if not examples:
+                raise DataError(f"{files[split]}: no {self.name} examples (expected the {split} examples)")
+        return splits
+
+    def missing(self, folder: Path, split: str) -> str:
+        """The one-line message of a folder without the split's file: the names looked for, what is there."""
+        present = sorted(p.name for p in Path(folder).iterdir() if not p.name.startswith("."))
+        shown = ", ".join(present[:8]) + (", …" if len(present) > 8 else "") if present else "nothing"
+        names = " or ".join(self.files.get(split, ())) or f"a file the task {self.name} does not name"
+        return f"{folder}: no {self.name} {split} file (expected {names}; the folder holds {shown})"
 
     def id2label(self, examples: list) -> dict[int, str] | None:
         """The label names of a model for the task (None: the checkpoint's own); names found in the examples
