@@ -46,6 +46,7 @@ import tokenizers
 from tokenizers import AddedToken, decoders, models, normalizers, pre_tokenizers
 
 from seq2bert.data import gpt_bpe
+from seq2bert.data.paths import MISSING, kind_of
 from seq2bert.data.special_tokens import SPECIAL_TOKENS, set_bert_template
 from seq2bert.data.text_files import PathLike, one_line, read_text_lines, training_texts
 from seq2bert.data.vocab_training import train_with_specials
@@ -195,9 +196,10 @@ class Tokenizer:
                 "directory"
             )
         if not path.is_file():
+            found = kind_of(path)
             raise DataError(
-                f"{path}: no such file; expected a tokenizer.json, a vocab.json + merges.txt, a vocab.txt "
-                "or a directory"
+                f"{path}: {'no such file' if found == MISSING else found}; expected a tokenizer.json, a "
+                "vocab.json + merges.txt, a vocab.txt or a directory"
             )
         if path.suffix == ".json" or path.name == gpt_bpe.MERGES_FILE:
             if lowercase is not None:

@@ -18,8 +18,10 @@ import numpy as np
 
 from seq2bert.data import gpt_bpe
 from seq2bert.data.masking import STRATEGIES, MaskingConfig, check_units
+from seq2bert.data.paths import require_file
 from seq2bert.data.phrases import collocations
 from seq2bert.data.pretraining import Corpus, prepare_corpus, shuffled, text_files
+from seq2bert.data.text_files import read_text_lines
 from seq2bert.data.tokenization import Tokenizer
 from seq2bert.data.word_pieces import continuation_ids, reads_spaces
 from seq2bert.errors import ConfigError, DataError
@@ -172,9 +174,8 @@ def lexicon(path: str, tok: Tokenizer, key: str) -> tuple[tuple[int, ...], ...]:
     without (a document's first words: "New ĠYork"); none for an empty path."""
     if not path:
         return ()
-    if not Path(path).is_file():
-        raise DataError(f"{path}: no such file ({key})")
-    lines = [line.strip() for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
+    require_file(Path(path), key, "a text file of phrases or entities, one a line")
+    lines = [line.strip() for line in read_text_lines(Path(path)) if line.strip()]
     if reads_spaces(tok.backend):
         lines = [x for line in lines for x in (" " + line, line)]
     return tuple(dict.fromkeys(tuple(ids) for ids in tok.ids_batch(lines) if ids))

@@ -26,6 +26,7 @@ from seq2bert.data.pretraining import Skipped, iter_paragraphs, prepare_corpus, 
 from seq2bert.data.text_files import CHUNK, read_text_lines
 from seq2bert.data.tokenization import Tokenizer
 from seq2bert.errors import DataError
+from seq2bert.recipes.pretrain_data import lexicon
 from seq2bert.recipes.translation import load_pairs
 from seq2bert.tasks.data import FinetuneDataConfig, labelled_dev, read_task, task_examples
 from seq2bert.tasks.registry import TASKS
@@ -254,6 +255,23 @@ def test_wrong_kind_of_path_is_said_as_such(what, bert_runs, tmp_path, capsys):
         assert f"data.train_src: {path} is {kind} (expected a text file, plain or gzip)" in cli(argv, capsys)
         assert refused(read_parallel, path) == f"{path} is {kind} (expected a text file)"
     assert refused(read_parallel, tmp_path) == f"{tmp_path} is a directory (expected a text file)"
+
+
+def test_tokenizer_and_lexicon_files_of_the_wrong_kind(tmp_path):
+    """Before: "/dev/null: no such file" for a tokenizer; "no such file (data.phrases)" for /dev/null or a
+    folder, and a traceback (UnicodeDecodeError) for a phrases file that is not UTF-8."""
+    says = refused(Tokenizer.from_file, "/dev/null")
+    assert says.startswith("/dev/null: a character device; expected a tokenizer.json")
+    tok = Tokenizer.train(
+        [write(tmp_path / "t.txt", "new york is a city\n")], kind="wordpiece", vocab_size=40
+    )
+    for path, found in (("/dev/null", "a character device, not a file"), (tmp_path, "a folder, not a file")):
+        says = refused(lexicon, str(path), tok, "data.phrases")
+        assert (
+            says == f"data.phrases {path}: {found} (expected a text file of phrases or entities, one a line)"
+        )
+    bad = write(tmp_path / "phrases.txt", b"new york\nk\xf6ln\n")
+    assert refused(lexicon, str(bad), tok, "data.entities").startswith(f"{bad}:2: invalid UTF-8")
 
 
 def test_a_folder_without_text_files_is_named(tmp_path, capsys):
