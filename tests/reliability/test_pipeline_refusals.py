@@ -3,8 +3,8 @@ items 4–6): on the command line with exit status 2, in Python as a UserError (
 checkpoint), never a TypeError or IndexError.
 
 - `embed` of a translation run, and `embed` with no texts;
-- a prompt far past the context of a left-to-right BERT (BertLMHeadModel, is_decoder) or a GPT-2: cut to the
-  context, its end kept, one warning for all the prompts cut;
+- a prompt far past the context of a left-to-right BERT (BertLMHeadModel, is_decoder) or a GPT-2 (`generate`,
+  `sample`): cut to the context, its end kept, one warning for all the prompts cut;
 - a checkpoint whose weights hold NaN (classify, tag, qa, embed, generate);
 - a config.json that is not UTF-8, not JSON, not a JSON object, without a model_type, or whose values have the
   wrong types (named by key, with the type expected, for every family);
@@ -134,11 +134,11 @@ def test_a_prompt_past_the_context_keeps_its_end_with_one_warning(kind, position
 
 
 @pytest.mark.parametrize("kind", ["bert", "gpt2"])
-def test_generate_of_a_100k_character_prompt_on_the_command_line(kind, language_models, capsys, caplog):
+@pytest.mark.parametrize("command", ["generate", "sample"])
+def test_a_100k_character_prompt_on_the_command_line(command, kind, language_models, capsys, caplog):
+    prompt = [LONG, "--bf16", "false"] if command == "generate" else ["--prompt", LONG]
     with caplog.at_level(logging.WARNING):
-        assert (
-            main(["generate", language_models[kind], LONG, "--max-new-tokens", "3", "--bf16", "false"]) == 0
-        )
+        assert main([command, language_models[kind], *prompt, "--max-new-tokens", "3"]) == 0
     out, err = capsys.readouterr()
     assert "Traceback" not in err and out.endswith("\n")
     warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
