@@ -206,7 +206,7 @@ def word_vectors(texts: list[str], word: str, model, *, layer: int | str | None 
             raise UserError(f"word_vectors: {word!r} is not in {text!r}")
         hidden = _layer(encoder, batch, layer)
         out.append(hidden[0, at : at + len(pieces)].float().mean(0))
-    return torch.stack(out)
+    return torch.stack(out) if out else torch.zeros(0, encoder.config.hidden_size)
 
 
 @torch.no_grad()

@@ -362,5 +362,6 @@ def test_an_empty_list_gives_empty_results(bert_runs, translation_runs, language
     assert seq2bert.tag([], model=str(bert_runs["tokens"])) == []
     assert seq2bert.embed([], model=str(bert_runs["pretrained"])).shape == (0, 16)
     assert seq2bert.embed((t for t in ["a film"]), model=str(bert_runs["pretrained"])).shape == (1, 16)
+    assert pipelines.word_vectors([], "film", model=str(bert_runs["pretrained"])).shape == (0, 16)
     assert seq2bert.generate([], model=language_models["gpt2"], max_new_tokens=4) == []
     assert seq2bert.translate([], model=str(translation_runs["bahdanau"])) == []
