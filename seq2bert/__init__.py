@@ -37,7 +37,6 @@ def translate(
     from seq2bert.pipelines import translate as _translate
 
     decoding = Decoding.of(**settings)
-    texts = texts if isinstance(texts, str) else list(texts)
     return _translate(
         model, texts, decoding=decoding, batch_size=batch_size, max_source_length=max_source_length, bf16=bf16
     )

@@ -199,6 +199,15 @@ def _hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls, include_extras=True)
 
 
+def shared_fields(cls: type, data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with the values of its keys that are fields of dataclass ``cls`` checked against their
+    annotations and converted as ``from_dict`` converts them, ``cls`` not built: the keys a foreign file
+    shares with our config (a Hugging Face config.json) are checked, its other keys kept as they are. A value
+    of the wrong type is a ConfigError naming the key and the type expected."""
+    hints = _hints(cls)
+    return {k: _convert(v, hints[k], k) if k in hints else v for k, v in data.items()}
+
+
 def from_dict(cls: type[T], data: dict[str, Any], prefix: str = "") -> T:
     """Build dataclass ``cls`` from ``data``, checking keys, types and ``validate()``; errors name dotted keys."""
     if not isinstance(data, dict):

@@ -57,13 +57,24 @@ def write_json(path: str | Path, data: Any) -> None:
 
 
 def read_json(path: str | Path) -> dict[str, Any]:
-    """A JSON file; a missing or malformed one is a one-line CheckpointError naming the file (and line)."""
+    """A JSON object ({…}) from a file; a missing, unreadable or malformed one, or JSON of another kind (a
+    list, a number), is a one-line CheckpointError naming the file (and line) and what was expected."""
+    path = Path(path)
     try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise CheckpointError(f"{path}: missing") from None
+    except UnicodeDecodeError as e:
+        line = path.read_bytes()[: e.start].count(b"\n") + 1
+        raise CheckpointError(f"{path}:{line}: invalid UTF-8 (expected a UTF-8 JSON file)") from None
+    except OSError as e:  # a folder, no permission to read it
+        raise CheckpointError(f"{path}: unreadable ({e.strerror or e}); expected a JSON file") from None
     except json.JSONDecodeError as e:
         raise CheckpointError(f"{path}:{e.lineno}: invalid JSON ({e.msg})") from None
+    if not isinstance(data, dict):
+        kind = {list: "list", str: "string", bool: "boolean", type(None): "null"}.get(type(data), "number")
+        raise CheckpointError(f"{path}: a JSON {kind}, expected a JSON object {{…}} of keys")
+    return data
 
 
 def write_dir_atomically(target: Path, write: Callable[[Path], None]) -> None:

@@ -183,6 +183,8 @@ def cmd_embed(args: argparse.Namespace) -> int:
     from seq2bert.pipelines import embed
 
     texts = args.text or stdin_lines(keep_blank=False)
+    if not texts:
+        raise UserError("embed: no texts; give them as arguments or one per line on stdin")
     if args.word:
         from seq2bert.pipelines import word_vectors
 

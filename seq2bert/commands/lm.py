@@ -60,13 +60,15 @@ def cmd_sample(args: argparse.Namespace) -> int:
     import torch
 
     from seq2bert.models import registry
+    from seq2bert.pipelines import prompt_ids
 
     model, tok = registry.load(args.model, head="causal_lm")
     if tok is None:
         raise UserError(f"{args.model}: no tokenizer in the directory")
-    ids = tok.ids_batch([args.prompt])[0] if args.prompt else []
-    prompt = torch.tensor([ids or [model.config.eos_token_id]])
     settings = generation_settings(args)
+    # a prompt past the context keeps its end (as `generate`'s); an empty one starts a new document at [EOS]
+    ids = prompt_ids(model, tok, [args.prompt], settings["max_new_tokens"])[0] if args.prompt else []
+    prompt = torch.tensor([ids or [model.config.eos_token_id]])
     for i in range(args.n):
         out = model.generate(
             prompt,
@@ -183,7 +185,8 @@ def register(sub) -> None:
         "directory with its tokenizer files). One prompt without beams is streamed to the terminal as it is "
         "generated; several prompts print one line each, the continuation as a JSON string. The prompt itself "
         "is not printed. No prompt: one prompt read from stdin. A prompt longer than the context leaves "
-        "(n_positions - max-new-tokens) keeps its last tokens, with a warning; an empty prompt starts from the "
+        "(the model's positions - max-new-tokens: GPT's n_positions, BERT's max_position_embeddings) keeps its "
+        "last tokens, with one warning; an empty prompt starts from the "
         "model's <|endoftext|>.",
         epilog='examples:\n  seq2bert generate gpt2/ "The meaning of life is" --max-new-tokens 40\n'
         '  seq2bert generate gpt2/ "Once upon a time" --do-sample --temperature 0.8 --top-p 0.9 --seed 1\n'

@@ -155,8 +155,21 @@ class Family:
 
     # --- checkpoints: the family's conversions, or our own layout as is
     def read_config(self, data: dict, source: str) -> Any:
-        """Our config from a config.json dictionary."""
+        """Our config from a config.json dictionary. Of a Hugging Face directory, the values it gives the keys
+        it shares with the config dataclass are checked against the dataclass's annotations first — a one-line
+        error naming the file, the key and the type expected — for every family, before its own reading
+        (``config_from_hf``) sees them; but lists and nulls, which a family's reading may take in
+        transformers' ways (Marian's list of [EOS] ids; null: unset), and model_type, which it checks."""
         if self.config_from_hf is not None:
+            shared = {
+                k: v
+                for k, v in data.items()
+                if k != "model_type" and v is not None and not isinstance(v, list)
+            }
+            try:
+                data = {**data, **config_io.shared_fields(self.config_class, shared)}
+            except ConfigError as e:
+                raise CheckpointError(f"{source}: {e}") from None
             return self.config_from_hf(data, source)
         fields = {k: v for k, v in data.items() if k in self.config_class.__dataclass_fields__}
         try:
@@ -235,6 +248,8 @@ def register(family: Family) -> Family:
 
 def get(model_type: str | None, source: str | Path = "config.json") -> Family:
     """The family of ``model_type``; a one-line error naming the known ones otherwise."""
+    if model_type is None:
+        raise CheckpointError(f"{source}: no model_type (expected one of {', '.join(FAMILIES)})")
     if model_type not in FAMILIES:
         raise CheckpointError(f"{source}: model_type {model_type!r} is not one of {', '.join(FAMILIES)}")
     return FAMILIES[model_type]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import pickle
+import re
 from pathlib import Path
 from typing import Any
 
@@ -11,19 +13,6 @@ from safetensors.torch import load_file
 
 from seq2bert.errors import CheckpointError
 from seq2bert.io import read_json, save_tensors
-
-
-def model_type_of(path: str | Path) -> str | None:
-    """The model_type that ``path``/config.json declares (None: not a Hugging Face model directory)."""
-    config = Path(path) / "config.json"
-    if not config.is_file():
-        return None
-    try:
-        data = json.loads(config.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        return None
-    return data.get("model_type") if isinstance(data, dict) else None
-
 
 # the settings of generation_config.json that our configs hold: special ids, and the rules of the search
 GENERATION_IDS = ("decoder_start_token_id", "eos_token_id", "pad_token_id")
@@ -52,11 +41,28 @@ def read_weights(path: str | Path) -> dict[str, torch.Tensor]:
         except Exception as e:  # safetensors raises its own error types
             raise CheckpointError(f"{path / 'model.safetensors'}: unreadable ({e})") from None
     if (path / "pytorch_model.bin").is_file():
-        try:
-            return torch.load(path / "pytorch_model.bin", map_location="cpu", weights_only=True)
-        except Exception as e:
-            raise CheckpointError(f"{path / 'pytorch_model.bin'}: unreadable ({e})") from None
+        return read_pickled_weights(path / "pytorch_model.bin")
     raise CheckpointError(f"{path}: no model.safetensors (or pytorch_model.bin)")
+
+
+def read_pickled_weights(path: Path) -> dict[str, torch.Tensor]:
+    """A pytorch_model.bin read with weights_only=True: tensors and plain values only, no pickled code runs. A
+    file that asks for anything else (a function to call, an object to build) is refused in one line and not
+    loaded — never with torch's advice to load it unsafely."""
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as e:
+        found = re.search(r"GLOBAL ([\w.]+)", str(e))
+        asks = f" (it asks for {found.group(1)})" if found else ""
+        raise CheckpointError(
+            f"{path}: not a plain tensor archive{asks}; not loaded (no code in it was run)"
+        ) from None
+    except Exception as e:  # torch raises RuntimeErrors of its zip reader, EOFError, …
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        raise CheckpointError(f"{path}: truncated or not a torch archive ({first})") from None
+    if not isinstance(state, dict) or not all(torch.is_tensor(v) for v in state.values()):
+        raise CheckpointError(f"{path}: expected a state dict of named tensors")
+    return state
 
 
 def write_model_files(directory: Path, config: dict[str, Any], weights: dict[str, torch.Tensor]) -> None:

@@ -26,7 +26,7 @@ from seq2bert.io import load_weights, read_json, resolve_checkpoint, save_weight
 from seq2bert.models import family as families
 from seq2bert.models import quantized
 from seq2bert.models.family import Family
-from seq2bert.models.hf import model_type_of, read_config, read_weights, write_model_files
+from seq2bert.models.hf import read_config, read_weights, write_model_files
 
 log = logging.getLogger(__name__)
 
@@ -196,7 +196,7 @@ def checkpoint_dir(path: str | Path) -> Path:
 def family_at(path: str | Path) -> Family:
     """The family of a checkpoint or run directory, from its config.json."""
     directory = checkpoint_dir(path)
-    return families.get(model_type_of(directory), directory / "config.json")
+    return families.get(read_json(directory / "config.json").get("model_type"), directory / "config.json")
 
 
 def load(
@@ -227,14 +227,28 @@ def load(
             return load(inside[0], architecture=architecture, head=head, device=device)
         architecture = named if named in candidates else candidates[0]
     if not family.huggingface:
-        return load_native(family, directory, device)
+        return finite(load_native(family, directory, device), directory)
     try:
-        return load_hf(family, directory, architecture, device)
+        loaded = load_hf(family, directory, architecture, device)
     except CheckpointError as e:
         if named is None or named in candidates:
             raise
         kept = "".join(f"; a checkpoint keeps it in {d}/" for h, d in family.head_dirs.items() if h in heads)
         raise CheckpointError(f"{e} (a {named} has no {heads[0]} head{kept})") from None
+    return finite(loaded, directory)
+
+
+def finite(loaded: tuple[nn.Module, Any], directory: Path) -> tuple[nn.Module, Any]:
+    """``loaded`` (model, tokenizer), unless a weight of the model is NaN or infinite — a run that diverged, a
+    damaged file: every output would be NaN — which is a one-line CheckpointError naming the checkpoint and
+    the tensor."""
+    for name, weight in loaded[0].named_parameters():
+        if weight.is_floating_point() and not torch.isfinite(weight).all():
+            bad = int((~torch.isfinite(weight)).sum())
+            raise CheckpointError(
+                f"{directory}: non-finite weights ({bad} NaN or infinite values in {name}); not used"
+            )
+    return loaded
 
 
 class SavePretrained:

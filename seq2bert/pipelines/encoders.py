@@ -18,10 +18,12 @@ from seq2bert.pipelines.loading import (
     _load,
     default_max_length,
     inference_precision,
+    one_text,
     pad_id,
     positions,
     said_truncated,
     sorted_batches,
+    text_list,
 )
 
 
@@ -51,6 +53,20 @@ def _layer(encoder, batch: dict, layer: int | str | None):
     if not isinstance(layer, int) or not -len(layers) <= layer < len(layers):
         raise UserError(f"layer: expected 'mean' or an index of the {len(layers)} layers, got {layer!r}")
     return layers[layer]
+
+
+def encoder_of(net, model, pipeline: str):
+    """The encoder whose token vectors ``pipeline`` reads: the base model of ``net``; an encoder-decoder (a
+    translation run) is a one-line UserError — its vectors are the encoder's, but of source sentences in its
+    own vocabulary, and no pooling was trained for them."""
+    family = registry.family_of(net)
+    if family.kind == "encoder-decoder":
+        where = model if isinstance(model, (str, Path)) else "the model"
+        raise UserError(
+            f"{pipeline}: {where} is a translation model ({family.model_type}, an encoder-decoder); "
+            "expected an encoder (BERT, a sentence-transformers model, ELMo, …)"
+        )
+    return _base(net)
 
 
 def mean_pool(hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
@@ -134,10 +150,9 @@ def embed(
     does), and in bf16 where the device computes bf16 natively (``bf16="auto"``; ``bf16=False``: fp32;
     loading.inference_precision: a directory's model as a bf16-weights copy, a model passed in under
     autocast)."""
-    if isinstance(texts, str):
-        raise UserError("embed: give a list of texts")
+    texts = text_list(texts, "embed: texts")
     net, tok, directory = _load(model, ENCODER, int8)
-    encoder = _base(net)
+    encoder = encoder_of(net, model, "embed")
     pooling, normalized = sentence_modules(directory)
     normalize = normalized if normalize is None else normalize
     table = max_input_length(
@@ -146,9 +161,9 @@ def embed(
     max_length = positions(encoder.config, max_length or default_max_length(directory, table))
     device = next(encoder.parameters()).device
     if registry.family_of(encoder).text_inputs is None:  # token ids: batches of similar length
-        batches = sorted_batches(tok, list(texts), batch_size, max_length, pad_id(tok, encoder.config))
+        batches = sorted_batches(tok, texts, batch_size, max_length, pad_id(tok, encoder.config))
     else:  # a model that reads each word's characters (ELMo): the texts in their order
-        batches = _in_order(encoder, tok, list(texts), batch_size)
+        batches = _in_order(encoder, tok, texts, batch_size)
     order, out = [], []
     with inference_precision(net, bf16, kept=directory is not None) as run:
         for indices, batch in batches:
@@ -168,8 +183,9 @@ def word_vectors(texts: list[str], word: str, model, *, layer: int | str | None 
     """The contextual vector (averaged over its WordPieces) of the first occurrence of ``word`` in each
     text: (n, hidden), at ``layer`` (as ``embed``'s). The same word in different contexts gets different
     vectors — the point of contextual embeddings ("bank" of a river and of money)."""
+    texts, word = text_list(texts, "word_vectors: texts"), one_text(word, "word_vectors: word")
     net, tok, _ = _load(model, ENCODER)
-    encoder = _base(net)
+    encoder = encoder_of(net, model, "word_vectors")
     spelled = registry.family_of(encoder).text_inputs is not None  # a model that reads words, spelled
 
     def tokens(text: str) -> tuple[dict, list]:  # the encoder's inputs and the tokens they stand for
@@ -190,7 +206,7 @@ def word_vectors(texts: list[str], word: str, model, *, layer: int | str | None 
             raise UserError(f"word_vectors: {word!r} is not in {text!r}")
         hidden = _layer(encoder, batch, layer)
         out.append(hidden[0, at : at + len(pieces)].float().mean(0))
-    return torch.stack(out)
+    return torch.stack(out) if out else torch.zeros(0, encoder.config.hidden_size)
 
 
 @torch.no_grad()
@@ -199,6 +215,7 @@ def fill_mask(text: str, model, *, top_k: int = 5, int8: bool = False) -> list[d
     ``text``: [{"token", "token_id", "score", "sequence"}, …] best first (one such list per [MASK] when there
     are several). Of an ELECTRA run's checkpoint, the generator (generator/) fills the mask. A text longer
     than the model's positions is truncated to them, with a warning."""
+    text = one_text(text, "fill_mask: text")
     net, tok, _ = _load(model, "masked_lm", int8)
     if getattr(net.config, "is_decoder", False):  # BERT's LTR: its LM head was trained on the next token
         raise UserError(

@@ -12,7 +12,17 @@ from seq2bert.data.batching import pad_sequences
 from seq2bert.decoding.generation import GREEDY, Decoding
 from seq2bert.errors import ConfigError
 from seq2bert.models.alignment import encoder_decoder, loaded, source_ids, source_limit, within_positions
-from seq2bert.pipelines.loading import ENCODER, _device, _load, inference_precision, int8_model, log
+from seq2bert.models.family import max_input_length
+from seq2bert.pipelines.loading import (
+    ENCODER,
+    _device,
+    _load,
+    inference_precision,
+    int8_model,
+    log,
+    model_pair,
+    text_list,
+)
 
 
 @torch.no_grad()
@@ -52,11 +62,14 @@ def translate(
             bf16=bf16,
             max_source_length=max_source_length,
         )[0]
+    texts = text_list(texts, "translate: texts (a string, or a list of them)")
     kept = isinstance(checkpoint_or_model, (str, Path))
     if kept:
         encoder_decoder(checkpoint_or_model)
         model, tokenizer, _ = _load(checkpoint_or_model, ENCODER, int8)
     else:
+        if not isinstance(checkpoint_or_model, torch.nn.Module):  # a (model, tokenizer) pair
+            checkpoint_or_model, tokenizer = model_pair(checkpoint_or_model)
         model, tokenizer = loaded(checkpoint_or_model, tokenizer)
         model = int8_model(copy.deepcopy(model)) if int8 else model
     device = next(model.parameters()).device
@@ -92,12 +105,12 @@ def prompt_ids(net, tok, prompts: list[str], max_new_tokens: int) -> list[list[i
     """The token ids of each prompt as the model reads it (no special tokens added, as transformers' GPT
     tokenizers). An empty prompt starts from the model's [BOS] (else [EOS]: GPT-2's <|endoftext|>, as
     transformers' generate does without input_ids); without either it is a ConfigError. A prompt longer
-    than the context leaves for the new tokens — n_positions − max_new_tokens — keeps its last tokens,
-    with a warning."""
+    than the context leaves for the new tokens — its positions (GPT's n_positions, BERT's
+    max_position_embeddings) − max_new_tokens — keeps its last tokens, with one warning for all of them."""
     c = net.config
     start = getattr(c, "bos_token_id", None)
     start = getattr(c, "eos_token_id", None) if start is None else start
-    context = getattr(c, "n_positions", None)
+    context = max_input_length(c)  # None: a recurrent model reads any length
     room = None if context is None else context - max_new_tokens
     if room is not None and room < 1:
         raise ConfigError(
@@ -105,6 +118,7 @@ def prompt_ids(net, tok, prompts: list[str], max_new_tokens: int) -> list[list[i
             f"{context} positions (at most {context - 1})"
         )
     rows = tok.ids_batch(prompts)
+    cut = []
     for i, ids in enumerate(rows):
         if not ids and start is None:
             raise ConfigError(
@@ -114,16 +128,22 @@ def prompt_ids(net, tok, prompts: list[str], max_new_tokens: int) -> list[list[i
         if not ids:
             rows[i] = [start]
         elif room is not None and len(ids) > room:
-            log.warning(
-                "prompt %d: %d tokens, but the context holds %d positions, %d of them for new tokens: kept its "
-                "last %d tokens",
-                i + 1,
-                len(ids),
-                context,
-                max_new_tokens,
-                room,
-            )
+            cut.append((i, len(ids)))
             rows[i] = ids[-room:]
+    if cut:
+        numbers = ", ".join(str(i + 1) for i, _ in cut[:5]) + (", …" if len(cut) > 5 else "")
+        which = (
+            f"prompt {numbers}: {cut[0][1]}"
+            if len(cut) == 1
+            else f"prompts {numbers}: up to {max(n for _, n in cut)}"
+        )
+        log.warning(
+            "%s tokens, but the context holds %d positions, %d of them for new tokens: kept the last %d tokens",
+            which,
+            context,
+            max_new_tokens,
+            room,
+        )
     return rows
 
 
@@ -154,7 +174,7 @@ def generate(
     from seq2bert.decoding.stopping import StopStrings
 
     single = isinstance(prompts, str)
-    prompts = [prompts] if single else list(prompts)
+    prompts = [prompts] if single else text_list(prompts, "generate: prompts (a string, or a list of them)")
     settings = config_settings(settings, TEXT_DEFAULTS)
     max_new_tokens = settings["max_new_tokens"]
     GenerationConfig(eos_token_id=None, pad_token_id=0, **settings)  # invalid settings fail before any work

@@ -10,7 +10,7 @@ import logging
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 import torch
@@ -39,8 +39,18 @@ def _load(model, head: str | tuple[str, ...] | None, int8: bool = False):
     for the next call (``_kept``)."""
     if isinstance(model, (str, Path)):
         return _kept(model, head, int8)
-    net, tok = model
+    net, tok = model_pair(model)
     return (int8_model(copy.deepcopy(net)) if int8 else net.eval()), tok, None
+
+
+def model_pair(model) -> tuple:
+    """``model``, a (model, tokenizer) pair already loaded; anything else (a list of texts given where the model
+    goes, None) is a one-line UserError."""
+    if isinstance(model, (tuple, list)) and len(model) == 2 and isinstance(model[0], torch.nn.Module):
+        return tuple(model)
+    raise UserError(
+        f"model: expected a checkpoint directory or a (model, tokenizer) pair, got {shown(model)}"
+    )
 
 
 def _read(model, head, int8: bool):
@@ -82,6 +92,49 @@ def _kept(model, head, int8: bool = False):
     while len(_KEPT) > KEEP:
         _KEPT.popitem(last=False)
     return loaded
+
+
+def shown(value) -> str:
+    """A value as an error message shows it: its type and (the start of) its repr."""
+    if value is None:
+        return "None"
+    text = repr(value)
+    return f"{type(value).__name__} {text if len(text) <= 40 else text[:37] + '...'}"
+
+
+def text_list(texts, name: str, *, pairs: bool = False) -> list:
+    """``texts`` — a list, tuple or other iterable of strings (with ``pairs``: or of (text, pair) tuples) — as
+    a list (pairs as tuples); anything else (None, one string where a list is expected, an item that is not a
+    string) is a one-line UserError naming the argument ``name`` and what was expected. An empty list is a
+    list: its results are empty."""
+    expected = "a list of strings" + (" or (text, pair) tuples" if pairs else "")
+    if texts is None or isinstance(texts, (str, bytes, dict)) or not isinstance(texts, Iterable):
+        raise UserError(f"{name}: expected {expected}, got {shown(texts)}")
+    items = list(texts)
+    for i, item in enumerate(items):
+        if (
+            pairs
+            and isinstance(item, (tuple, list))
+            and len(item) == 2
+            and all(isinstance(t, str) for t in item)
+        ):
+            items[i] = tuple(item)
+        elif not isinstance(item, str):
+            raise UserError(
+                f"{name}[{i}]: expected a string{' or a (text, pair) tuple of strings' if pairs else ''}, "
+                f"got {shown(item)}"
+            )
+    return items
+
+
+def one_text(text, name: str, *, empty: bool = True) -> str:
+    """``text``, a string (not ``empty`` unless allowed); anything else is a one-line UserError naming the
+    argument ``name``."""
+    if not isinstance(text, str):
+        raise UserError(f"{name}: expected a string, got {shown(text)}")
+    if not empty and not text.strip():
+        raise UserError(f"{name}: empty; expected some text")
+    return text
 
 
 def int8_model(net):

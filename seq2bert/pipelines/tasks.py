@@ -14,10 +14,12 @@ from seq2bert.pipelines.loading import (
     _device,
     _load,
     inference_precision,
+    one_text,
     pad_id,
     positions,
     said_truncated,
     sorted_batches,
+    text_list,
 )
 
 
@@ -63,6 +65,7 @@ def classify(
         return classify(
             [texts], model, top_k=top_k, batch_size=batch_size, max_length=max_length, int8=int8, bf16=bf16
         )[0]
+    texts = text_list(texts, "classify: texts", pairs=True)
     net, tok, directory = _load(model, ("sequence", "similarity"), int8)
     max_length = positions(net.config, max_length)
     labels = net.config.id2label
@@ -70,7 +73,7 @@ def classify(
     if len(labels) == 1 and bf16 == "auto":  # regression: its value is the output, not a choice among labels
         bf16 = False
     with inference_precision(net, bf16, kept=directory is not None) as run:
-        for indices, batch in _classifier_batches(net, tok, list(texts), batch_size, max_length):
+        for indices, batch in _classifier_batches(net, tok, texts, batch_size, max_length):
             inputs = {k: v.to(_device(net)) for k, v in batch.items()}
             logits = run(**inputs).logits  # (B, K)
             if logits.dtype == torch.bfloat16 and logits.size(-1) > 1:
@@ -160,7 +163,8 @@ def tag(text: str, model, *, aggregate: bool = True, max_length: int = 512, int8
     {"entity_group": "X", "score": mean word probability, "word": the text span, "start", "end"}, character
     offsets into ``text``; otherwise one {"entity", "score", "word", "start", "end"} per word not tagged O."""
     if not isinstance(text, str):
-        return [tag(t, model, aggregate=aggregate, max_length=max_length) for t in text]
+        texts = text_list(text, "tag: text (a string, or a list of them)")
+        return [tag(t, model, aggregate=aggregate, max_length=max_length, int8=int8) for t in texts]
     net, tok, _ = _load(model, "tokens", int8)
     max_length = positions(net.config, max_length)
     enc = tok.encode(text, max_length=max_length, truncation="longest_first")
@@ -244,6 +248,8 @@ def answer(
     from seq2bert.data.qa import make_features, postprocess
     from seq2bert.data.squad import QAExample
 
+    question = one_text(question, "answer: question", empty=False)
+    context = one_text(context, "answer: context", empty=False)
     net, tok, _ = _load(model, "qa", int8)
     max_seq_length = positions(net.config, max_seq_length)
     example = QAExample(id="q", title="", context=context, question=question, answers=[])
