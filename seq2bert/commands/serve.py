@@ -35,8 +35,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     for name in (*counts, "max_connections"):
         if getattr(settings, name) < 1:
             raise UserError(f"--{name.replace('_', '-')}: at least 1, got {getattr(settings, name)}")
-    if settings.max_wait_ms < 0 or not settings.timeout > 0 or not settings.read_timeout > 0:
-        raise UserError("--max-wait-ms: at least 0; --timeout and --read-timeout: more than 0")
+    if settings.max_wait_ms < 0:
+        raise UserError(f"--max-wait-ms: at least 0, got {settings.max_wait_ms:g}")
+    for name in ("timeout", "read_timeout"):
+        if not getattr(settings, name) > 0:
+            raise UserError(f"--{name.replace('_', '-')}: more than 0, got {getattr(settings, name):g}")
     if not 0 <= args.port <= 65535:
         raise UserError(f"--port: expected 0 … 65535, got {args.port}")
     run(args.models, host=args.host, port=args.port, settings=settings)

@@ -119,7 +119,10 @@ def encoder_maps(model, text: str, pair: str | None, max_tokens: int) -> Attenti
         )
     longest = max_input_length(encoder.config, 512)  # the model's positions
     limit = min(longest, max_tokens)
-    enc = tok.encode(text, pair, max_length=limit, truncation="longest_first")
+    try:
+        enc = tok.encode(text, pair, max_length=limit, truncation="longest_first")
+    except UserError as e:  # fewer tokens than the special ones
+        raise UserError(f"max_tokens {max_tokens}: too few ({e})") from None
     if enc.truncated:
         log.warning(
             "a text longer than %d tokens truncated to them (max_tokens %d, the model's positions %d)",
