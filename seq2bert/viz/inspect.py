@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 
 
 PANEL_INCHES = 12.0  # the widest panel of plot_heads (a 128-token map: rows 0.08 inch apart)
+LABELS = 64  # the most tokens labelled along a side of plot_heads' panels (every k-th past it)
 
 
 @dataclass
@@ -168,17 +169,26 @@ def plot_heads(
     n = len(heads)
     longest = max(len(rows), len(cols), 1)
     size = min(max(3.0, 0.28 * longest + 1.2), PANEL_INCHES)  # a panel per head, at most PANEL_INCHES wide
-    font = min(7.0, 0.7 * 72 * (size - 1.2) / longest)  # the labels shrink with the pitch of the rows
+    font = min(7.0, 0.7 * 72 * (size - 1.2) / min(longest, LABELS))  # the labels shrink with their pitch
     cols_per_row = min(n, 4)
     grid = -(-n // cols_per_row)
+    # the heads share their tokens: labelled on the outer panels only, every token up to LABELS of them, else
+    # every k-th (matplotlib draws each label at a cost; a 128-token map of 12 heads took 30 s labelled in full)
+    every = -(-longest // LABELS)
     fig, axes = plt.subplots(
         grid, cols_per_row, figsize=(size * cols_per_row, size * grid + 0.4), squeeze=False
     )
-    for ax, h in zip(axes.flat, heads, strict=False):
+    for i, (ax, h) in enumerate(zip(axes.flat, heads, strict=False)):
         ax.imshow(weights[h].numpy(), cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto")
-        ax.set_xticks(range(len(cols)), cols, rotation=90, fontsize=font)
-        ax.set_yticks(range(len(rows)), rows, fontsize=font)
         ax.set_title(f"head {h}", fontsize=9)
+        if i + cols_per_row >= n:  # the lowest panel of its column
+            ax.set_xticks(range(0, len(cols), every), cols[::every], rotation=90, fontsize=font)
+        else:
+            ax.tick_params(labelbottom=False)
+        if i % cols_per_row == 0:
+            ax.set_yticks(range(0, len(rows), every), rows[::every], fontsize=font)
+        else:
+            ax.tick_params(labelleft=False)
     for ax in list(axes.flat)[n:]:
         ax.axis("off")
     if title:
