@@ -92,7 +92,8 @@ def register(sub) -> None:
         "--max-connections",
         type=int,
         default=128,
-        help="open connections at most; one more gets 503 and is closed (default: 128)",
+        help="open connections at most; one more closes (503) the one that has waited longest without a "
+        "request (default: 128)",
     )
     p.add_argument(
         "--show-paths",

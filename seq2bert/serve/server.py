@@ -5,9 +5,11 @@ unknown host is one line, at once), with limits against slow and many clients th
                  the previous answer on a kept-alive connection: else 408 and the connection closed (uvicorn
                  waits for them forever: a slow-loris client holds its socket a byte at a time); its body
                  then has as long again (app.BodyLimit)
-    connections  at most ``max_connections`` open: one more is answered 503 and closed at once, so sockets
-                 and file descriptors stay bounded (uvicorn's own limit_concurrency answers 503 only once a
-                 request's headers have come, and keeps the sockets meanwhile)
+    connections  at most ``max_connections`` open, so sockets and file descriptors stay bounded: one more
+                 closes the connection that has waited longest without sending a request (a slow client's),
+                 answered 503, and when every connection is in a request the new one is answered 503 and
+                 closed (uvicorn's own limit_concurrency answers 503 only once a request's headers have come,
+                 and keeps the sockets meanwhile): a flood of slow clients leaves room for a normal one
     idle         a kept-alive connection closes after 5 idle seconds (uvicorn's timeout_keep_alive)
     size         headers of at most 16 KiB (h11's largest incomplete event): larger ones are answered 400
 """
@@ -41,20 +43,28 @@ def limited_protocol(read_timeout: float, max_connections: int) -> type[H11Proto
 
     class Limited(H11Protocol):
         def connection_made(self, transport) -> None:
-            self.header_timer, self.waiting_in = None, None
+            self.header_timer, self.waiting_in, self.armed_at = None, None, 0.0
             super().connection_made(transport)
             if len(self.connections) > max_connections:
-                transport.write(
-                    raw_answer(503, "Service Unavailable", f"{max_connections} connections open; try again")
+                waiting = [c for c in self.connections if getattr(c, "header_timer", None) is not None]
+                if not waiting:  # every connection is in a request: this one waits its turn elsewhere
+                    self.refuse(f"{max_connections} connections open, each in a request; try again")
+                    return
+                # the one that has waited longest without sending a request makes room (a slow client's)
+                min(waiting, key=lambda c: c.armed_at).refuse(
+                    f"{max_connections} connections open: this one, sending no request, was closed"
                 )
-                transport.close()
-                return
             self.arm()
+
+        def refuse(self, message: str) -> None:
+            self.disarm()
+            self.transport.write(raw_answer(503, "Service Unavailable", message))
+            self.transport.close()
 
         def arm(self) -> None:
             """Start the headers' deadline for the request after the one of ``self.cycle``."""
             self.disarm()
-            self.waiting_in = self.cycle
+            self.waiting_in, self.armed_at = self.cycle, self.loop.time()
             self.header_timer = self.loop.call_later(read_timeout, self.headers_late)
 
         def disarm(self) -> None:
