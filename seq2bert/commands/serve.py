@@ -64,7 +64,7 @@ def register(sub) -> None:
         "models", nargs="+", metavar="DIR", help="checkpoint or run directories, each DIR or NAME=DIR"
     )
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: loopback only)")
-    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--port", type=int, default=8000, help="0 … 65535 (0: any free port; default: 8000)")
     p.add_argument(
         "--max-batch-size", type=int, default=32, help="inputs gathered into one batch (1: no batching)"
     )

@@ -14,15 +14,15 @@ description at ``/openapi.json`` and the page at ``/``.
 
 Every body may name its ``"model"`` (a name of GET /v1/models); without it, the one loaded model that serves
 the pipeline answers. A body is read as JSON whatever its Content-Type says (curl's ``-d`` sends a form's).
-Mistakes get a JSON ``{"error": "…"}`` and their status, never a traceback: 400 (malformed JSON, a model
-to name), 404 (unknown model or path, or a model that does not serve the pipeline), 408 (a body not sent
-within ``read_timeout``), 413 (a body, a text or a list too large; an attention answer past
-``max_answer_bytes``, measured before it is built, saying which max_tokens or layer fits), 422 (wrong types,
-an empty text, an input the pipeline refuses, an alignment of a model without attention), 503 with
-Retry-After (the queue full), 504 (the request waited past its timeout). A fault of ours would be a 500
-with one line (the log has the rest); tests/reliability/test_serve_bounds.py posts to every endpoint of
-every kind of model and sees none. The connection limits (a request's headers within ``read_timeout``,
-at most ``max_connections`` open) are the HTTP server's: server.py.
+Mistakes get a JSON ``{"error": "…"}`` and their status, never a traceback: 400 (malformed JSON, a model to
+name), 404 (unknown model or path, or a model that does not serve the pipeline), 408 (a body not sent within
+``read_timeout``), 413 (a body, a text or a list too large; an attention answer past ``max_answer_bytes``,
+measured before it is built, saying which max_tokens or layer fits), 422 (wrong types, an empty text, an input
+the pipeline refuses, an alignment of a model without attention, an output that is not finite for this input),
+503 with Retry-After (the queue full), 504 (the request waited past its timeout). A fault of ours would be a
+500 with one line (the log has the rest); tests/reliability/test_serve_bounds.py posts to every endpoint of
+every kind of model and sees none. The connection limits (a request's headers within ``read_timeout``, at most
+``max_connections`` open) are the HTTP server's: server.py.
 
 GET /v1/models shows each model's directory relative to the working directory (or its last two parts),
 and the errors name models rather than their paths, unless ``show_paths``.

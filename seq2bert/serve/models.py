@@ -11,13 +11,16 @@ requests' inputs.
 A model without attention weights (a Seq2Seq's fixed vector, a BiLSTM) serves no attention, nor a
 translation's alignment: its listing leaves them out, and a request for them is answered 422, never 500.
 An attention answer shows at most ``max_tokens`` tokens a side and is refused (AnswerTooLarge, 413) when
-its JSON would pass the server's budget, measured before any weight is written out.
+its JSON would pass the server's budget, measured before any weight is written out. JSON has no NaN: a
+checkpoint with weights that are not finite is refused at load, and an output that is not finite for one
+input is that request's UserError (422).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -93,11 +96,17 @@ class ServedModel:
         if family.kind == "encoder-decoder":
             served.pair = registry.load(directory)
             served.attends = has_attention(*served.pair)
+            nets = [served.pair[0]]
         else:
+            nets = []
             for pipeline in pipelines:  # into pipelines/loading.py's keeping, where every call finds it
                 net, _, _ = loading._load(str(directory), HEADS[pipeline])
+                nets.append(net)
                 if pipeline == "attention":
                     served.attends = attends(loading._base(net))
+        broken = max(sum(int((~torch.isfinite(w)).sum()) for w in net.parameters()) for net in nets)
+        if broken:
+            raise CheckpointError(f"{path}: {broken:,} of its weights are NaN or infinite; it cannot serve")
         if not served.attends:
             served.pipelines = [p for p in pipelines if p != "attention"]
         return served
@@ -115,8 +124,15 @@ class ServedModel:
 
     def run(self, pipeline: str, items: list, options: tuple) -> list:
         """The outputs of ``pipeline`` for ``items`` (the inputs of one or several requests, in order) with the
-        requests' shared ``options`` (a sorted tuple of (name, value)); one output per item."""
-        kw = dict(options)
+        requests' shared ``options`` (a sorted tuple of (name, value)); one output per item. An output with a
+        NaN or an infinity (no JSON number) is its request's UserError instead."""
+        out = self.outputs(pipeline, items, dict(options))
+        if pipeline == "attention":  # its weights were checked as tensors
+            return out
+        bad = UserError(f"{self.name}: its output for this input is not finite (NaN or infinity)")
+        return [o if isinstance(o, Exception) or finite(o) else bad for o in out]
+
+    def outputs(self, pipeline: str, items: list, kw: dict) -> list:
         model = str(self.directory)
         if pipeline == "classify":
             texts = [x if isinstance(x, str) else tuple(x) for x in items]
@@ -187,6 +203,10 @@ class ServedModel:
         if kw["layer"] is not None:
             layers = {k: [select(maps, k, kw["layer"])] for k in maps.layers}
             first = {k: kw["layer"] % len(maps.layers[k]) for k in maps.layers}
+        if not all(torch.isfinite(w).all() for ws in layers.values() for w in ws):
+            raise UserError(
+                f"{self.name}: its attention weights for this text are not finite (NaN or infinity)"
+            )
         size = answer_bytes(layers, maps.tokens)
         if size > kw["budget"]:
             raise AnswerTooLarge(too_large(maps, size, kw["budget"], kw["layer"]))
@@ -235,6 +255,17 @@ def shown(directory: Path) -> str:
         return str(path.relative_to(Path.cwd().resolve()))
     except ValueError:
         return str(Path("…", *path.parts[-2:]))
+
+
+def finite(x) -> bool:
+    """Whether every number in a pipeline's output (nested lists, dicts, tuples) is finite: JSON has no NaN."""
+    if isinstance(x, float):
+        return math.isfinite(x)
+    if isinstance(x, dict):
+        return all(finite(v) for v in x.values())
+    if isinstance(x, (list, tuple)):
+        return all(finite(v) for v in x)
+    return True
 
 
 def has_attention(model, tokenizer) -> bool:

@@ -238,6 +238,36 @@ def test_an_answer_past_the_budget_is_refused_before_it_is_built(served, monkeyp
         assert r.status_code == 200 and len(r.json()["kinds"]["encoder"]["query_tokens"]) == POSITIONS
 
 
+def test_a_model_of_broken_weights_is_refused_at_start_and_a_non_finite_output_is_a_422(
+    served, kinds, tmp_path, capsys, monkeypatch
+):
+    """JSON has no NaN: a checkpoint with NaN weights is refused when the server starts (one line), and an
+    output that is not finite for one input is that request's 422, never a 500."""
+    from safetensors.torch import load_file, save_file
+
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    for f in kinds["sequence"].iterdir():
+        if f.is_file():
+            (broken / f.name).write_bytes(f.read_bytes())
+    weights = load_file(broken / "model.safetensors")
+    name = next(k for k in weights if k.endswith("classifier.weight"))
+    weights[name] = torch.full_like(weights[name], float("nan"))
+    save_file(weights, broken / "model.safetensors")
+    monkeypatch.setattr("seq2bert.serve.server.serve", lambda *a: pytest.fail("serving a broken model"))
+    assert main(["serve", str(broken), "--port", "0"]) == 2
+    assert f"{broken}: {weights[name].numel()} of its weights are NaN or infinite" in one_line(capsys)
+
+    sequence = next(m for m in served if m.name == "sequence")
+    real = sequence.outputs
+    monkeypatch.setattr(sequence, "outputs", lambda *a: [[{"label": "pos", "score": float("nan")}]])
+    with client_of(served) as c:
+        r = c.post("/v1/classify", json={"model": "sequence", "texts": ["the film"]})
+        assert r.status_code == 422 and "not finite" in r.json()["error"]
+        monkeypatch.setattr(sequence, "outputs", real)
+        assert c.post("/v1/classify", json={"model": "sequence", "texts": ["the film"]}).status_code == 200
+
+
 def test_a_json_body_is_read_whatever_its_content_type(served):
     body = b'{"model": "sequence", "texts": ["a gripping , funny film"]}'
     with client_of(served) as c:  # what `curl -d` sends, and no type at all
