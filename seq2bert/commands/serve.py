@@ -19,12 +19,29 @@ def cmd_serve(args: argparse.Namespace) -> int:
         max_body_bytes=args.max_body_bytes,
         max_text_chars=args.max_text_chars,
         max_items=args.max_items,
+        max_answer_bytes=args.max_answer_bytes,
+        read_timeout=args.read_timeout,
+        max_connections=args.max_connections,
+        show_paths=args.show_paths,
     )
-    for name in ("max_batch_size", "max_queue", "max_body_bytes", "max_text_chars", "max_items"):
+    counts = (
+        "max_batch_size",
+        "max_queue",
+        "max_body_bytes",
+        "max_text_chars",
+        "max_items",
+        "max_answer_bytes",
+    )
+    for name in (*counts, "max_connections"):
         if getattr(settings, name) < 1:
             raise UserError(f"--{name.replace('_', '-')}: at least 1, got {getattr(settings, name)}")
-    if settings.max_wait_ms < 0 or not settings.timeout > 0:
-        raise UserError("--max-wait-ms: at least 0; --timeout: more than 0")
+    if settings.max_wait_ms < 0:
+        raise UserError(f"--max-wait-ms: at least 0, got {settings.max_wait_ms:g}")
+    for name in ("timeout", "read_timeout"):
+        if not getattr(settings, name) > 0:
+            raise UserError(f"--{name.replace('_', '-')}: more than 0, got {getattr(settings, name):g}")
+    if not 0 <= args.port <= 65535:
+        raise UserError(f"--port: expected 0 … 65535, got {args.port}")
     run(args.models, host=args.host, port=args.port, settings=settings)
     return 0
 
@@ -47,7 +64,7 @@ def register(sub) -> None:
         "models", nargs="+", metavar="DIR", help="checkpoint or run directories, each DIR or NAME=DIR"
     )
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: loopback only)")
-    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--port", type=int, default=8000, help="0 … 65535 (0: any free port; default: 8000)")
     p.add_argument(
         "--max-batch-size", type=int, default=32, help="inputs gathered into one batch (1: no batching)"
     )
@@ -59,4 +76,28 @@ def register(sub) -> None:
     p.add_argument("--max-body-bytes", type=int, default=1_000_000, help="larger request bodies get 413")
     p.add_argument("--max-text-chars", type=int, default=10_000, help="longer texts get 413")
     p.add_argument("--max-items", type=int, default=256, help="more texts in one request get 413")
+    p.add_argument(
+        "--max-answer-bytes",
+        type=int,
+        default=16_000_000,
+        help="an attention answer larger than this gets 413, saying which max_tokens or layer fits (default: 16 MB)",
+    )
+    p.add_argument(
+        "--read-timeout",
+        type=float,
+        default=10.0,
+        help="seconds a request's headers, then its body, may take to arrive; later gets 408 (default: 10)",
+    )
+    p.add_argument(
+        "--max-connections",
+        type=int,
+        default=128,
+        help="open connections at most; one more closes (503) the one that has waited longest without a "
+        "request (default: 128)",
+    )
+    p.add_argument(
+        "--show-paths",
+        action="store_true",
+        help="/v1/models and the errors show the models' absolute paths (default: relative ones, names)",
+    )
     p.set_defaults(func=cmd_serve)

@@ -17,7 +17,9 @@ from seq2bert.errors import UserError
 def cmd_attention(args: argparse.Namespace) -> int:
     from seq2bert.viz.inspect import attention_maps, plot_heads, select, write_head_view
 
-    maps = attention_maps(args.model, args.text, pair=args.pair)
+    if args.max_tokens < 1:
+        raise UserError(f"--max-tokens: at least 1, got {args.max_tokens}")
+    maps = attention_maps(args.model, args.text, pair=args.pair, max_tokens=args.max_tokens)
     kind = args.kind or next(iter(maps.layers))
     weights = select(maps, kind, args.layer)
     rows, cols = maps.tokens[kind]
@@ -143,6 +145,14 @@ def register(sub) -> None:
     p.add_argument("--head", type=int, help="one head (default: all heads of the layer)")
     p.add_argument("--out", default="attention.png", help="PNG path (default: attention.png)")
     p.add_argument("--html", metavar="FILE", help="also write a self-contained HTML head view of every layer")
+    p.add_argument(
+        "--max-tokens",
+        type=int,
+        default=128,
+        metavar="N",
+        help="show the first N tokens of the text (and of a translation), with a warning when it is longer "
+        "(default: 128; the maps grow with N²)",
+    )
     p.set_defaults(func=cmd_attention)
 
     p = sub.add_parser("positions", help="the sinusoidal positional encodings as a heatmap (PNG)")

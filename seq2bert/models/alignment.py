@@ -61,18 +61,18 @@ def within_positions(decoding: Decoding, config) -> Decoding:
     return replace(decoding, max_positions=max_input_length(config))
 
 
-def source_ids(tokenizer, texts: list[str], limit: int | None = None) -> list[list[int]]:
+def source_ids(
+    tokenizer, texts: list[str], limit: int | None = None, setting: str = "max_source_length"
+) -> list[list[int]]:
     """The source token ids of ``texts``, as the checkpoint's tokenizer encodes a source; ``limit``: each cut
-    to its first ``limit`` tokens (a Marian source keeps its </s>), with a warning."""
+    to its first ``limit`` tokens (a Marian source keeps its </s>), with a warning naming ``setting``."""
     if hasattr(tokenizer, "source_ids"):  # a checkpoint's own source convention (Marian: pieces + </s>)
         rows = tokenizer.source_ids(texts)
     else:
         rows = [ids or [tokenizer.unk_token_id] for ids in tokenizer.ids_batch(texts)]
     for i, ids in enumerate(rows):
         if limit is not None and len(ids) > limit:
-            log.warning(
-                "a source of %d tokens truncated to its first %d (max_source_length)", len(ids), limit
-            )
+            log.warning("a source of %d tokens truncated to its first %d (%s)", len(ids), limit, setting)
             rows[i] = ids[: limit - 1] + ids[-1:] if hasattr(tokenizer, "source_ids") else ids[:limit]
     return rows
 
@@ -98,17 +98,19 @@ def align(
     tokenizer=None,
     decoding: Decoding = GREEDY,
     max_source_length: int | None = None,
+    setting: str = "max_source_length",
 ) -> Alignment:
     """Translate ``text`` and return the attention weights of the translation (for plotting, Bahdanau Fig. 3).
 
     The weights come from a teacher-forced pass over the model's own translation, which gives the same
     weights as the search did. Models without attention raise ValueError. A source longer than
-    ``max_source_length`` tokens (``source_limit``: the model's positions, else 512) is truncated.
+    ``max_source_length`` tokens (``source_limit``: the model's positions, else 512) is truncated, with a
+    warning naming ``setting`` (the caller's name for the limit).
     """
     model, tokenizer = loaded(checkpoint_or_model, tokenizer)
     device = next(model.parameters()).device
     decoding = within_positions(decoding, model.config)
-    src = source_ids(tokenizer, [text], source_limit(model.config, max_source_length))[0]
+    src = source_ids(tokenizer, [text], source_limit(model.config, max_source_length), setting)[0]
     input_ids = torch.tensor([src], device=device)
     mask = torch.ones_like(input_ids)
     bos = torch.tensor([[tokenizer.bos_token_id]], device=device)

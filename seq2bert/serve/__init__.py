@@ -1,6 +1,7 @@
 """``seq2bert serve``: every loaded checkpoint's pipelines over HTTP (app.py), with dynamic batching
 (batching.py), the models and what each serves (models.py), the request bodies (schemas.py) and a page to
-try them (page.html, at ``/``). Needs the extra ``serve`` (FastAPI on uvicorn): ``pip install -e '.[serve]'``.
+try them (page.html, at ``/``), on uvicorn with limits against slow clients (server.py). Needs the extra
+``serve`` (FastAPI on uvicorn): ``pip install -e '.[serve]'``.
 
     from seq2bert.serve import ServedModel, Settings, create_app
     app = create_app([ServedModel.load("sst2", "runs/sst2/best")], Settings(max_wait_ms=5))
@@ -42,11 +43,11 @@ def model_names(paths: list[str]) -> list[tuple[str, str]]:
 
 
 def run(paths: list[str], *, host: str = "127.0.0.1", port: int = 8000, settings=None) -> None:
-    """Load the models of ``paths`` and serve them until interrupted."""
+    """Bind ``host``:``port`` (a busy port is one line, before any model loads), load the models of
+    ``paths`` and serve them until interrupted."""
     try:
-        import uvicorn
-
-        from seq2bert.serve.app import create_app
+        from seq2bert.serve.app import Settings, create_app
+        from seq2bert.serve.server import bind, serve
     except ImportError as e:
         from seq2bert.errors import UserError
 
@@ -56,17 +57,24 @@ def run(paths: list[str], *, host: str = "127.0.0.1", port: int = 8000, settings
     import logging
 
     log = logging.getLogger("seq2bert.serve")
-    models = []
-    for name, path in model_names(paths):
-        served = ServedModel.load(name, path)
-        log.info(
-            "%s: %s (%s), serving %s",
-            name,
-            served.directory,
-            served.architecture,
-            ", ".join(served.pipelines),
-        )
-        models.append(served)
-    app = create_app(models, settings)
-    log.info("http://%s:%d/ (the page), /v1/models, /openapi.json", host, port)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    settings = settings or Settings()
+    named = model_names(paths)
+    sock = bind(host, port)
+    try:
+        models = []
+        for name, path in named:
+            served = ServedModel.load(name, path)
+            log.info(
+                "%s: %s (%s), serving %s",
+                name,
+                served.directory,
+                served.architecture,
+                ", ".join(served.pipelines),
+            )
+            models.append(served)
+        app = create_app(models, settings)
+    except BaseException:
+        sock.close()
+        raise
+    log.info("http://%s:%d/ (the page), /v1/models, /openapi.json", host, sock.getsockname()[1])
+    serve(app, sock, settings)

@@ -9,13 +9,23 @@ description at ``/openapi.json`` and the page at ``/``.
     POST /v1/fill-mask  {"text": "… [MASK] …", "top_k": 5}                       → {"results": [{"token", "score", …}]}
     POST /v1/qa         {"question": "…", "context": "…"}                        → {"answer", "score", "start", "end"}
     POST /v1/generate   {"prompt": "…", "max_new_tokens": 50, …}                 → {"text": "…"}
-    POST /v1/attention  {"text": "…", "pair": null}                              → {"kinds": {kind: {tokens, layers}}}
+    POST /v1/attention  {"text": "…", "pair": null, "max_tokens": 128, "layer": null}
+                                                                → {"kinds": {kind: {tokens, first_layer, layers}}}
 
 Every body may name its ``"model"`` (a name of GET /v1/models); without it, the one loaded model that serves
-the pipeline answers. Mistakes get a JSON ``{"error": "…"}`` and their status, never a traceback: 400
-(malformed JSON, a model to name), 404 (unknown model or path), 413 (a body, a text or a list too large),
-422 (wrong types, an empty text, an input the pipeline refuses), 503 with Retry-After (the queue full), 504
-(the request waited past its timeout).
+the pipeline answers. A body is read as JSON whatever its Content-Type says (curl's ``-d`` sends a form's).
+Mistakes get a JSON ``{"error": "…"}`` and their status, never a traceback: 400 (malformed JSON, a model to
+name), 404 (unknown model or path, or a model that does not serve the pipeline), 408 (a body not sent within
+``read_timeout``), 413 (a body, a text or a list too large; an attention answer past ``max_answer_bytes``,
+measured before it is built, saying which max_tokens or layer fits), 422 (wrong types, an empty text, an input
+the pipeline refuses, an alignment of a model without attention, an output that is not finite for this input),
+503 with Retry-After (the queue full), 504 (the request waited past its timeout). A fault of ours would be a
+500 with one line (the log has the rest); tests/reliability/test_serve_bounds.py posts to every endpoint of
+every kind of model and sees none. The connection limits (a request's headers within ``read_timeout``, at most
+``max_connections`` open) are the HTTP server's: server.py.
+
+GET /v1/models shows each model's directory relative to the working directory (or its last two parts),
+and the errors name models rather than their paths, unless ``show_paths``.
 """
 
 from __future__ import annotations
@@ -30,12 +40,13 @@ from importlib import resources
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse
+from starlette.background import BackgroundTask
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from seq2bert.errors import UserError
 from seq2bert.serve import schemas
 from seq2bert.serve.batching import Batcher, HeapTrim, Overloaded
-from seq2bert.serve.models import ServedModel
+from seq2bert.serve.models import AnswerTooLarge, ServedModel
 
 log = logging.getLogger("seq2bert.serve")
 
@@ -51,6 +62,10 @@ class Settings:
     max_body_bytes: int = 1_000_000
     max_text_chars: int = 10_000
     max_items: int = 256  # texts in one request
+    max_answer_bytes: int = 16_000_000  # an attention answer's JSON at most; larger ones are refused 413
+    read_timeout: float = 10.0  # seconds a request's headers, and then its body, may take to arrive
+    max_connections: int = 128  # open connections; more are answered 503 and closed at once
+    show_paths: bool = False  # /v1/models and the errors show the directories' absolute paths
 
 
 class ApiError(Exception):
@@ -64,11 +79,13 @@ def error(status: int, message: str, headers: dict | None = None) -> JSONRespons
 
 
 class BodyLimit:
-    """ASGI wrapper: a request body past ``limit`` bytes is answered 413 before the app reads any of it; a
-    smaller one is read whole and handed to the app."""
+    """ASGI wrapper: a request body past ``limit`` bytes is answered 413 before the app reads any of it, one
+    that takes more than ``timeout`` seconds to arrive 408; a smaller one is read whole and handed to the app,
+    as JSON: every POST of the API takes JSON, whatever Content-Type the client sent (curl -d sends
+    application/x-www-form-urlencoded)."""
 
-    def __init__(self, app, limit: int) -> None:
-        self.app, self.limit = app, limit
+    def __init__(self, app, limit: int, timeout: float = 10.0) -> None:
+        self.app, self.limit, self.timeout = app, limit, timeout
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
@@ -77,9 +94,17 @@ class BodyLimit:
         length = dict(scope["headers"]).get(b"content-length")
         if length is not None and length.isdigit() and int(length) > self.limit:
             return await too_large(scope, receive, send)
+        if scope["method"] == "POST":
+            headers = [(k, v) for k, v in scope["headers"] if k != b"content-type"]
+            scope = {**scope, "headers": [*headers, (b"content-type", b"application/json")]}
         chunks, size, more = [], 0, True
+        deadline = asyncio.get_running_loop().time() + self.timeout
         while more:
-            message = await receive()
+            try:
+                message = await asyncio.wait_for(receive(), deadline - asyncio.get_running_loop().time())
+            except TimeoutError:
+                late = error(408, f"the request body did not arrive within {self.timeout:g} s")
+                return await late(scope, receive, send)
             if message["type"] == "http.disconnect":
                 return
             chunks.append(message.get("body", b""))
@@ -177,8 +202,11 @@ def create_app(models: list[ServedModel], settings: Settings | None = None):
             raise ApiError(503, f"{model.name}: busy ({e}); try again", {"Retry-After": "1"}) from None
         except TimeoutError:
             raise ApiError(504, f"{model.name}: no answer within {settings.timeout:g} s") from None
+        except AnswerTooLarge as e:
+            raise ApiError(413, f"{model.name}: {e}") from None
         except UserError as e:
-            raise ApiError(422, str(e)) from None
+            message = str(e) if settings.show_paths else str(e).replace(str(model.directory), model.name)
+            raise ApiError(422, message) from None
         return model.name, outputs
 
     def pick(pipeline: str, name: str | None) -> ServedModel:
@@ -233,7 +261,7 @@ def create_app(models: list[ServedModel], settings: Settings | None = None):
 
     @app.get("/v1/models")
     async def list_models():
-        return {"models": [m.describe() for m in models]}
+        return {"models": [m.describe(settings.show_paths) for m in models]}
 
     @app.post("/v1/classify")
     async def classify(body: schemas.Classify):
@@ -250,6 +278,8 @@ def create_app(models: list[ServedModel], settings: Settings | None = None):
     @app.post("/v1/translate")
     async def translate(body: schemas.Translate):
         texts("texts", body.texts)
+        if body.alignment and not (model := pick("translate", body.model)).attends:
+            raise ApiError(422, f"alignment: {model.name} (a {model.family}) has no attention to align")
         name, out = await call("translate", body, body.texts, body.model_dump(exclude={"model", "texts"}))
         reply = {"model": name, "translations": [o["translation"] for o in out]}
         if body.alignment:
@@ -287,7 +317,10 @@ def create_app(models: list[ServedModel], settings: Settings | None = None):
     @app.post("/v1/attention")
     async def attention(body: schemas.Attention):
         texts("text", [body.text] + ([body.pair] if body.pair is not None else []))
-        name, (out,) = await call("attention", body, [(body.text, body.pair)], {})
-        return {"model": name, **out}
+        options = {"max_tokens": body.max_tokens, "layer": body.layer, "budget": settings.max_answer_bytes}
+        name, (out,) = await call("attention", body, [(body.text, body.pair)], options)
+        # JSON written at once (no pass of FastAPI's encoder over every weight); then the heap's free pages
+        # handed back, those of the answer's lists and text included
+        return JSONResponse({"model": name, **out}, background=BackgroundTask(trim, force=True))
 
-    return BodyLimit(app, settings.max_body_bytes)
+    return BodyLimit(app, settings.max_body_bytes, settings.read_timeout)

@@ -43,10 +43,10 @@ class HeapTrim:
         except (OSError, AttributeError):
             self.trim = None
 
-    def __call__(self) -> bool:
-        """Trim if the last trim is ``every`` seconds old; whether it trimmed."""
+    def __call__(self, force: bool = False) -> bool:
+        """Trim if the last trim is ``every`` seconds old (or ``force``); whether it trimmed."""
         now = time.monotonic()
-        if self.trim is None or now - self.last < self.every:
+        if self.trim is None or (now - self.last < self.every and not force):
             return False
         self.last = now
         self.trim(0)

@@ -7,11 +7,20 @@ requests' inputs.
                     (…ForTokenClassification), qa (…ForQuestionAnswering)
     decoder         generate (a language model), classify (GPT-1's classifier)
     encoder-decoder translate (with the alignment of each translation when asked), attention
+
+A model without attention weights (a Seq2Seq's fixed vector, a BiLSTM) serves no attention, nor a
+translation's alignment: its listing leaves them out, and a request for them is answered 422, never 500.
+An attention answer shows at most ``max_tokens`` tokens a side and is refused (AnswerTooLarge, 413) when
+its JSON would pass the server's budget, measured before any weight is written out. JSON has no NaN: a
+checkpoint with weights that are not finite is refused at load, and an output that is not finite for one
+input is that request's UserError (422).
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,7 +33,7 @@ from seq2bert.io import read_json
 from seq2bert.models import registry
 from seq2bert.models.alignment import align
 from seq2bert.pipelines import answer, classify, embed, fill_mask, generate, loading, tag, translate
-from seq2bert.viz.inspect import attention_maps
+from seq2bert.viz.inspect import DECIMALS, alignment_maps, attends, attention_maps, rounded, select
 
 PIPELINES = ("translate", "classify", "tag", "qa", "fill-mask", "embed", "generate", "attention")
 # the head each encoder pipeline loads (pipelines/loading.py keeps one model per directory and head)
@@ -72,6 +81,7 @@ class ServedModel:
     architecture: str = ""
     pipelines: list[str] = field(default_factory=list)
     pair: tuple | None = None  # an encoder-decoder's (model, tokenizer), loaded once
+    attends: bool = True  # whether the model has attention weights to show (a Seq2Seq, a BiLSTM: no)
 
     @classmethod
     def load(cls, name: str, path: str | Path) -> ServedModel:
@@ -85,15 +95,28 @@ class ServedModel:
         served = cls(name, directory, family.model_type, architecture or "", pipelines)
         if family.kind == "encoder-decoder":
             served.pair = registry.load(directory)
+            served.attends = has_attention(*served.pair)
+            nets = [served.pair[0]]
         else:
+            nets = []
             for pipeline in pipelines:  # into pipelines/loading.py's keeping, where every call finds it
-                loading._load(str(directory), HEADS[pipeline])
+                net, _, _ = loading._load(str(directory), HEADS[pipeline])
+                nets.append(net)
+                if pipeline == "attention":
+                    served.attends = attends(loading._base(net))
+        broken = max(sum(int((~torch.isfinite(w)).sum()) for w in net.parameters()) for net in nets)
+        if broken:
+            raise CheckpointError(f"{path}: {broken:,} of its weights are NaN or infinite; it cannot serve")
+        if not served.attends:
+            served.pipelines = [p for p in pipelines if p != "attention"]
         return served
 
-    def describe(self) -> dict:
+    def describe(self, show_paths: bool = False) -> dict:
+        """The listing of GET /v1/models: the directory relative to the working directory, or its last two
+        parts, unless ``show_paths`` (the absolute path)."""
         return {
             "name": self.name,
-            "directory": str(self.directory),
+            "directory": str(self.directory.resolve()) if show_paths else shown(self.directory),
             "model_type": self.family,
             "architecture": self.architecture,
             "pipelines": self.pipelines,
@@ -101,8 +124,15 @@ class ServedModel:
 
     def run(self, pipeline: str, items: list, options: tuple) -> list:
         """The outputs of ``pipeline`` for ``items`` (the inputs of one or several requests, in order) with the
-        requests' shared ``options`` (a sorted tuple of (name, value)); one output per item."""
-        kw = dict(options)
+        requests' shared ``options`` (a sorted tuple of (name, value)); one output per item. An output with a
+        NaN or an infinity (no JSON number) is its request's UserError instead."""
+        out = self.outputs(pipeline, items, dict(options))
+        if pipeline == "attention":  # its weights were checked as tensors
+            return out
+        bad = UserError(f"{self.name}: its output for this input is not finite (NaN or infinity)")
+        return [o if isinstance(o, Exception) or finite(o) else bad for o in out]
+
+    def outputs(self, pipeline: str, items: list, kw: dict) -> list:
         model = str(self.directory)
         if pipeline == "classify":
             texts = [x if isinstance(x, str) else tuple(x) for x in items]
@@ -122,7 +152,7 @@ class ServedModel:
             settings = {k: v for k, v in kw.items() if v is not None}
             return each(lambda prompt: generate(prompt, model, **settings), items)
         if pipeline == "attention":
-            return each(lambda x: self.attention(*x), items)
+            return each(lambda x: self.attention(*x, kw), items)
         raise UserError(f"{pipeline}: not a pipeline ({', '.join(PIPELINES)})")
 
     def translations(self, texts: list[str], kw: dict) -> list[dict]:
@@ -140,7 +170,7 @@ class ServedModel:
                         "translation": a.translation,
                         "source_tokens": a.source_tokens,
                         "target_tokens": a.target_tokens,
-                        "weights": rounded(a.weights),
+                        "weights": rounded(a.weights, 4),
                     }
                 )
         return out
@@ -154,34 +184,96 @@ class ServedModel:
         with loading.inference_precision(model, "auto", kept=True) as net:
             yield net, tokenizer
 
-    def attention(self, text: str, pair: str | None) -> dict:
-        """Every layer's and head's weights: {"kinds": {kind: {"query_tokens", "key_tokens", "layers":
-        (layer, head, T_q, T_k) nested lists}}}."""
+    def attention(self, text: str, pair: str | None, kw: dict) -> dict:
+        """Every layer's and head's weights (or ``kw["layer"]``'s) over the first ``kw["max_tokens"]`` tokens:
+        {"kinds": {kind: {"query_tokens", "key_tokens", "layers": (layer, head, T_q, T_k) nested lists}}};
+        AnswerTooLarge when its JSON would pass ``kw["budget"]`` bytes."""
+        max_tokens = kw["max_tokens"]
         if self.pair is not None:
             if pair is not None:
                 raise UserError("pair: a translation model reads one text")
             with self.decoder() as (model, tokenizer):
-                a = align(model, text, tokenizer=tokenizer)
-            sides = {
-                "encoder": (a.source_tokens, a.source_tokens),
-                "decoder": (a.target_tokens, a.target_tokens),
-                "cross": (a.target_tokens, a.source_tokens),
-            }
-            layers = {k: v for k, v in a.layers.items() if k in sides} or {"cross": [a.weights[None]]}
-            kinds = {k: sides[k] for k in layers}
+                a = align(
+                    model, text, tokenizer=tokenizer, max_source_length=max_tokens, setting="max_tokens"
+                )
+            maps = alignment_maps(a, max_tokens)
         else:
-            maps = attention_maps(str(self.directory), text, pair=pair)
-            kinds, layers = maps.tokens, maps.layers
+            maps = attention_maps(str(self.directory), text, pair=pair, max_tokens=max_tokens)
+        layers, first = maps.layers, {k: 0 for k in maps.layers}
+        if kw["layer"] is not None:
+            layers = {k: [select(maps, k, kw["layer"])] for k in maps.layers}
+            first = {k: kw["layer"] % len(maps.layers[k]) for k in maps.layers}
+        if not all(torch.isfinite(w).all() for ws in layers.values() for w in ws):
+            raise UserError(
+                f"{self.name}: its attention weights for this text are not finite (NaN or infinity)"
+            )
+        size = answer_bytes(layers, maps.tokens)
+        if size > kw["budget"]:
+            raise AnswerTooLarge(too_large(maps, size, kw["budget"], kw["layer"]))
         return {
             "kinds": {
                 k: {
                     "query_tokens": list(q),
                     "key_tokens": list(kk),
+                    "first_layer": first[k],
                     "layers": [rounded(w) for w in layers[k]],
                 }
-                for k, (q, kk) in kinds.items()
+                for k, (q, kk) in maps.tokens.items()
             }
         }
+
+
+class AnswerTooLarge(UserError):
+    """An answer past the server's budget (--max-answer-bytes): answered 413, saying what to ask instead."""
+
+
+def answer_bytes(layers: dict[str, list[torch.Tensor]], tokens: dict[str, tuple[list, list]]) -> int:
+    """At most the bytes of an attention answer's JSON: each weight rounded to DECIMALS is at most
+    "0.123," (DECIMALS + 3 characters), each row "[…]," 3 more, and the tokens as JSON strings."""
+    weights = sum(w.numel() for ws in layers.values() for w in ws)
+    rows = sum(w.numel() // max(w.shape[-1], 1) + w.shape[0] + 1 for ws in layers.values() for w in ws)
+    words = sum(len(json.dumps(t)) + 1 for q, k in tokens.values() for t in (*q, *k))
+    return weights * (DECIMALS + 3) + rows * 3 + words + 100 * len(layers)
+
+
+def too_large(maps, size: int, budget: int, layer: int | None) -> str:
+    """What AnswerTooLarge says: the size, the budget, and what to ask for instead."""
+    longest = max(len(q) for q, _ in maps.tokens.values())
+    fits = max(1, int(0.9 * longest * (budget / size) ** 0.5))  # the weights grow with the tokens' square
+    layers = max(len(v) for v in maps.layers.values())
+    one = f" or one layer (layer: 0 … {layers - 1})" if layer is None and layers > 1 else ""
+    return (
+        f"the attention of {longest} tokens would be an answer of about {size:,} bytes, past the server's "
+        f"{budget:,} (--max-answer-bytes): ask for fewer tokens (max_tokens: {fits}){one}"
+    )
+
+
+def shown(directory: Path) -> str:
+    """A directory as /v1/models shows it: relative to the working directory, else its last two parts."""
+    path = Path(directory).resolve()
+    try:
+        return str(path.relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(Path("…", *path.parts[-2:]))
+
+
+def finite(x) -> bool:
+    """Whether every number in a pipeline's output (nested lists, dicts, tuples) is finite: JSON has no NaN."""
+    if isinstance(x, float):
+        return math.isfinite(x)
+    if isinstance(x, dict):
+        return all(finite(v) for v in x.values())
+    if isinstance(x, (list, tuple)):
+        return all(finite(v) for v in x)
+    return True
+
+
+def has_attention(model, tokenizer) -> bool:
+    """Whether an encoder-decoder gives attention weights (a Seq2Seq's fixed vector: none), from one
+    step over one token."""
+    one = torch.tensor([[tokenizer.bos_token_id]], device=next(model.parameters()).device)
+    with torch.no_grad():
+        return model(one, torch.ones_like(one), one, output_attentions=True).attentions is not None
 
 
 def each(call, items: list) -> list:
@@ -194,8 +286,3 @@ def each(call, items: list) -> list:
         except UserError as e:
             out.append(e)
     return out
-
-
-def rounded(weights: torch.Tensor, decimals: int = 4) -> list:
-    """A tensor of attention weights as nested lists, rounded (JSON a page reads quickly)."""
-    return torch.round(weights.float(), decimals=decimals).tolist()

@@ -91,3 +91,9 @@ Generate = create_model(
 class Attention(Base):
     text: str
     pair: str | None = Field(None, description="a second segment (an encoder's sentence pair)")
+    max_tokens: int = Field(
+        128, ge=1, le=512, description="the first tokens shown (the answer grows with their square)"
+    )
+    layer: int | None = Field(
+        None, ge=-64, le=63, description="one layer (from 0; -1 the last) instead of every layer"
+    )

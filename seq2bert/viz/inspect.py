@@ -2,10 +2,12 @@
 positional encodings, and similarity matrices of contextual embeddings.
 
     attention_maps(model, text)            every layer's weights of a BERT directory or a translation
-                                           checkpoint: {"encoder": [(h, S, S)…], "decoder": …, "cross": …}
+                                           checkpoint: {"encoder": [(h, S, S)…], "decoder": …, "cross": …},
+                                           at most max_tokens (128) tokens a side
     plot_heads(weights, rows, cols, …)     one layer: one panel per head (or one head), rows = queries
     write_head_view(maps, …, out_html)     a self-contained page (no network): pick a kind and a layer,
-                                           hover a token to see where each head looks (as bertviz's view)
+                                           hover a token to see where each head looks (as bertviz's view);
+                                           the weights rounded to 3 decimals
     plot_positional_encoding(d_model, n)   PE(pos, 2i) = sin(pos / 10000^{2i/d_model}), PE(pos, 2i+1) = cos(…)
                                            (Vaswani et al. 2017, Sect. 3.5) as a positions × dimensions image
     plot_similarity(labels, matrix)        cosine similarities, e.g. "bank" in several sentences
@@ -16,6 +18,7 @@ from __future__ import annotations
 import html
 import inspect
 import json
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +32,11 @@ from seq2bert.errors import UserError  # noqa: E402
 from seq2bert.viz.curves import save_figure  # noqa: E402
 
 KINDS = ("encoder", "decoder", "cross")
+log = logging.getLogger(__name__)
+
+
+PANEL_INCHES = 12.0  # the widest panel of plot_heads (a 128-token map: rows 0.08 inch apart)
+LABELS = 64  # the most tokens labelled along a side of plot_heads' panels (every k-th past it)
 
 
 @dataclass
@@ -40,49 +48,96 @@ class AttentionMaps:
     title: str = ""
 
 
+MAX_TOKENS = 128  # the tokens an attention map shows by default: (h, T, T) per layer grows with T²
+
+
 @torch.no_grad()
-def attention_maps(model, text: str, *, pair: str | None = None) -> AttentionMaps:
+def attention_maps(
+    model, text: str, *, pair: str | None = None, max_tokens: int = MAX_TOKENS
+) -> AttentionMaps:
     """The attention weights of ``model`` on ``text``: a BERT directory (or loaded ``(model, tokenizer)``) —
     its encoder self-attention, ``pair`` as segment B — or a translation checkpoint directory, whose
-    weights come from its own greedy translation of ``text`` (models/alignment.align). Texts past the
-    model's positions (else 512 tokens) are truncated to them, with a warning."""
+    weights come from its own greedy translation of ``text`` (models/alignment.align).
+
+    A map shows at most ``max_tokens`` tokens a side (the weights of a layer grow with their square): a
+    longer text is truncated to its first ``max_tokens`` tokens (or the model's positions, when fewer), a
+    longer translation's maps to its first ``max_tokens`` target tokens, each with a one-line warning."""
     from seq2bert.models import registry
 
+    if not isinstance(max_tokens, int) or max_tokens < 1:
+        raise UserError(f"max_tokens: expected at least 1 token, got {max_tokens!r}")
     if isinstance(model, tuple) or registry.family_at(model).kind == "encoder":
-        from seq2bert.models.family import max_input_length
-        from seq2bert.pipelines import ENCODER, _base, _load, said_truncated
-
-        net, tok, _ = _load(model, ENCODER)
-        encoder = _base(net)
-        if "output_attentions" not in inspect.signature(encoder.forward).parameters:  # a BiLSTM, say
-            raise UserError(
-                f"{model if isinstance(model, (str, Path)) else 'the model'}: a "
-                f"{type(encoder).__name__} has no attention weights"
-            )
-        longest = max_input_length(encoder.config, 512)  # a longer text: its first positions, with a warning
-        enc = tok.encode(text, pair, max_length=longest, truncation="longest_first")
-        said_truncated([enc], longest)
-        ids = torch.tensor([enc.ids], device=next(encoder.parameters()).device)
-        types = torch.tensor([enc.type_ids], device=ids.device)
-        out = encoder(
-            input_ids=ids, attention_mask=torch.ones_like(ids), token_type_ids=types, output_attentions=True
-        )
-        layers = [w[0].float().cpu() for w in out.attentions]
-        return AttentionMaps({"encoder": layers}, {"encoder": (enc.tokens, enc.tokens)}, text)
+        return encoder_maps(model, text, pair, max_tokens)
     if pair is not None:
         raise UserError("--pair is for encoders (BERT); a translation model reads one text")
     from seq2bert.models.alignment import align
 
     try:
-        a = align(model, text)
+        a = align(model, text, max_source_length=max_tokens, setting="max_tokens")
     except ValueError as e:
         raise UserError(f"{model}: {e}") from None
+    return alignment_maps(a, max_tokens, f"{text} → {a.translation}")
+
+
+def alignment_maps(a, max_tokens: int = MAX_TOKENS, title: str = "") -> AttentionMaps:
+    """The maps of a translation's Alignment (models/alignment.align), its target side cut to its first
+    ``max_tokens`` tokens with a warning (its source was cut by align's ``max_source_length``)."""
+    target, layers = a.target_tokens, dict(a.layers)
+    if len(target) > max_tokens:  # causal: the first rows and columns of the decoder's weights are whole
+        log.warning(
+            "a translation of %d tokens: its maps truncated to its first %d (max_tokens)",
+            len(target),
+            max_tokens,
+        )
+        target = target[:max_tokens]
+        layers["cross"] = [w[:, :max_tokens] for w in layers["cross"]]
+        if "decoder" in layers:
+            layers["decoder"] = [w[:, :max_tokens, :max_tokens] for w in layers["decoder"]]
     tokens = {
         "encoder": (a.source_tokens, a.source_tokens),
-        "decoder": (a.target_tokens, a.target_tokens),
-        "cross": (a.target_tokens, a.source_tokens),
+        "decoder": (target, target),
+        "cross": (target, a.source_tokens),
     }
-    return AttentionMaps(a.layers, {k: tokens[k] for k in a.layers}, f"{text} → {a.translation}")
+    return AttentionMaps(layers, {k: tokens[k] for k in layers}, title)
+
+
+def attends(encoder) -> bool:
+    """Whether an encoder's forward gives its attention weights (a BiLSTM has none)."""
+    return "output_attentions" in inspect.signature(encoder.forward).parameters
+
+
+def encoder_maps(model, text: str, pair: str | None, max_tokens: int) -> AttentionMaps:
+    """attention_maps of an encoder: its self-attention over the first ``max_tokens`` tokens."""
+    from seq2bert.models.family import max_input_length
+    from seq2bert.pipelines import ENCODER, _base, _load
+
+    net, tok, _ = _load(model, ENCODER)
+    encoder = _base(net)
+    if not attends(encoder):
+        raise UserError(
+            f"{model if isinstance(model, (str, Path)) else 'the model'}: a "
+            f"{type(encoder).__name__} has no attention weights"
+        )
+    longest = max_input_length(encoder.config, 512)  # the model's positions
+    limit = min(longest, max_tokens)
+    try:
+        enc = tok.encode(text, pair, max_length=limit, truncation="longest_first")
+    except UserError as e:  # fewer tokens than the special ones
+        raise UserError(f"max_tokens {max_tokens}: too few ({e})") from None
+    if enc.truncated:
+        log.warning(
+            "a text longer than %d tokens truncated to them (max_tokens %d, the model's positions %d)",
+            limit,
+            max_tokens,
+            longest,
+        )
+    ids = torch.tensor([enc.ids], device=next(encoder.parameters()).device)
+    types = torch.tensor([enc.type_ids], device=ids.device)
+    out = encoder(
+        input_ids=ids, attention_mask=torch.ones_like(ids), token_type_ids=types, output_attentions=True
+    )
+    layers = [w[0].float().cpu() for w in out.attentions]
+    return AttentionMaps({"encoder": layers}, {"encoder": (enc.tokens, enc.tokens)}, text)
 
 
 def select(maps: AttentionMaps, kind: str, layer: int) -> torch.Tensor:
@@ -112,17 +167,28 @@ def plot_heads(
     if head is not None and not 0 <= head < weights.size(0):
         raise UserError(f"head {head}: this layer has heads 0 … {weights.size(0) - 1}")
     n = len(heads)
-    size = max(3.0, 0.28 * max(len(rows), len(cols)) + 1.2)
+    longest = max(len(rows), len(cols), 1)
+    size = min(max(3.0, 0.28 * longest + 1.2), PANEL_INCHES)  # a panel per head, at most PANEL_INCHES wide
+    font = min(7.0, 0.7 * 72 * (size - 1.2) / min(longest, LABELS))  # the labels shrink with their pitch
     cols_per_row = min(n, 4)
     grid = -(-n // cols_per_row)
+    # the heads share their tokens: labelled on the outer panels only, every token up to LABELS of them, else
+    # every k-th (matplotlib draws each label at a cost; a 128-token map of 12 heads took 30 s labelled in full)
+    every = -(-longest // LABELS)
     fig, axes = plt.subplots(
         grid, cols_per_row, figsize=(size * cols_per_row, size * grid + 0.4), squeeze=False
     )
-    for ax, h in zip(axes.flat, heads, strict=False):
+    for i, (ax, h) in enumerate(zip(axes.flat, heads, strict=False)):
         ax.imshow(weights[h].numpy(), cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto")
-        ax.set_xticks(range(len(cols)), cols, rotation=90, fontsize=7)
-        ax.set_yticks(range(len(rows)), rows, fontsize=7)
         ax.set_title(f"head {h}", fontsize=9)
+        if i + cols_per_row >= n:  # the lowest panel of its column
+            ax.set_xticks(range(0, len(cols), every), cols[::every], rotation=90, fontsize=font)
+        else:
+            ax.tick_params(labelbottom=False)
+        if i % cols_per_row == 0:
+            ax.set_yticks(range(0, len(rows), every), rows[::every], fontsize=font)
+        else:
+            ax.tick_params(labelleft=False)
     for ax in list(axes.flat)[n:]:
         ax.axis("off")
     if title:
@@ -198,20 +264,25 @@ fillLayers(); draw();
 """
 
 
-def write_head_view(maps: AttentionMaps, out_html: str | Path, *, decimals: int = 4) -> Path:
+DECIMALS = 3  # the weights' decimals in a page or an answer: 0.001 of a row that sums to 1
+
+
+def rounded(weights: torch.Tensor, decimals: int = DECIMALS) -> list:
+    """A tensor of attention weights as nested lists of floats rounded to ``decimals`` (in float64, whose
+    shortest repr is then the rounded decimal: at most ``decimals`` + 2 characters in JSON)."""
+    return torch.round(weights.double(), decimals=decimals).tolist()
+
+
+def write_head_view(maps: AttentionMaps, out_html: str | Path, *, decimals: int = DECIMALS) -> Path:
     """A self-contained HTML page (inline data and script, nothing fetched) showing every head of every
-    layer of ``maps``: the tokens and the weight matrices are embedded as JSON."""
+    layer of ``maps``: the tokens and the weight matrices (rounded to ``decimals``) are embedded as JSON."""
     data = {
-        "layers": {
-            k: [
-                [[[round(float(x), decimals) for x in row] for row in head] for head in layer]
-                for layer in layers
-            ]
-            for k, layers in maps.layers.items()
-        },
+        "layers": {k: [rounded(layer, decimals) for layer in layers] for k, layers in maps.layers.items()},
         "tokens": {k: [list(q), list(kk)] for k, (q, kk) in maps.tokens.items()},
     }
-    payload = json.dumps(data, ensure_ascii=False).replace("</", "<\\/")  # safe inside <script>
+    payload = json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace(
+        "</", "<\\/"
+    )  # safe inside <script>
     page = HEAD_VIEW.format(title=html.escape(maps.title or "attention"), data=payload)
     out_html = Path(out_html)
     out_html.parent.mkdir(parents=True, exist_ok=True)

@@ -82,24 +82,22 @@ def client(served):
 
 
 def live_server(models, **settings):
-    """A context manager: the app serving ``models`` on a free loopback port in a thread (uvicorn), its URL."""
+    """A context manager: the app serving ``models`` on a free loopback port in a thread (uvicorn, as the
+    command runs it: serve/server.py), its URL."""
     import contextlib
-    import socket
     import threading
     import time
-
-    import uvicorn
 
     from seq2bert.serve.app import Settings, create_app
 
     @contextlib.contextmanager
     def running():
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        server = uvicorn.Server(uvicorn.Config(create_app(models, Settings(**settings)), host="127.0.0.1", port=port,
-                                               log_level="warning"))  # fmt: skip
-        thread = threading.Thread(target=server.run, daemon=True)
+        from seq2bert.serve.server import bind, server_of
+
+        sock = bind("127.0.0.1", 0)  # a free port, with the command's limits on slow clients
+        port = sock.getsockname()[1]
+        server = server_of(create_app(models, Settings(**settings)), Settings(**settings))
+        thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
         thread.start()
         deadline = time.monotonic() + 30
         while not server.started:
@@ -111,6 +109,7 @@ def live_server(models, **settings):
         finally:
             server.should_exit = True
             thread.join(10)
+            sock.close()
 
     return running()
 

@@ -93,7 +93,8 @@ def test_each_pipeline_answers_as_the_python_pipeline(client, checkpoints):
     maps = attention_maps(d["pretrained"], "the film", pair="a story")
     got = r.json()["kinds"]["encoder"]
     assert got["query_tokens"] == maps.tokens["encoder"][0]
-    assert torch.allclose(torch.tensor(got["layers"]), torch.stack(maps.layers["encoder"]), atol=1e-4)
+    # rounded to 3 decimals (a compact answer): within half of their last place
+    assert torch.allclose(torch.tensor(got["layers"]), torch.stack(maps.layers["encoder"]), atol=5e-4 + 1e-7)
     cross = client.post("/v1/attention", json={"model": "translation", "text": "a b c"}).json()["kinds"]
     assert set(cross) == {"encoder", "decoder", "cross"} and len(cross["decoder"]["layers"]) == 2
 

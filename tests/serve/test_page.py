@@ -92,3 +92,24 @@ def test_every_pipeline_answers_in_the_page(browser, site):
     out = ask(page, "fill-mask", {"#fill-mask-input": "no mask in it"})  # a refused input: its message shown
     assert out.get_attribute("data-state") == "error" and re.search(r"no \[MASK\]", out.inner_text())
     assert all(u.startswith(site) for u in requests)  # nothing fetched from elsewhere
+
+
+def test_the_attention_tab_shows_the_last_layer_when_every_layer_is_past_the_budget(browser, served):
+    """Every layer of 22 tokens is past a 9,000-byte answer (413), the last one alone is not: the page asks for it."""
+    text = "the film was great " * 5
+    with live_server(served, max_answer_bytes=9_000) as url:
+        import httpx
+
+        assert (
+            httpx.post(url + "/v1/attention", json={"model": "pretrained", "text": text}).status_code == 413
+        )
+        page = browser.new_page()
+        page.goto(url + "/#attention")
+        page.wait_for_selector("#tab-attention")
+        ask(page, "attention", {"#attention-input": text}, model="pretrained")
+        page.wait_for_selector("#attention-output table.heat")
+        assert (
+            page.locator("#attention-output .note").inner_text().startswith("Every layer would be too large")
+        )
+        assert page.locator("#attention-layer option").all_inner_texts() == ["1"]  # the last of two
+        assert page.locator("#attention-output table.heat tr").count() == 23  # a header row + 22 tokens
