@@ -256,7 +256,7 @@ def test_a_model_of_broken_weights_is_refused_at_start_and_a_non_finite_output_i
     save_file(weights, broken / "model.safetensors")
     monkeypatch.setattr("seq2bert.serve.server.serve", lambda *a: pytest.fail("serving a broken model"))
     assert main(["serve", str(broken), "--port", "0"]) == 2
-    assert f"{broken}: {weights[name].numel()} of its weights are NaN or infinite" in one_line(capsys)
+    assert f"non-finite weights ({weights[name].numel()} NaN or infinite values in " in one_line(capsys)
 
     sequence = next(m for m in served if m.name == "sequence")
     real = sequence.outputs
