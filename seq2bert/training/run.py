@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import random
+import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -68,7 +69,8 @@ def parameter_bytes(build: Callable[[], nn.Module]) -> tuple[int, int] | None:
     """(parameters, bytes of parameters and buffers) of the model ``build()`` makes, built on the meta device:
     shapes without memory. None for a model that cannot be built there (one whose builder reads values)."""
     try:
-        with torch.device("meta"):
+        with torch.device("meta"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the model's own (a vocabulary of 0 before the tokenizer's)
             model = build()
     except RuntimeError as e:
         if "overflow" in str(e):  # a tensor of more than 2**63 bytes ("Storage size calculation overflowed")
