@@ -21,7 +21,7 @@ import json
 import math
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
 
@@ -245,6 +245,39 @@ def to_dict(obj: Any) -> dict[str, Any]:
     return plain(obj)
 
 
+class DuplicateKey(yaml.YAMLError):
+    """A key given twice in one YAML mapping, on ``line`` (1-based)."""
+
+    def __init__(self, key: Any, line: int, first: int):
+        super().__init__(f"duplicate key {key!r} (first given on line {first}; each key once)")
+        self.key, self.line = key, line
+
+
+class UniqueKeyLoader(yaml.SafeLoader):
+    """YAML's safe loader, refusing a key given twice in one mapping (PyYAML keeps the last one silently)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            line = key_node.start_mark.line + 1
+            if isinstance(key, Hashable) and key in seen:
+                raise DuplicateKey(key, line, seen[key])
+            if isinstance(key, Hashable):
+                seen[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+
+def _unique_json_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """json's ``object_pairs_hook``: an object naming a key twice is refused (json keeps the last one)."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"duplicate key {key!r} (each key once)")
+        out[key] = value
+    return out
+
+
 def read_mapping(path: str | Path) -> dict[str, Any]:
     """Read a JSON or YAML file (by extension; YAML otherwise) into a dict, with a one-line error if malformed."""
     path = Path(path)
@@ -258,9 +291,16 @@ def read_mapping(path: str | Path) -> dict[str, Any]:
         line = path.read_bytes()[: e.start].count(b"\n") + 1
         raise ConfigError(f"{path}:{line}: invalid UTF-8 (expected a UTF-8 JSON or YAML file)") from None
     try:
-        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+        if path.suffix == ".json":
+            data = json.loads(text, object_pairs_hook=_unique_json_keys)
+        else:
+            data = yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506 (a SafeLoader)
     except json.JSONDecodeError as e:
         raise ConfigError(f"{path}:{e.lineno}: invalid JSON ({e.msg})") from None
+    except ValueError as e:  # _unique_json_keys
+        raise ConfigError(f"{path}: invalid JSON ({e})") from None
+    except DuplicateKey as e:
+        raise ConfigError(f"{path}:{e.line}: {e}") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
@@ -301,7 +341,9 @@ def parse_override(item: str) -> tuple[list[str], Any]:
     if not key or any(not part for part in key.split(".")):
         raise ConfigError(f"override {item!r}: expected a dotted key such as train.lr")
     try:
-        value = yaml.safe_load(raw) if raw.strip() else ""
+        value = yaml.load(raw, Loader=UniqueKeyLoader) if raw.strip() else ""  # noqa: S506 (a SafeLoader)
+    except DuplicateKey as e:
+        raise ConfigError(f"override {item!r}: {e}") from None
     except yaml.YAMLError:
         value = raw
     return key.split("."), value

@@ -45,9 +45,11 @@ def atomic_write_text(path: str | Path, text: str) -> None:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        if isinstance(e, OSError) and e.errno is not None:  # the user's file, never the temporary one
+            raise OSError(e.errno, e.strerror, str(path)) from None
         raise
 
 
@@ -105,9 +107,21 @@ def write_dir_atomically(target: Path, write: Callable[[Path], None]) -> None:
         os.replace(tmp, target)
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
-    except BaseException:
+    except BaseException as e:
         shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(e, OSError) and e.errno is not None:  # the files of ``target`` in the message
+            raise OSError(e.errno, e.strerror, _as_target(e.filename, tmp, target)) from None
         raise
+
+
+def _as_target(filename: object, tmp: Path, target: Path) -> object:
+    """``filename`` inside the hidden temporary ``tmp`` as the same file of ``target``, what the user sees."""
+    if filename is None:  # a write that failed (a full disk) without naming its file: the folder
+        return str(target)
+    if not isinstance(filename, (str, os.PathLike)):
+        return filename
+    path = Path(os.fsdecode(filename))
+    return str(target / path.relative_to(tmp)) if path.is_relative_to(tmp) else str(path)
 
 
 def check_output_dir(
@@ -121,15 +135,7 @@ def check_output_dir(
     else, an input, a folder inside an input, or a folder holding an input is a one-line UserError, checked
     before anything is read or written."""
     out = Path(out)
-    where = out.resolve()
-    for source in inputs:
-        source_at = Path(source).resolve()
-        if where == source_at or where.is_relative_to(source_at):
-            raise UserError(
-                f"--out {out}: is the input {source} or inside it; name a folder outside the input"
-            )
-        if source_at.is_relative_to(where):
-            raise UserError(f"--out {out}: holds the input {source}; name a folder outside the input")
+    check_apart(out, inputs)
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out}: a file; expected a folder to write (new or empty)")
     if not out.is_dir() or not any(out.iterdir()):
@@ -144,6 +150,20 @@ def check_output_dir(
             f"--out {out}: holds a previous `seq2bert {command}` output; pass --overwrite to replace it"
         )
     return out
+
+
+def check_apart(out: str | Path, inputs: tuple[str | Path, ...]) -> None:
+    """Refuse an ``out`` folder that is one of the ``inputs``, lies inside one, or holds one (one-line
+    UserError): what a command writes there would mix with, or replace, what it reads."""
+    where = Path(out).resolve()
+    for source in inputs:
+        source_at = Path(source).resolve()
+        if where == source_at or where.is_relative_to(source_at):
+            raise UserError(
+                f"--out {out}: is the input {source} or inside it; name a folder outside the input"
+            )
+        if source_at.is_relative_to(where):
+            raise UserError(f"--out {out}: holds the input {source}; name a folder outside the input")
 
 
 def _exchange(a: Path, b: Path) -> bool:

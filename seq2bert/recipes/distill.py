@@ -46,8 +46,8 @@ from seq2bert.config import from_dict, to_dict
 from seq2bert.data.augment import AugmentConfig, augment_examples
 from seq2bert.data.batching import BucketBatchSampler
 from seq2bert.data.finetuning import feature_length
-from seq2bert.errors import ConfigError, DataError
-from seq2bert.io import save_tensors
+from seq2bert.errors import ConfigError, DataError, UserError
+from seq2bert.io import read_json, save_tensors
 from seq2bert.models import registry
 from seq2bert.models.pretrained import init_task_model, load_hf_weights, write_hf_files
 from seq2bert.objectives.distillation import Distiller, DistillWeights, layer_map
@@ -59,7 +59,14 @@ from seq2bert.tasks.data import FinetuneDataConfig, task_examples
 from seq2bert.training import checkpoint as ckpt
 from seq2bert.training.config import TrainConfig
 from seq2bert.training.distributed import cleanup, setup
-from seq2bert.training.run import count_parameters, seed_everything, write_results, write_run_config
+from seq2bert.training.run import (
+    check_model_fits,
+    check_out_dir,
+    count_parameters,
+    seed_everything,
+    write_results,
+    write_run_config,
+)
 from seq2bert.training.trainer import Trainer
 from seq2bert.viz.curves import plot_training_curves
 
@@ -303,7 +310,25 @@ def load_teacher(cfg: DistillConfig, device) -> tuple[nn.Module, Any, Any, str]:
     return teacher, tok, family, architecture
 
 
-@ckpt.holds_run_dir
+def before_start(cfg: DistillConfig, out_dir: Path) -> None:
+    """What a run refuses before its directory is made (distill and distill_corpus): an ``out_dir`` among its
+    inputs (the teacher, the student's start, the task's folder, the corpus), a student larger than the
+    machine's memory (the teacher's config with the student's fields; the teacher's weights are not read)."""
+    corpus = (*cfg.corpus.files, cfg.corpus.tokenizer)
+    check_out_dir(out_dir, (cfg.teacher, cfg.student.init, cfg.data.path, cfg.augment.mlm, *corpus))
+    if not cfg.teacher or cfg.student.init:
+        return
+    try:  # a teacher that cannot be read is reported by the run, as it loads it
+        directory = registry.checkpoint_dir(cfg.teacher)
+        family = registry.family_at(directory)
+        teacher = family.read_config(read_json(directory / "config.json"), str(directory / "config.json"))
+    except UserError:
+        return
+    build = partial(family.make, student_config(teacher, cfg.student))
+    check_model_fits(build, cfg.student, cfg.train.optimizer, key="student", reference=teacher)
+
+
+@ckpt.holds_run_dir(check=before_start)
 def distill(
     cfg: DistillConfig, out_dir: str | Path, *, resume: bool = False, progress_bar: bool = True
 ) -> dict:

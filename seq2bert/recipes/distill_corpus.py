@@ -40,6 +40,7 @@ from seq2bert.objectives.distillation import Distiller, DistillWeights
 from seq2bert.recipes.distill import (
     STAGE_WEIGHTS,
     DistillConfig,
+    before_start,
     distiller_trainer,
     make_student,
 )
@@ -88,7 +89,7 @@ def evaluate(model: Distiller, data, indices: list[int], keep: tuple[str, ...], 
     return out | ({"mlm_accuracy": 100.0 * correct / total} if total else {})
 
 
-@ckpt.holds_run_dir
+@ckpt.holds_run_dir(check=before_start)
 def distill_corpus(
     cfg: DistillConfig, out_dir: str | Path, *, resume: bool = False, progress_bar: bool = True
 ) -> dict:

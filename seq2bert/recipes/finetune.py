@@ -67,7 +67,14 @@ from seq2bert.tasks.data import FinetuneDataConfig, labelled_dev, read_task, sub
 from seq2bert.training import checkpoint as ckpt
 from seq2bert.training.config import TrainConfig
 from seq2bert.training.distributed import cleanup, setup
-from seq2bert.training.run import count_parameters, seed_everything, write_results, write_run_config
+from seq2bert.training.run import (
+    check_model_fits,
+    check_out_dir,
+    count_parameters,
+    seed_everything,
+    write_results,
+    write_run_config,
+)
 from seq2bert.training.trainer import Trainer
 from seq2bert.viz.curves import plot_training_curves
 
@@ -168,7 +175,18 @@ def main_metric(data: FinetuneDataConfig) -> str:
 
 
 # --- the run
-@ckpt.holds_run_dir
+def before_start(cfg: FinetuneConfig, out_dir: Path) -> None:
+    """What a run refuses before its directory is made: an ``out_dir`` among its inputs (the checkpoint it
+    starts from, the task's folder, the features), a model from scratch larger than the machine's memory."""
+    check_out_dir(out_dir, (cfg.init, cfg.data.path, cfg.features.path))
+    if cfg.model:
+        config = model_config(cfg.model, cfg.model_config)
+        check_model_fits(
+            lambda: registry.build_model(config), config, cfg.train.optimizer, key="model_config"
+        )
+
+
+@ckpt.holds_run_dir(check=before_start)
 def finetune(
     cfg: FinetuneConfig, out_dir: str | Path, *, resume: bool = False, progress_bar: bool = True
 ) -> dict:

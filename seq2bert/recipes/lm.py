@@ -52,7 +52,14 @@ from seq2bert.objectives.cross_entropy import IGNORE_INDEX
 from seq2bert.training import checkpoint as ckpt
 from seq2bert.training.config import TrainConfig
 from seq2bert.training.distributed import cleanup, setup
-from seq2bert.training.run import count_parameters, seed_everything, write_results, write_run_config
+from seq2bert.training.run import (
+    check_model_fits,
+    check_out_dir,
+    count_parameters,
+    seed_everything,
+    write_results,
+    write_run_config,
+)
 from seq2bert.training.trainer import Trainer
 from seq2bert.viz.curves import plot_training_curves
 
@@ -355,7 +362,14 @@ def words_per_token(tok: Tokenizer, files: list[Path], limit: int = 2_000_000) -
     return len(text.split()) / max(tokens, 1)
 
 
-@ckpt.holds_run_dir
+def before_start(cfg: LMConfig, out_dir: Path) -> None:
+    """What a run refuses before its directory is made: an ``out_dir`` among its text files and folders, a
+    model larger than the machine's memory."""
+    check_out_dir(out_dir, (*cfg.data.files, *cfg.data.valid_files, cfg.data.tokenizer))
+    check_model_fits(lambda: registry.build_model(cfg.model), cfg.model, cfg.train.optimizer)
+
+
+@ckpt.holds_run_dir(check=before_start)
 def train_lm(cfg: LMConfig, out_dir: str | Path, *, resume: bool = False, progress_bar: bool = True) -> dict:
     """Train; returns a results row (parameters, steps, tokens/s, held-out perplexity per token and word)."""
     out_dir = Path(out_dir)

@@ -82,7 +82,14 @@ from seq2bert.recipes.pretrain_electra import ElectraSettings
 from seq2bert.training import checkpoint as ckpt
 from seq2bert.training.config import TrainConfig
 from seq2bert.training.distributed import DistInfo, cleanup, setup
-from seq2bert.training.run import count_parameters, seed_everything, write_results, write_run_config
+from seq2bert.training.run import (
+    check_model_fits,
+    check_out_dir,
+    count_parameters,
+    seed_everything,
+    write_results,
+    write_run_config,
+)
 from seq2bert.training.trainer import Trainer
 from seq2bert.viz.curves import plot_training_curves
 
@@ -352,7 +359,15 @@ def replaced_token_detection(
     )
 
 
-@ckpt.holds_run_dir
+def before_start(cfg: PretrainConfig, out_dir: Path) -> None:
+    """What a run refuses before its directory is made: an ``out_dir`` among its text files and folders, a
+    model larger than the machine's memory."""
+    d = cfg.data
+    check_out_dir(out_dir, (*d.files, d.tokenizer, d.phrases, d.entities))
+    check_model_fits(lambda: registry.build_model(cfg.model), cfg.model, cfg.train.optimizer)
+
+
+@ckpt.holds_run_dir(check=before_start)
 def pretrain(
     cfg: PretrainConfig, out_dir: str | Path, *, resume: bool = False, progress_bar: bool = True
 ) -> dict:

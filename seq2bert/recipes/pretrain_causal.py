@@ -17,6 +17,7 @@ from seq2bert.data.tokenization import Tokenizer
 from seq2bert.errors import ConfigError
 from seq2bert.models.family import Family
 from seq2bert.objectives.cross_entropy import IGNORE_INDEX
+from seq2bert.training.config import check_seed
 
 log = logging.getLogger("seq2bert.recipes.pretrain")  # the samples are the pretraining run's log lines
 
@@ -38,6 +39,7 @@ class SampleConfig:
             raise ConfigError("max_new_tokens and top_k must be >= 0")
         if not self.temperature > 0:
             raise ConfigError(f"temperature: must be > 0, got {self.temperature}")
+        check_seed("seed", self.seed)
 
     def __post_init__(self) -> None:
         self.validate()

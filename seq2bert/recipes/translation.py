@@ -25,7 +25,7 @@ import torch
 
 from seq2bert import config as config_io
 from seq2bert.data.batching import BucketBatchSampler, pad_sequences
-from seq2bert.data.config import SYNTHETIC_TASKS, DataConfig
+from seq2bert.data.config import SYNTHETIC_TASKS, TOKENIZER_KINDS, DataConfig
 from seq2bert.data.parallel import read_parallel
 from seq2bert.data.synthetic import make_splits
 from seq2bert.data.tokenization import Tokenizer
@@ -43,7 +43,13 @@ from seq2bert.pipelines import translate  # noqa: F401 (re-exported)
 from seq2bert.training import checkpoint as ckpt
 from seq2bert.training.config import TrainConfig
 from seq2bert.training.distributed import cleanup, setup
-from seq2bert.training.run import count_parameters, seed_everything, write_results
+from seq2bert.training.run import (
+    check_model_fits,
+    check_out_dir,
+    count_parameters,
+    seed_everything,
+    write_results,
+)
 from seq2bert.training.scheduled_sampling import ScheduledSamplingConfig, describe, epsilon_schedule
 from seq2bert.training.trainer import Trainer
 from seq2bert.viz.curves import plot_training_curves
@@ -288,7 +294,20 @@ def write_checkpoint_extras(cfg: TranslationConfig, model_cfg: ModelConfig, tok:
     return write
 
 
-@ckpt.holds_run_dir
+def before_start(cfg: TranslationConfig, out_dir: Path) -> None:
+    """What a run refuses before its directory is made: an ``out_dir`` among its data files, a model larger
+    than the machine's memory."""
+    d = cfg.data
+    files = (d.train_src, d.train_tgt, d.valid_src, d.valid_tgt, d.test_src, d.test_tgt)
+    check_out_dir(out_dir, (*files, d.tokenizer if d.tokenizer not in TOKENIZER_KINDS else ""))
+    # the vocabulary is the tokenizer's, trained once the run has begun: 8 tokens (the least data.vocab_size)
+    # make an estimate that never exceeds the model's
+    smallest = {"src_vocab_size": 8, "tgt_vocab_size": 8}
+    model = config_io.from_dict(type(cfg.model), {**config_io.to_dict(cfg.model), **smallest})
+    check_model_fits(lambda: build_model(model), model, cfg.train.optimizer)
+
+
+@ckpt.holds_run_dir(check=before_start)
 def train(
     cfg: TranslationConfig, out_dir: str | Path, *, resume: bool = False, progress_bar: bool = True
 ) -> dict:

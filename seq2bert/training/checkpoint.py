@@ -36,7 +36,7 @@ import numpy as np
 import torch
 from safetensors.torch import load_file
 
-from seq2bert.errors import CheckpointError
+from seq2bert.errors import CheckpointError, UserError
 from seq2bert.io import (  # noqa: F401 (re-exported)
     CHECKPOINT_RE,
     clean_leftovers,
@@ -106,7 +106,17 @@ def save_trainer_state(
         "rng": rngs if rngs is not None else [rng_state()],
         "progress": progress,
     }
-    torch.save(state, directory / "trainer_state.pt")
+    path = directory / "trainer_state.pt"
+    try:  # through a Python file: a failed write is the system's OSError (a full disk), which torch's own
+        with open(path, "wb") as f:  # file writer hides behind its RuntimeError "unexpected pos …"
+            torch.save(state, f)
+    except (OSError, RuntimeError) as e:
+        failed = e
+        while failed is not None and not isinstance(failed, OSError):  # torch's, raised while closing
+            failed = failed.__context__
+        if failed is None or failed.errno is None:
+            raise
+        raise OSError(failed.errno, failed.strerror, str(path)) from None
     write_progress(directory, progress)
 
 
@@ -158,6 +168,12 @@ def run_dir_lock(run_dir: str | Path) -> Iterator[None]:
         finally:
             _HELD[path][1] -= 1
         return
+    if path.exists() and not path.is_dir():
+        raise UserError(
+            f"--out {run_dir}: a file; expected a folder for the run (a new one, or a run to resume)"
+        )
+    made = [p for p in (path, *path.parents) if not p.exists()]  # the folders this run makes, deepest first
+    had_lock = (path / LOCK).exists()
     path.mkdir(parents=True, exist_ok=True)
     fd = os.open(path / LOCK, os.O_RDWR | os.O_CREAT, 0o666)
     try:
@@ -176,17 +192,39 @@ def run_dir_lock(run_dir: str | Path) -> Iterator[None]:
         if cleaned:
             log.info("%s: cleaned what interrupted writes left: %s", path, ", ".join(cleaned))
         yield
+    except BaseException:
+        if not had_lock and [p.name for p in path.iterdir()] == [LOCK]:
+            unmake(path, made)  # a start refused before anything was written leaves no trace
+        raise
     finally:
         del _HELD[path]
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
 
 
-def holds_run_dir(recipe: Callable) -> Callable:
-    """A recipe ``recipe(cfg, out_dir, …)`` run holding ``out_dir`` (run_dir_lock) from start to end."""
+def unmake(path: Path, made: list[Path]) -> None:
+    """Remove ``path``/.lock and the empty folders of ``made`` (those the run made, deepest first); a folder
+    someone else wrote into meanwhile (another run's lock) stays."""
+    (path / LOCK).unlink(missing_ok=True)
+    for folder in made:
+        try:
+            folder.rmdir()
+        except OSError:
+            return
+
+
+def holds_run_dir(recipe: Callable | None = None, *, check: Callable[[Any, Path], None] | None = None):
+    """A recipe ``recipe(cfg, out_dir, …)`` run holding ``out_dir`` (run_dir_lock) from start to end; first
+    ``check(cfg, out_dir)`` refuses what can be refused before the directory is made or anything allocated
+    (an ``out_dir`` among the inputs, a model too large for the machine: training/run.py). As a decorator:
+    ``@holds_run_dir`` or ``@holds_run_dir(check=…)``."""
+    if recipe is None:
+        return functools.partial(holds_run_dir, check=check)
 
     @functools.wraps(recipe)
     def run(cfg, out_dir, *args, **kwargs):
+        if check is not None:
+            check(cfg, Path(out_dir))
         with run_dir_lock(out_dir):
             return recipe(cfg, out_dir, *args, **kwargs)
 

@@ -9,6 +9,15 @@ from typing import Literal
 
 from seq2bert.errors import ConfigError
 
+SEED_MAX = 2**32 - 1  # NumPy's global generator takes seeds 0 … 2**32 − 1 (np.random.seed)
+
+
+def check_seed(name: str, seed: int) -> None:
+    """A seed every generator of a run takes (Python's, NumPy's, torch's): a one-line ConfigError otherwise,
+    when the configuration is read — never NumPy's ValueError once the run has begun."""
+    if not 0 <= seed <= SEED_MAX:
+        raise ConfigError(f"{name}: expected an integer from 0 to {SEED_MAX} (2**32 - 1), got {seed}")
+
 
 @dataclass
 class TrainConfig:
@@ -100,6 +109,7 @@ class TrainConfig:
             raise ConfigError(f"noam_d_model: must be >= 1, got {self.noam_d_model}")
         if self.halving_start < 0 or self.halving_every <= 0:
             raise ConfigError("halving_start must be >= 0 and halving_every > 0 (in epochs)")
+        check_seed("seed", self.seed)
         if not re.fullmatch(r"auto|cpu|cuda(:\d+)?", self.device):
             raise ConfigError(f"device: expected auto, cpu or cuda[:N], got {self.device!r}")
 

@@ -106,12 +106,21 @@ class JsonlLog:
         if not self.enabled or not self.path.exists():
             return
         keep = []
-        for line in self.path.read_text().splitlines():
+        for number, raw in enumerate(self.path.read_bytes().splitlines(), 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:  # never written by the loop (JSON lines of ASCII): refused as it is
+                raise CheckpointError(
+                    f"{self.path}:{number}: invalid UTF-8 (not a record of seq2bert's log); move the file "
+                    "aside to resume"
+                ) from None
             try:
                 if json.loads(line).get("step", 0) <= step:
                     keep.append(line)
             except json.JSONDecodeError:
                 continue  # a line cut by the kill
+            except AttributeError:  # JSON, but not a record (a list, a number)
+                continue
         atomic_write_text(self.path, "".join(k + "\n" for k in keep))
 
     def write(self, record: dict[str, Any]) -> None:

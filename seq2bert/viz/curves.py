@@ -18,13 +18,19 @@ def read_log(path: str | Path) -> list[dict]:
     if not path.is_file():
         raise UserError(f"{path}: no such log (expected a run's log.jsonl)")
     records = []
-    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for i, raw in enumerate(path.read_bytes().splitlines(), 1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise UserError(f"{path}:{i}: invalid UTF-8 (expected a run's log.jsonl, JSON lines)") from None
         if not line.strip():
             continue
         try:
             records.append(json.loads(line))
         except json.JSONDecodeError as e:
             raise UserError(f"{path}:{i}: not a JSON record ({e.msg})") from None
+        if not isinstance(records[-1], dict):
+            raise UserError(f"{path}:{i}: not a JSON record (expected an object, got {line.strip()[:40]})")
     return records
 
 
@@ -75,7 +81,14 @@ def save_figure(fig, out_png: str | Path, dpi: int = 100) -> Path:
     out_png = Path(out_png)
     out_png.parent.mkdir(parents=True, exist_ok=True)
     tmp = out_png.with_name(f".{out_png.name}.tmp.png")
-    fig.savefig(tmp, dpi=dpi)
-    plt.close(fig)
-    tmp.replace(out_png)
+    try:
+        fig.savefig(tmp, dpi=dpi)
+        tmp.replace(out_png)
+    except OSError as e:  # the user's file in the message, never the hidden temporary one
+        tmp.unlink(missing_ok=True)
+        if e.errno is None:
+            raise
+        raise OSError(e.errno, e.strerror, str(out_png)) from None
+    finally:
+        plt.close(fig)
     return out_png

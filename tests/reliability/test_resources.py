@@ -9,6 +9,7 @@ import os
 import resource
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -54,7 +55,9 @@ def test_a_full_disk_at_the_third_checkpoint_is_one_line_and_the_run_resumes(cod
     monkeypatch.setattr(io, "save_model", full)
     assert main(["train", *COPY, "--out", str(run)]) == 1
     err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1] == f"seq2bert: failed: {os.strerror(code)}: {calls[2]}" and not any(
+    # the file that failed, named as the user sees it: in best/, not in the hidden folder written before it
+    target = run / Path(calls[2]).parent.name.split(".tmp-")[0].lstrip(".") / "model.safetensors"
+    assert err[-1] == f"seq2bert: failed: {os.strerror(code)}: {target}" and not any(
         "Traceback" in e for e in err
     )
     assert not leftovers(run)  # nothing half-written
@@ -109,7 +112,12 @@ def test_a_file_size_limit_is_one_line_and_leaves_nothing_half_written(tmp_path)
     assert not leftovers(run) and not list(run.glob("checkpoint-*"))
 
 
-def test_memory_that_cannot_be_allocated_is_one_line(tmp_path, capsys):
+def test_memory_that_cannot_be_allocated_is_one_line(tmp_path, capsys, monkeypatch):
+    from seq2bert.training import run
+
+    # a machine said to have memory enough: the run is not refused beforehand (tests/reliability/
+    # test_run_refusals.py), and the allocation fails
+    monkeypatch.setattr(run, "machine_memory", lambda: 2**80)
     assert main(["train", *COPY, "--out", str(tmp_path / "r"), "--set", "model.hidden_size=10000000000"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("seq2bert: failed: out of memory (") and "GiB asked" in err[-1]
