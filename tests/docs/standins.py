@@ -1,8 +1,8 @@
 """Tiny stand-ins for what the README's examples name: ``../shared/data`` (a folder of the real one's layout
 — multi30k, sst2, mrpc, conll2003, squad, corpus/gutenberg, wikitext2 — holding a few dozen lines each, made
 here, so the examples never read the real data sets) and the files and checkpoints an example reads before
-any example makes them (``gpt2/``, ``all-MiniLM-L6-v2/``, ``runs/m30k-transformer``, ``runs/mrpc/best``,
-ELMo's published files, …), made by our own recipes at tiny sizes or saved as tiny random models."""
+any example makes them (``gpt2/``, ``all-MiniLM-L6-v2/``, ``opus-mt-de-en/``, ``runs/m30k-transformer``,
+``runs/mrpc/best``, ELMo's published files, …), made by our own recipes at tiny sizes or saved as tiny random models."""
 
 from __future__ import annotations
 
@@ -205,6 +205,16 @@ def elmo_files(workspace: Path) -> None:
     folder.rmdir()
 
 
+def marian_dir(workspace: Path) -> None:
+    """``opus-mt-de-en/``: a tiny random MarianMT directory as transformers writes it."""
+    from tests.models.test_marian_dir import write_marian_dir
+
+    folder = workspace / ".marian"
+    folder.mkdir()
+    write_marian_dir(folder, "opus-mt-de-en").rename(workspace / "opus-mt-de-en")
+    shutil.rmtree(folder)
+
+
 def readme_workspace(workspace: Path, data: Path, minilm: Path) -> None:
     """What the README's examples read before any of them makes it, at the paths they name."""
     workspace.mkdir(parents=True)
@@ -223,3 +233,4 @@ def readme_workspace(workspace: Path, data: Path, minilm: Path) -> None:
     for model_type in SIZES:
         translation_run(workspace / "runs" / f"m30k-{model_type}", model_type, data)
     elmo_files(workspace)
+    marian_dir(workspace)

@@ -20,7 +20,7 @@ import socket
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -57,8 +57,6 @@ SKIP = {
     "python docs/objectives.py run mlm-only": "pretrains for 45 minutes, then three fine-tunes (--dry, below, "
         "prints its commands; tests/test_docs_objectives.py tests the script)",
     "python docs/objectives.py collect": "writes docs/objectives.json and docs/img/objectives.png in the repository",
-    'README.md: model = seq2bert.from_pretrained("opus-mt-de-en/")': "needs a MarianMT directory (transformers' "
-        "tokenizer and SentencePiece models): tests/models/test_marian_dir.py makes a tiny one and runs these calls",
     "docs/architecture.md: FAMILY = Family(": "a fragment of a how-to: tests/models/test_adding_a_family.py is its "
         "worked example",
     "docs/architecture.md: TASK = register(": "a fragment of a how-to: tests/tasks/test_adding_a_task.py is its "
@@ -148,6 +146,8 @@ EDITS[next(e.key for e in EXAMPLES if e.key.startswith("for rev in true false"))
 
 SHOWN_BY_README = "defined by the surrounding text"
 PREAMBLES = {
+    'README.md: model = seq2bert.from_pretrained("opus-mt-de-en/")': "import torch\n"
+    "ids = torch.tensor([[5, 6, 7, 0]])\nmask, dec = torch.ones_like(ids), torch.tensor([[10, 5, 6]])\n",
     'README.md: bert = seq2bert.from_pretrained("all-MiniLM-L6-v2/")': "import torch\n"
     "input_ids = torch.tensor([[101, 1996, 2924, 102]])\n"
     "attention_mask, token_type_ids = torch.ones_like(input_ids), torch.zeros_like(input_ids)\n",
@@ -195,7 +195,6 @@ class Session:
     env: dict
     port: int = 0
     server: subprocess.Popen | None = None
-    outcomes: list[Outcome] = field(default_factory=list)
 
 
 def problems(run: subprocess.CompletedProcess, example: Example, command: str, workspace: Path) -> str:
@@ -259,14 +258,10 @@ def start_server(session: Session, command: str) -> str:
     """`seq2bert serve …` in the background (a user's second terminal); '' once it answers."""
     import httpx
 
-    session.server = subprocess.Popen(
-        ["bash", "-c", f"exec {command}"],
-        cwd=session.workspace,
-        env=session.env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    with open(session.workspace.parent / "serve.log", "w") as log:  # not a pipe: the server never waits on it
+        session.server = subprocess.Popen(
+            ["bash", "-c", f"exec {command}"], cwd=session.workspace, env=session.env, stdout=log, stderr=log
+        )
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
         try:
@@ -275,7 +270,7 @@ def start_server(session: Session, command: str) -> str:
         except httpx.TransportError:
             pass
         if session.server.poll() is not None:
-            return f"the server exited ({session.server.returncode}):\n{session.server.stdout.read()[-3000:]}"
+            return f"the server exited ({session.server.returncode}):\n{server_log(session)}"
         time.sleep(0.5)
     return "the server did not answer /health in 300 s"
 
@@ -285,9 +280,13 @@ def stop_server(session: Session) -> str:
     if session.server is None:
         return ""
     session.server.send_signal(signal.SIGINT)
-    out, _ = session.server.communicate(timeout=60)
-    code, session.server = session.server.returncode, None
-    return "" if code == 0 and "Traceback" not in out else f"the server stopped with {code}:\n{out[-3000:]}"
+    code, session.server = session.server.wait(timeout=60), None
+    log = server_log(session)
+    return "" if code == 0 and "Traceback" not in log else f"the server stopped with {code}:\n{log}"
+
+
+def server_log(session: Session) -> str:
+    return (session.workspace.parent / "serve.log").read_text(errors="replace")[-3000:]
 
 
 def shell(session: Session, text: str, timeout: float = 900) -> subprocess.CompletedProcess:
