@@ -210,3 +210,29 @@ def test_convert_elmo_writes_a_checkpoint_every_command_reads(tmp_path, capsys):
     assert main(["convert-elmo", str(tmp_path / "options.json"), str(tmp_path / "nope.hdf5"), "--out",
                  str(tmp_path / "x")]) == 2  # fmt: skip
     assert "nope.hdf5: no such file" in capsys.readouterr().err and not (tmp_path / "x").exists()
+
+
+def test_convert_elmo_without_a_vocabulary_keeps_the_special_tokens_alone(tmp_path, capsys):
+    """The README's `seq2bert convert-elmo elmo_options.json elmo_weights.hdf5 --out models/elmo-small`, no
+    --vocab: the biLM reads every word by its spelling, so the special tokens alone (at the ids a trained word
+    vocabulary gives them) make its tokenizer, and embed reads the checkpoint."""
+    from seq2bert.cli import main
+    from seq2bert.data.special_tokens import SPECIAL_TOKENS
+    from seq2bert.data.tokenization import Tokenizer
+    from seq2bert.pipelines import embed
+
+    write_bilm_tf(tmp_path, np.random.default_rng(0))
+    out = tmp_path / "elmo-small"
+    assert main(["convert-elmo", str(tmp_path / "options.json"), str(tmp_path / "weights.hdf5"), "--out",
+                 str(out)]) == 0  # fmt: skip
+    assert "2 layers of 6 cells projected to 4" in capsys.readouterr().out
+    _, tok = registry.load(out)
+    trained = Tokenizer.train(["the bank"], kind="word", vocab_size=16, min_frequency=1)
+    assert tok.vocab_size == len(SPECIAL_TOKENS)
+    assert [tok.token_to_id(t) for t in SPECIAL_TOKENS] == [trained.token_to_id(t) for t in SPECIAL_TOKENS]
+    assert tok.encode("the bank").ids == [trained.cls_token_id, trained.unk_token_id, trained.unk_token_id,
+                                          trained.sep_token_id]  # fmt: skip
+    vectors = embed(["the river bank", "the bank"], model=out)
+    assert vectors.shape == (2, 8) and not torch.allclose(
+        torch.as_tensor(vectors[0]), torch.as_tensor(vectors[1])
+    )

@@ -42,7 +42,12 @@ def train_spm(path, seed):
 
 @pytest.fixture(scope="module")
 def marian_dir(tmp_path_factory):
-    root = tmp_path_factory.mktemp("marian")
+    return write_marian_dir(tmp_path_factory.mktemp("marian"), "opus-mt-tiny")
+
+
+def write_marian_dir(root, name):
+    """``root/name``: a tiny random MarianMT directory as transformers writes it (its SentencePiece models
+    trained in ``root``)."""
     src, tgt = train_spm(root / "src", 0), train_spm(root / "tgt", 1)
     pieces = []
     for model in (src, tgt):
@@ -64,7 +69,7 @@ def marian_dir(tmp_path_factory):
         source_lang="en",
         target_lang="de",
     )
-    out = root / "opus-mt-tiny"
+    out = root / name
     tok.save_pretrained(out)
     cfg = transformers.MarianConfig(
         vocab_size=len(vocab),

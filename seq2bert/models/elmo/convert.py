@@ -30,9 +30,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import tokenizers
 import torch
 
+from seq2bert.data.special_tokens import SPECIAL_TOKENS, set_bert_template
 from seq2bert.data.tokenization import Tokenizer
+from seq2bert.data.vocab_training import new_pipeline
 from seq2bert.errors import CheckpointError
 from seq2bert.io import write_dir_atomically
 from seq2bert.models.elmo.config import ELMoConfig
@@ -148,6 +151,19 @@ def load_bilm_tf(options_file: str | Path, weight_file: str | Path) -> ELMoModel
     return model.eval()
 
 
+def word_vocabulary(words: list[str]) -> Tokenizer:
+    """A word-level tokenizer of the special tokens, then ``words`` (none given: the special tokens alone)."""
+    if words:
+        return Tokenizer.train([" ".join(words)], kind="word", vocab_size=len(words) + 16, min_frequency=1)
+    backend = new_pipeline("word", lowercase=False)
+    backend.model = tokenizers.models.WordLevel(
+        {t: i for i, t in enumerate(SPECIAL_TOKENS)}, unk_token="[UNK]"
+    )
+    backend.add_special_tokens(SPECIAL_TOKENS)
+    set_bert_template(backend)
+    return Tokenizer(backend)
+
+
 def save_bilm_tf(
     options_file: str | Path, weight_file: str | Path, out: str | Path, vocab_file: str | Path | None = None
 ) -> ELMoModel:
@@ -165,7 +181,7 @@ def save_bilm_tf(
         except (OSError, UnicodeDecodeError) as e:
             raise CheckpointError(f"{vocab_file}: not a readable vocabulary file ({e})") from None
         words = [w.strip() for w in lines if w.strip() and w.strip() not in ("<S>", "</S>", "<UNK>")]
-    tok = Tokenizer.train([" ".join(words)], kind="word", vocab_size=len(words) + 16, min_frequency=1)
+    tok = word_vocabulary(words)
 
     def write(directory: Path) -> None:
         write_hf_files(FAMILY, model, directory)
