@@ -56,7 +56,7 @@ def register(sub) -> None:
         "are batched. Needs the extra serve: pip install -e '.[serve]'.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples:\n"
-        "  seq2bert serve runs/sst2/best runs/conll/best $MINILM\n"
+        "  seq2bert serve runs/sst2/best runs/ner/best $MINILM\n"
         "  seq2bert serve sentiment=runs/sst2/best --port 8080 --max-wait-ms 2\n"
         '  curl -s localhost:8000/v1/classify -d \'{"texts": ["a gripping film"]}\'',
     )
