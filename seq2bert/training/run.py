@@ -82,6 +82,7 @@ def parameter_bytes(build: Callable[[], nn.Module]) -> tuple[int, int] | None:
     return count_parameters(model), sum(t.numel() * t.element_size() for t in tensors)
 
 
+LARGEST = 2**31  # no width, length, vocabulary or count of layers of a model reaches it
 OVERFLOW = -1  # parameter_bytes' count of a model whose tensors overflow the bytes a tensor can have
 
 
@@ -115,6 +116,10 @@ def check_model_fits(
     the setting of ``config`` that makes it large (``key``.<field>, the field furthest above ``reference``'s,
     default: the config class's defaults) — before any directory is made or memory allocated, where torch
     would fail part-way."""
+    for f in dataclasses.fields(config):  # a size no model has: refused before a build that would not end
+        value = getattr(config, f.name)
+        if isinstance(value, int) and not isinstance(value, bool) and value >= LARGEST:
+            raise ConfigError(f"{key}.{f.name}={value}: past any model's sizes and counts (below 2**31)")
     memory = machine_memory() if memory is None else memory
     size = parameter_bytes(build)
     if memory is None or size is None:

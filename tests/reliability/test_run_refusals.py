@@ -156,7 +156,7 @@ def test_the_estimate_counts_the_parameters_the_model_has(model_type):
     check_model_fits(lambda: registry.build_model(config), config, "sgd", memory=2 * weights)  # no moments
 
 
-HUGE = "10000000000"
+HUGE = "1000000000"  # below 2**31, far past this machine's memory
 
 
 @pytest.fixture
@@ -191,6 +191,16 @@ def test_a_student_larger_than_memory_is_refused_naming_the_key(bert_runs, tmp_p
     assert main(argv) == 2
     assert one_line(capsys).startswith(f"seq2bert: error: student.hidden_size={HUGE}: a model ")
     assert not out.exists() and snapshot(teacher) == before
+
+
+def test_a_count_past_any_model_is_refused_before_the_model_is_built(tmp_path, capsys):
+    """10**10 layers: refused by its size alone, where building even the shapes of the model would not end."""
+    out = tmp_path / "run"
+    assert main(["train", "--task", "copy", "--set", "model.num_layers=10000000000", "--out", str(out)]) == 2
+    assert one_line(capsys) == (
+        "seq2bert: error: model.num_layers=10000000000: past any model's sizes and counts (below 2**31)"
+    )
+    assert not out.exists()
 
 
 def test_a_refused_start_inside_the_run_leaves_no_directory(tmp_path, capsys):
