@@ -118,7 +118,7 @@ def test_memory_that_cannot_be_allocated_is_one_line(tmp_path, capsys, monkeypat
     # a machine said to have memory enough: the run is not refused beforehand (tests/reliability/
     # test_run_refusals.py), and the allocation fails
     monkeypatch.setattr(run, "machine_memory", lambda: 2**80)
-    assert main(["train", *COPY, "--out", str(tmp_path / "r"), "--set", "model.hidden_size=10000000000"]) == 1
+    assert main(["train", *COPY, "--out", str(tmp_path / "r"), "--set", "model.hidden_size=1000000000"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("seq2bert: failed: out of memory (") and "GiB asked" in err[-1]
 
