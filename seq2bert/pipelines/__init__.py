@@ -8,6 +8,7 @@ translation.
     seq2bert.classify(["a gripping film"], model="runs/sst2/best")        # [{"label", "score"}]
     seq2bert.tag("EU rejects German call", model="runs/ner/best")         # [{"entity_group", "word", …}]
     seq2bert.answer("What does NUS mean?", context, model="runs/squad/best")  # {"answer", "score", …}
+    seq2bert.pipelines.choose([(context, [a, b, c, d])], model="runs/swag/best")  # [{"choice", "score", …}]
 
     seq2bert.translate(["ein Hund läuft ."], model="runs/m30k")          # ["a dog runs ."]
 
@@ -22,7 +23,7 @@ the class with the head the pipeline needs.
 from seq2bert.pipelines.encoders import POOLING, embed, fill_mask, mean_pool, sentence_modules, word_vectors
 from seq2bert.pipelines.generation import generate, prompt_ids, translate
 from seq2bert.pipelines.loading import _KEPT, ENCODER, KEEP, _base, _load, int8_model, said_truncated
-from seq2bert.pipelines.tasks import answer, classify, tag
+from seq2bert.pipelines.tasks import answer, choose, classify, tag
 
 __all__ = [
     "ENCODER",
@@ -32,6 +33,7 @@ __all__ = [
     "_base",
     "_load",
     "answer",
+    "choose",
     "classify",
     "embed",
     "fill_mask",

@@ -1,5 +1,6 @@
-"""Pipelines of the fine-tuned task shapes: text classification (BERT's or GPT-1's), token classification
-(entities with character spans) and extractive question answering."""
+"""Pipelines of the fine-tuned task shapes: text classification (BERT's or GPT-1's; single-label, multi-label or
+regression), token classification (entities with character spans), extractive question answering and
+multiple choice."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from seq2bert.data import gpt_finetuning as gpt
 from seq2bert.data.batching import pad_sequences
 from seq2bert.data.finetuning import aligned_words
 from seq2bert.data.qa import strip_span
+from seq2bert.errors import CheckpointError, UserError
+from seq2bert.io import read_json
 from seq2bert.models import registry
 from seq2bert.pipelines.loading import (
     _device,
@@ -53,7 +56,10 @@ def classify(
 
     Each text gets [{"label", "score"}, …]: the ``top_k`` most probable labels (softmax), best first —
     just the best one as a dict when ``top_k`` is 1; a regression model (one output, e.g. STS-B) gives
-    {"label": its label name, "score": the predicted value}. An encoder reads the texts in batches of similar
+    {"label": its label name, "score": the predicted value}; a multi-label model (config.json's problem_type
+    "multi_label_classification") gives [{"label", "score"}, …]: every label whose sigmoid probability reaches
+    the threshold config.json gives (``label_threshold``; 0.5 without one), best first, ``top_k`` of them at
+    most unless it is 1 or None — computed in fp32 unless bf16 is asked for, as a regression. An encoder reads the texts in batches of similar
     length; a classifier computes in bf16 where the device computes bf16 natively (``bf16="auto"``;
     loading.inference_precision), in fp32 with ``bf16=False``; a text whose two most probable labels are within
     ``BF16_TIE`` of each other in bf16 is classified again in fp32, so its label does not depend on bf16's
@@ -70,15 +76,20 @@ def classify(
     max_length = positions(net.config, max_length)
     labels = net.config.id2label
     out: list = [None] * len(texts)
-    if len(labels) == 1 and bf16 == "auto":  # regression: its value is the output, not a choice among labels
+    multi = getattr(net.config, "problem_type", None) == MULTI_LABEL
+    threshold = label_threshold(net.config, directory) if multi else None
+    if (len(labels) == 1 or multi) and bf16 == "auto":  # its values are the output, not a choice among labels
         bf16 = False
     with inference_precision(net, bf16, kept=directory is not None) as run:
         for indices, batch in _classifier_batches(net, tok, texts, batch_size, max_length):
             inputs = {k: v.to(_device(net)) for k, v in batch.items()}
             logits = run(**inputs).logits  # (B, K)
-            if logits.dtype == torch.bfloat16 and logits.size(-1) > 1:
+            if logits.dtype == torch.bfloat16 and logits.size(-1) > 1 and not multi:
                 logits = _near_ties_in_fp32(net, inputs, logits.float())
             for i, row in zip(indices, logits.float(), strict=True):
+                if multi:  # each label on its own: σ(z_k) ≥ threshold
+                    out[i] = _labels_over(row.sigmoid(), labels, threshold, top_k)
+                    continue
                 if row.numel() == 1:  # regression
                     out[i] = {"label": labels[0], "score": float(row[0])}
                     continue
@@ -89,6 +100,36 @@ def classify(
                 ]
                 out[i] = best[0] if top_k == 1 else best
     return out
+
+
+MULTI_LABEL = "multi_label_classification"
+THRESHOLD_KEYS = ("threshold", "multi_label_threshold")  # config.json's keys of a multi-label threshold
+
+
+def label_threshold(config, directory) -> float:
+    """The probability a multi-label model's label must reach to be given: the config's threshold (a
+    ``THRESHOLD_KEYS`` field of the config, or key of the directory's config.json; fine-tuning tunes it on
+    the validation set), else 0.5."""
+    found = next((getattr(config, k) for k in THRESHOLD_KEYS if getattr(config, k, None) is not None), None)
+    if found is None and directory is not None:
+        raw = read_json(registry.checkpoint_dir(directory) / "config.json")
+        found = next((raw[k] for k in THRESHOLD_KEYS if raw.get(k) is not None), None)
+    if found is None:
+        return 0.5
+    if isinstance(found, bool) or not isinstance(found, (int, float)) or not 0 <= found <= 1:
+        raise CheckpointError(
+            f"{directory}: config.json threshold: expected a probability in [0, 1], got {found!r}"
+        )
+    return float(found)
+
+
+def _labels_over(probs: torch.Tensor, labels: dict, threshold: float, top_k: int | None) -> list[dict]:
+    """[{"label", "score"}, …] of the labels whose probability reaches ``threshold``, best first."""
+    over = [(float(p), labels[k]) for k, p in enumerate(probs.tolist()) if p >= threshold]
+    over.sort(key=lambda x: -x[0])
+    if top_k not in (None, 1):
+        over = over[:top_k]
+    return [{"label": label, "score": p} for p, label in over]
 
 
 # bf16 moves a label's probability by up to about 0.02 (all-MiniLM-L6-v2 fine-tuned on SST-2: a sentence alone
@@ -269,3 +310,64 @@ def answer(
         version_2=handle_impossible_answer,
     )["q"]
     return {"answer": found.text, "score": found.probability, "start": found.start, "end": found.end}
+
+
+@torch.no_grad()
+def choose(items, model, *, batch_size: int = 32, max_length: int = 512, int8: bool = False) -> list[dict]:
+    """The best choice of each ``(context, [choice, …])`` with a …ForMultipleChoice directory (BERT's SWAG
+    head, Sect. 4.4): each choice is read as the pair [CLS] context [SEP] choice [SEP] (as fine-tuning reads
+    it, data/finetuning.py ``encode_choices``) and scored; the scores' softmax over the choices gives
+    {"choice": the best one's index, "score": its probability, "scores": every choice's}. Items of similar
+    length are read together, ``batch_size`` at a time; one item (a tuple) gives one dict."""
+    if isinstance(items, tuple):
+        return choose([items], model, batch_size=batch_size, max_length=max_length, int8=int8)[0]
+    if items is None or isinstance(items, (str, dict)):
+        raise UserError(f"choose: items: expected a list of (context, [choice, …]) tuples, got {items!r}")
+    items = [_choice_item(i, item) for i, item in enumerate(items)]
+    net, tok, _ = _load(model, "choice", int8)
+    if registry.family_of(net).kind == "decoder":
+        raise UserError("choose: a decoder's multiple choice (GPT-1's double heads) is not supported here")
+    max_length = positions(net.config, max_length)
+    pairs = [(context, choice) for context, choices in items for choice in choices]
+    encodings = tok.encode_batch(pairs, max_length=max_length, truncation="longest_first").encodings
+    said_truncated(encodings, max_length)
+    starts = [0]
+    for _, choices in items:
+        starts.append(starts[-1] + len(choices))
+    rows = [encodings[starts[i] : starts[i + 1]] for i in range(len(items))]
+    order = sorted(range(len(items)), key=lambda i: (len(rows[i]), -max(len(e) for e in rows[i])))
+    pad = pad_id(tok, net.config)
+    out: list = [None] * len(items)
+    for b in range(0, len(order), batch_size):
+        chunk = order[b : b + batch_size]
+        for size in sorted({len(rows[i]) for i in chunk}):  # items with as many choices as each other
+            same = [i for i in chunk if len(rows[i]) == size]
+            flat = [e for i in same for e in rows[i]]
+            ids, mask = pad_sequences([e.ids for e in flat], pad or 0)  # (B·C, T)
+            types, _ = pad_sequences([e.type_ids for e in flat], 0)
+            shape = (len(same), size, -1)
+            logits = net(
+                ids.view(shape).to(_device(net)),
+                mask.long().view(shape).to(_device(net)),
+                types.view(shape).to(_device(net)),
+            ).logits.float()  # (B, C)
+            for i, row in zip(same, logits.softmax(-1), strict=True):
+                best = int(row.argmax())
+                out[i] = {"choice": best, "score": float(row[best]), "scores": row.tolist()}
+    return out
+
+
+def _choice_item(i: int, item) -> tuple[str, list[str]]:
+    """An item of ``choose``: (context, its choices: two or more strings)."""
+    if (
+        isinstance(item, (tuple, list))
+        and len(item) == 2
+        and isinstance(item[0], str)
+        and isinstance(item[1], (tuple, list))
+        and len(item[1]) >= 2
+        and all(isinstance(c, str) for c in item[1])
+    ):
+        return item[0], list(item[1])
+    raise UserError(
+        f"choose: items[{i}]: expected (context, [choice, …]) with two or more choices, got {item!r}"
+    )
