@@ -313,7 +313,8 @@ def predict_file(
     """Predict every row of the table ``path`` with ``model`` (a run or checkpoint directory) and write the
     rows with their predictions to ``out`` (its extension's format), atomically; ``task``: one of ``SHAPES``
     (default: the model's, ``shape_of``); ``columns``: ``Columns`` fields given (else the run's recorded ones,
-    else the defaults). Returns {"rows", "shape", "out"}."""
+    else the defaults). ``progress``: a bar of rows with their rate and the time left, on a terminal.
+    Returns {"rows", "shape", "out"}."""
     path, out, settings = Path(path), Path(out), settings or Settings()
     if chunk_size < 1 or settings.batch_size < 1:
         raise UserError("--batch-size and the chunk size must be at least 1")
@@ -339,7 +340,7 @@ def predict_file(
         total=row_estimate(path, fmt),
         unit="rows",
         desc=f"predict ({shape.name})",
-        disable=not progress,
+        disable=None if progress else True,  # None: on a terminal (a log file gets no bar)
         mininterval=1.0,
     )
     with bar, tables.TableWriter(out, types=types) as writer:

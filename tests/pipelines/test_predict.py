@@ -212,3 +212,30 @@ def test_embed_reads_any_encoder_when_asked(shapes, tmp_path):
     out = predicted(shapes["classify"], tmp_path, items, task="embed")
     want = embed([r["text"] for r in items], str(shapes["classify"]), bf16=False)
     assert close([r["embedding"] for r in out], want.tolist())
+
+
+def test_the_progress_bar_counts_rows_against_the_file_s_estimate(shapes, tmp_path, monkeypatch):
+    """The bar's total is the file's rows (a CSV's lines less its header; a Parquet file's count), in rows,
+    updated a chunk at a time to the rows predicted."""
+    bars = []
+
+    class Bar:
+        def __init__(self, **kw):
+            self.kw, self.n = kw, 0
+            bars.append(self)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            pass
+
+        def update(self, n):
+            self.n += n
+
+    monkeypatch.setattr(P, "tqdm", Bar)
+    source = tmp_path / "in.csv"
+    source.write_text("text\n" + "".join(f"{sentence(i)}\n" for i in range(10)))
+    P.predict_file(str(shapes["classify"]), source, tmp_path / "out.parquet", settings=FP32, chunk_size=4)
+    P.predict_file(str(shapes["classify"]), tmp_path / "out.parquet", tmp_path / "again.csv", settings=FP32)
+    assert [(b.kw["total"], b.kw["unit"], b.n, b.kw["disable"]) for b in bars] == [(10, "rows", 10, None)] * 2
