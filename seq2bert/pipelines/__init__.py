@@ -16,6 +16,10 @@ and for decoder-only language models, text generation:
 
     seq2bert.generate(["Once upon a time"], model="gpt2/", max_new_tokens=40)   # [" there was …"]
 
+and, over a file's rows, whichever of them the model's config.json calls for (pipelines/predict.py):
+
+    seq2bert.pipelines.predict_file("runs/sst2", "reviews.csv", "labelled.jsonl")   # {"rows", "shape", "out"}
+
 ``model`` is a checkpoint directory (or a ``(model, tokenizer)`` pair already loaded); the registry finds
 the class with the head the pipeline needs.
 """
@@ -23,6 +27,7 @@ the class with the head the pipeline needs.
 from seq2bert.pipelines.encoders import POOLING, embed, fill_mask, mean_pool, sentence_modules, word_vectors
 from seq2bert.pipelines.generation import generate, prompt_ids, translate
 from seq2bert.pipelines.loading import _KEPT, ENCODER, KEEP, _base, _load, int8_model, said_truncated
+from seq2bert.pipelines.predict import predict_file
 from seq2bert.pipelines.tasks import answer, choose, classify, tag
 
 __all__ = [
@@ -40,6 +45,7 @@ __all__ = [
     "generate",
     "int8_model",
     "mean_pool",
+    "predict_file",
     "prompt_ids",
     "said_truncated",
     "sentence_modules",

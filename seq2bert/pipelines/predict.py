@@ -124,7 +124,7 @@ def _multi_labelled(model: str, items: list, s: Settings) -> list[dict]:
 
 
 def _tagged(model: str, items: list, s: Settings) -> list[dict]:
-    return [{"entities": tag(text, model)} for text in items]
+    return [{"entities": e} for e in tag(items, model, batch_size=s.batch_size)]
 
 
 def _answered(model: str, items: list, s: Settings) -> list[dict]:
@@ -260,7 +260,9 @@ def recorded_columns(model: str | Path, directory: Path) -> dict:
 
 def check_out(path: Path, out: Path) -> None:
     """``out`` must be a file of a known format, in a folder that exists, and not the input itself."""
-    tables.table_format(out, key="--out's extension")
+    if out.suffix.lower() not in tables.EXTENSIONS:
+        known = ", ".join(tables.EXTENSIONS)
+        raise UserError(f"--out {out}: cannot tell the format from the extension (expected {known})")
     if not out.parent.is_dir():
         raise UserError(f"--out {out}: no folder {out.parent} (create it first)")
     if out.is_dir():

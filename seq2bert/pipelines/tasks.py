@@ -17,6 +17,7 @@ from seq2bert.pipelines.loading import (
     _device,
     _load,
     inference_precision,
+    length_batches,
     one_text,
     pad_id,
     positions,
@@ -196,28 +197,45 @@ def _decoder_inputs(net, tok, items: list, max_length: int) -> dict:
 
 
 @torch.no_grad()
-def tag(text: str, model, *, aggregate: bool = True, max_length: int = 512, int8: bool = False) -> list[dict]:
-    """Named entities (or any tags) of ``text`` with a BertForTokenClassification directory.
+def tag(
+    text: str,
+    model,
+    *,
+    aggregate: bool = True,
+    max_length: int = 512,
+    int8: bool = False,
+    batch_size: int = 32,
+) -> list[dict]:
+    """Named entities (or any tags) of ``text`` with a BertForTokenClassification directory; of a list of
+    texts, a list each (the texts read ``batch_size`` at a time, in batches of similar length).
 
     Each word — as the tokenizer's pre-tokenizer splits it — is labelled by its first sub-token (the
     fine-tuning convention). ``aggregate``: consecutive B-X, I-X, … words become one entity
     {"entity_group": "X", "score": mean word probability, "word": the text span, "start", "end"}, character
     offsets into ``text``; otherwise one {"entity", "score", "word", "start", "end"} per word not tagged O."""
-    if not isinstance(text, str):
-        texts = text_list(text, "tag: text (a string, or a list of them)")
-        return [tag(t, model, aggregate=aggregate, max_length=max_length, int8=int8) for t in texts]
+    single = isinstance(text, str)
+    texts = [text] if single else text_list(text, "tag: text (a string, or a list of them)")
     net, tok, _ = _load(model, "tokens", int8)
     max_length = positions(net.config, max_length)
-    enc = tok.encode(text, max_length=max_length, truncation="longest_first")
-    said_truncated([enc], max_length)
-    ids = torch.tensor([enc.ids], device=_device(net))
-    words = {k: v.to(ids.device) for k, v in _word_features(net, [enc], [text]).items()}
-    probs = (
-        net(ids, torch.ones_like(ids), torch.tensor([enc.type_ids], device=ids.device), **words)
-        .logits[0]
-        .float()
-        .softmax(-1)
-    )
+    encodings = tok.encode_batch(texts, max_length=max_length, truncation="longest_first").encodings
+    said_truncated(encodings, max_length)
+    out: list = [None] * len(texts)
+    device = _device(net)
+    for indices, batch in length_batches(encodings, batch_size, pad_id(tok, net.config)):
+        words = _word_features(net, [encodings[i] for i in indices], [texts[i] for i in indices])
+        inputs = {k: v.to(device) for k, v in {**batch, **words}.items()}
+        logits = net(
+            inputs.pop("input_ids"), inputs.pop("attention_mask"), inputs.pop("token_type_ids"), **inputs
+        ).logits  # (B, T, K)
+        for row, i in enumerate(indices):
+            probs = logits[row, : len(encodings[i])].float().softmax(-1)
+            out[i] = _entities(texts[i], encodings[i], probs, net.config.id2label, aggregate)
+    return out[0] if single else out
+
+
+def _entities(text: str, enc, probs: torch.Tensor, id2label: dict, aggregate: bool) -> list[dict]:
+    """The tagged words of ``text`` (its encoding ``enc``, the tags' probabilities of its tokens (T, K)), or
+    their entities when ``aggregate``."""
     words: dict[int, dict] = {}  # word index → its label, score and character span
     for i, w in enumerate(enc.word_ids):
         if w is None:
@@ -225,7 +243,7 @@ def tag(text: str, model, *, aggregate: bool = True, max_length: int = 512, int8
         start, end = enc.offsets[i]
         if w not in words:
             p, k = probs[i].max(-1)
-            words[w] = {"entity": net.config.id2label[int(k)], "score": float(p), "start": start, "end": end}
+            words[w] = {"entity": id2label[int(k)], "score": float(p), "start": start, "end": end}
         words[w]["end"] = end
     for w in words.values():  # a piece holding the space before its word (SentencePiece's "▁") starts on it
         w["start"], w["end"] = strip_span(text, w["start"], w["end"])

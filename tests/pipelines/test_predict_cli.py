@@ -134,6 +134,10 @@ def bad_inputs(tmp_path, checkpoints) -> dict:
             ["predict", classifier, good, "--out", str(tmp_path / "nowhere" / "out.jsonl")],
             f"--out {tmp_path / 'nowhere' / 'out.jsonl'}: no folder {tmp_path / 'nowhere'}",
         ),
+        "--out of no known format": (
+            ["predict", classifier, good, "--out", str(tmp_path / "out.txt")],
+            f"--out {tmp_path / 'out.txt'}: cannot tell the format from the extension (expected .csv, .tsv",
+        ),
         "not a model": (
             ["predict", str(tmp_path / "not-a-model"), good, "--out", out],
             f"{tmp_path / 'not-a-model'}: not a checkpoint",
@@ -146,7 +150,7 @@ def bad_inputs(tmp_path, checkpoints) -> dict:
 
 
 CASES = ["missing column", "a number for a text", "a list for a text", "an empty text", "an empty text mid-file",
-         "an empty file", "a header and no rows", "--out is the input", "--out in a missing folder",
+         "an empty file", "a header and no rows", "--out is the input", "--out in a missing folder", "--out of no known format",
          "not a model", "no such model"]  # fmt: skip
 
 
