@@ -319,7 +319,7 @@ def predict_file(
     Returns {"rows", "shape", "out"}."""
     path, out, settings = Path(path), Path(out), settings or Settings()
     if chunk_size < 1 or settings.batch_size < 1:
-        raise UserError("--batch-size and the chunk size must be at least 1")
+        raise UserError(f"--batch-size, --chunk-size: at least 1, got {settings.batch_size}, {chunk_size}")
     require_file(path, "", "a table to predict (CSV, TSV, JSON Lines, Parquet)")
     check_out(path, out)
     directory = registry.checkpoint_dir(model)
@@ -348,7 +348,7 @@ def predict_file(
     with bar, tables.TableWriter(out, types=types) as writer:
         for chunk in chunks(tables.rows(path, fmt), chunk_size):
             items = [shape.item(cols, where, row) for where, row in chunk]
-            predictions = shape.run(str(model), items, settings)
+            predictions = shape.run(str(directory), items, settings)
             for (_, row), prediction in zip(chunk, predictions, strict=True):
                 writer.write({**row, **_named(prediction, row)})
             n += len(chunk)
