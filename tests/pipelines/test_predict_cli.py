@@ -190,3 +190,17 @@ def test_classify_prints_a_multi_label_model_s_labels(shapes, capsys):
     want = classify(texts, str(shapes["multi-label"]), bf16=False)
     assert [line.split("\t")[0] for line in lines] == [",".join(r["label"] for r in w) for w in want]
     assert [line.split("\t")[2] for line in lines] == texts
+
+
+def test_serve_answers_a_multi_label_model_with_its_labels_over_the_threshold(shapes):
+    pytest.importorskip("fastapi")
+    from seq2bert.serve import ServedModel
+    from tests.serve.conftest import client_of
+
+    texts = [" ".join(WORDS[i : i + 4]) for i in range(3)]
+    with client_of([ServedModel.load("topics", shapes["multi-label"])]) as client:
+        answer = client.post("/v1/classify", json={"texts": texts, "top_k": None})
+    assert answer.status_code == 200
+    want = classify(texts, str(shapes["multi-label"]), top_k=None)
+    got = answer.json()["results"]
+    assert [[x["label"] for x in r] for r in got] == [[x["label"] for x in r] for r in want]
