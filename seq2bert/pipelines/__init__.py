@@ -28,7 +28,7 @@ from seq2bert.pipelines.encoders import POOLING, embed, fill_mask, mean_pool, se
 from seq2bert.pipelines.generation import generate, prompt_ids, translate
 from seq2bert.pipelines.loading import _KEPT, ENCODER, KEEP, _base, _load, int8_model, said_truncated
 from seq2bert.pipelines.predict import predict_file
-from seq2bert.pipelines.tasks import answer, choose, classify, tag
+from seq2bert.pipelines.tasks import answer, answers, choose, classify, tag
 
 __all__ = [
     "ENCODER",
@@ -38,6 +38,7 @@ __all__ = [
     "_base",
     "_load",
     "answer",
+    "answers",
     "choose",
     "classify",
     "embed",

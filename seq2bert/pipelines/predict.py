@@ -41,7 +41,7 @@ from seq2bert.io import read_json
 from seq2bert.models import registry
 from seq2bert.pipelines.encoders import embed
 from seq2bert.pipelines.generation import generate, translate
-from seq2bert.pipelines.tasks import MULTI_LABEL, answer, choose, classify, tag
+from seq2bert.pipelines.tasks import MULTI_LABEL, answers, choose, classify, tag
 
 log = logging.getLogger("seq2bert.pipelines")
 
@@ -128,7 +128,7 @@ def _tagged(model: str, items: list, s: Settings) -> list[dict]:
 
 
 def _answered(model: str, items: list, s: Settings) -> list[dict]:
-    return [answer(question, context, model) for question, context in items]
+    return answers(items, model, batch_size=s.batch_size)
 
 
 def _chosen(model: str, items: list, s: Settings) -> list[dict]:

@@ -288,7 +288,6 @@ def _entities(text: str, enc, probs: torch.Tensor, id2label: dict, aggregate: bo
     ]
 
 
-@torch.no_grad()
 def answer(
     question: str,
     context: str,
@@ -302,32 +301,77 @@ def answer(
 ) -> dict:
     """The answer to ``question`` as a span of ``context`` with a BertForQuestionAnswering directory:
     {"answer", "score" (probability of the span among the n best), "start", "end"} (character offsets).
-    Long contexts are read in overlapping windows (data/qa.py). ``handle_impossible_answer``: "" when the
-    model prefers [CLS] (SQuAD v2)."""
+    Long contexts are read in overlapping windows (data/qa.py), one at a time. ``handle_impossible_answer``: ""
+    when the model prefers [CLS] (SQuAD v2)."""
+    question = one_text(question, "answer: question", empty=False)
+    context = one_text(context, "answer: context", empty=False)
+    return answers(
+        [(question, context)],
+        model,
+        batch_size=1,
+        max_seq_length=max_seq_length,
+        doc_stride=doc_stride,
+        max_answer_length=max_answer_length,
+        handle_impossible_answer=handle_impossible_answer,
+        int8=int8,
+    )[0]
+
+
+@torch.no_grad()
+def answers(
+    items,
+    model,
+    *,
+    batch_size: int = 32,
+    max_seq_length: int = 384,
+    doc_stride: int = 128,
+    max_answer_length: int = 30,
+    handle_impossible_answer: bool = False,
+    int8: bool = False,
+) -> list[dict]:
+    """``answer`` of each ``(question, context)`` of ``items``: the windows of all of them read ``batch_size``
+    at a time, longest first (each padded to its batch's longest), then each question's best span over its
+    own windows."""
     from seq2bert.data.qa import make_features, postprocess
     from seq2bert.data.squad import QAExample
 
-    question = one_text(question, "answer: question", empty=False)
-    context = one_text(context, "answer: context", empty=False)
+    items = text_list(items, "answers: items", pairs=True)
+    for i, item in enumerate(items):
+        if not isinstance(item, tuple):
+            raise UserError(f"answers: items[{i}]: expected a (question, context) tuple, got {item!r}")
+        one_text(item[0], f"answers: items[{i}] question", empty=False)
+        one_text(item[1], f"answers: items[{i}] context", empty=False)
     net, tok, _ = _load(model, "qa", int8)
     max_seq_length = positions(net.config, max_seq_length)
-    example = QAExample(id="q", title="", context=context, question=question, answers=[])
-    features = make_features([example], tok, max_seq_length=max_seq_length, doc_stride=doc_stride)
-    starts, ends = [], []
-    for f in features:
-        ids = torch.tensor([f.input_ids], device=_device(net))
-        o = net(ids, torch.ones_like(ids), torch.tensor([f.token_type_ids], device=ids.device))
-        starts.append(o.start_logits[0].float().cpu())
-        ends.append(o.end_logits[0].float().cpu())
+    examples = [
+        QAExample(id=str(i), title="", context=c, question=q, answers=[]) for i, (q, c) in enumerate(items)
+    ]
+    features = make_features(examples, tok, max_seq_length=max_seq_length, doc_stride=doc_stride)
+    starts: list = [None] * len(features)
+    ends: list = [None] * len(features)
+    order = sorted(range(len(features)), key=lambda i: -len(features[i].input_ids))
+    pad = pad_id(tok, net.config) or 0
+    for b in range(0, len(order), batch_size):
+        chunk = order[b : b + batch_size]
+        ids, mask = pad_sequences([features[i].input_ids for i in chunk], pad)  # (B, T)
+        types, _ = pad_sequences([features[i].token_type_ids for i in chunk], 0)
+        device = _device(net)
+        o = net(ids.to(device), mask.long().to(device), types.to(device))
+        for row, i in enumerate(chunk):
+            n = len(features[i].input_ids)
+            starts[i], ends[i] = o.start_logits[row, :n].float().cpu(), o.end_logits[row, :n].float().cpu()
     found = postprocess(
-        [example],
+        examples,
         features,
         starts,
         ends,
         max_answer_length=max_answer_length,
         version_2=handle_impossible_answer,
-    )["q"]
-    return {"answer": found.text, "score": found.probability, "start": found.start, "end": found.end}
+    )
+    return [
+        {"answer": f.text, "score": f.probability, "start": f.start, "end": f.end}
+        for f in (found[e.id] for e in examples)
+    ]
 
 
 @torch.no_grad()

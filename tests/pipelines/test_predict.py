@@ -239,3 +239,16 @@ def test_the_progress_bar_counts_rows_against_the_file_s_estimate(shapes, tmp_pa
     P.predict_file(str(shapes["classify"]), source, tmp_path / "out.parquet", settings=FP32, chunk_size=4)
     P.predict_file(str(shapes["classify"]), tmp_path / "out.parquet", tmp_path / "again.csv", settings=FP32)
     assert [(b.kw["total"], b.kw["unit"], b.n, b.kw["disable"]) for b in bars] == [(10, "rows", 10, None)] * 2
+
+
+def test_answers_read_every_window_in_batches_as_answer_reads_each_alone(shapes):
+    """Contexts of several windows (24 tokens, stride 8): the batched answers equal answer's, one question
+    at a time."""
+    from seq2bert.pipelines import answers
+
+    model = str(shapes["qa"])
+    items = [(f"who lives in {w} ?", f"{sentence(i)} john lives in paris . {sentence(i + 3)} {sentence(i + 5)}")
+             for i, w in enumerate(WORDS[:7])]  # fmt: skip
+    got = answers(items, model, batch_size=4, max_seq_length=24, doc_stride=8)
+    want = [answer(q, c, model, max_seq_length=24, doc_stride=8) for q, c in items]
+    assert close(got, want)
