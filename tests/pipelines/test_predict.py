@@ -252,3 +252,23 @@ def test_answers_read_every_window_in_batches_as_answer_reads_each_alone(shapes)
     got = answers(items, model, batch_size=4, max_seq_length=24, doc_stride=8)
     want = [answer(q, c, model, max_seq_length=24, doc_stride=8) for q, c in items]
     assert close(got, want)
+
+
+@pytest.mark.data
+def test_sst2_dev_sentences_embedded_by_minilm_equal_embed(shared_data, minilm_dir, tmp_path):
+    """The first 100 rows of the real SST-2 dev TSV (its columns: sentence, label) through all-MiniLM-L6-v2:
+    each row's vector is seq2bert.embed's of its sentence, in the file's order, labels kept."""
+    lines = (shared_data / "sst2" / "dev.tsv").read_text(encoding="utf-8").splitlines()[:101]
+    source = tmp_path / "dev.tsv"
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out = tmp_path / "vectors.parquet"
+    settings = P.Settings(batch_size=32, bf16=False)
+    done = P.predict_file(str(minilm_dir), source, out, columns={"text": "sentence"}, settings=settings,
+                          chunk_size=32, progress=False)  # fmt: skip
+    assert done == {"rows": 100, "shape": "embed", "out": str(out)}
+    got = [row for _, row in tables.rows(out)]
+    sentences = [line.split("\t")[0] for line in lines[1:]]
+    assert [r["sentence"] for r in got] == sentences
+    assert [r["label"] for r in got] == [line.split("\t")[1] for line in lines[1:]]
+    want = embed(sentences, str(minilm_dir), bf16=False)
+    assert torch.allclose(torch.tensor([r["embedding"] for r in got]), want, atol=1e-5)
