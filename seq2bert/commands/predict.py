@@ -68,7 +68,10 @@ def register(sub) -> None:
     p.add_argument("file", metavar="FILE", help="the rows: CSV, TSV, JSON Lines or Parquet (by extension)")
     p.add_argument("--out", required=True, help="OUT.jsonl, OUT.csv, OUT.tsv or OUT.parquet")
     p.add_argument("--column", help="the text's column (default: the run's, else text); choice: the context")
-    p.add_argument("--pair-column", help="the second text's column, for a pair classifier")
+    p.add_argument(
+        "--pair-column",
+        help="the second text's column, for a pair classifier (multiple choice: each choice's start)",
+    )
     p.add_argument("--question-column", help="qa: the question's column (default: question)")
     p.add_argument("--context-column", help="qa: the context's column (default: context)")
     p.add_argument("--choice-columns", metavar="A,B,…", help="multiple choice: the choices' columns")

@@ -11,7 +11,8 @@ data section) or any checkpoint directory; what its config.json names says what 
     multi-label   problem_type multi_label_…         labels, scores        (those over config.json's threshold)
     tag           …ForTokenClassification           entities              (entity_group, word, start, end, score)
     qa            …ForQuestionAnswering             answer, score, start, end   (--question-column, --context-column)
-    choice        …ForMultipleChoice                choice, score, scores (--column: the context; --choice-columns)
+    choice        …ForMultipleChoice                choice, score, scores (--column: the context; --choice-columns;
+                                                                          --pair-column: each choice's start)
     embed         any other encoder                 embedding             (a list of floats)
     translate     an encoder-decoder                translation
     generate      a language model                  generation            (--max-new-tokens)
@@ -84,7 +85,10 @@ def _question(c: Columns, where: str, row: dict) -> tuple[str, str]:
 
 
 def _choices(c: Columns, where: str, row: dict) -> tuple[str, list[str]]:
-    return tables.text_value(where, row, c.text), [tables.text_value(where, row, k) for k in c.choices]
+    """(the context, each choice — after the pair column's start of a sentence, SWAG's way, when given)."""
+    start = "" if c.pair is None else tables.text_value(where, row, c.pair, allow_empty=True)
+    endings = [tables.text_value(where, row, k) for k in c.choices]
+    return tables.text_value(where, row, c.text), [f"{start} {e}".strip() for e in endings]
 
 
 def _text_flags(c: Columns) -> list[tuple[str, str | None]]:
@@ -102,7 +106,7 @@ def _qa_flags(c: Columns) -> list[tuple[str, str | None]]:
 def _choice_flags(c: Columns) -> list[tuple[str, str | None]]:
     if len(c.choices) < 2:
         raise UserError("--choice-columns: a multiple-choice model needs two or more choice columns (A,B,…)")
-    return [("--column", c.text), *(("--choice-columns", k) for k in c.choices)]
+    return [("--column", c.text), ("--pair-column", c.pair), *(("--choice-columns", k) for k in c.choices)]
 
 
 def _classified(model: str, items: list, s: Settings) -> list[dict]:
@@ -328,7 +332,7 @@ def predict_file(
     shape = SHAPES[task or shape_of(directory)]
     given = {k: v for k, v in (columns or {}).items() if v}
     cols = Columns(**{**recorded_columns(model, directory), **given})
-    if shape.name not in ("classify", "regression", "multi-label") and cols.pair is not None:
+    if shape.name not in ("classify", "regression", "multi-label", "choice") and cols.pair is not None:
         if "pair" in given:
             raise UserError(f"--pair-column: a {shape.name} model reads one text, not pairs")
         cols = Columns(**{**vars(cols), "pair": None})

@@ -46,6 +46,6 @@ def shapes(checkpoints, tmp_path_factory) -> dict:
         out[name] = root / name
     config = json.loads((root / "multi-label" / "config.json").read_text())  # a tuned threshold, by hand
     (root / "multi-label" / "config.json").write_text(
-        json.dumps({**config, "threshold": MULTI_LABEL_THRESHOLD})
+        json.dumps({**config, "multi_label_threshold": MULTI_LABEL_THRESHOLD})
     )
     return out

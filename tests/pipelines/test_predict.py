@@ -272,3 +272,35 @@ def test_sst2_dev_sentences_embedded_by_minilm_equal_embed(shared_data, minilm_d
     assert [r["label"] for r in got] == [line.split("\t")[1] for line in lines[1:]]
     want = embed(sentences, str(minilm_dir), bf16=False)
     assert torch.allclose(torch.tensor([r["embedding"] for r in got]), want, atol=1e-5)
+
+
+def test_a_choice_s_start_is_read_before_each_choice(shapes, tmp_path):
+    """--pair-column with a multiple-choice model (SWAG's layout, as fine-tuning reads it): each choice is
+    "start choice"."""
+    items = rows(5)
+    for r in items:
+        r["start"] = "john lives in"
+    out = predicted(shapes["choice"], tmp_path, items, columns={"choices": ("a", "b", "c"), "pair": "start"})
+    for row, got in zip(items, out, strict=True):
+        want = choose((row["text"], [f"john lives in {row[k]}" for k in "abc"]), str(shapes["choice"]))
+        assert close({k: got[k] for k in want}, want)
+
+
+def test_the_multi_label_threshold_is_config_json_s_else_one_half(shapes, tmp_path):
+    """multi_label_threshold (fine-tuning's key) or threshold in config.json; 0.5 without; a value that is not
+    a probability is a one-line CheckpointError."""
+    from seq2bert.errors import CheckpointError
+    from seq2bert.pipelines.tasks import label_threshold
+
+    config = json.loads((shapes["multi-label"] / "config.json").read_text())
+    assert label_threshold(None, shapes["multi-label"]) == MULTI_LABEL_THRESHOLD
+    for key, value, expected in (("threshold", 0.3, 0.3), ("other", 0.3, 0.5), ("threshold", 2, None)):
+        folder = tmp_path / f"{key}-{value}"
+        folder.mkdir()
+        without = {k: v for k, v in config.items() if k != "multi_label_threshold"}
+        (folder / "config.json").write_text(json.dumps({**without, key: value}))
+        if expected is None:
+            with pytest.raises(CheckpointError, match="threshold: expected a probability in"):
+                label_threshold(None, folder)
+        else:
+            assert label_threshold(None, folder) == expected
