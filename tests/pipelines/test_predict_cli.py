@@ -88,6 +88,7 @@ def bad_inputs(tmp_path, checkpoints) -> dict:
     write_csv(tmp_path / "other.csv", "id,sentence", ["1,a great film"])
     (tmp_path / "typed.jsonl").write_text('{"text": "a film"}\n{"text": 5}\n')
     (tmp_path / "listed.jsonl").write_text('{"text": ["a", "film"]}\n')
+    (tmp_path / "keyless.jsonl").write_text('{"text": "a film"}\n{"id": 2}\n')
     write_csv(tmp_path / "blank.csv", "id,text", ["1,a great film", '2,""', "3,the end"])
     (tmp_path / "empty.csv").write_text("")
     write_csv(tmp_path / "header.csv", "id,text", [])
@@ -109,6 +110,10 @@ def bad_inputs(tmp_path, checkpoints) -> dict:
         "a list for a text": (
             ["predict", classifier, str(tmp_path / "listed.jsonl"), "--out", out],
             f"{tmp_path / 'listed.jsonl'}:1: column 'text' holds list ['a', 'film'], not a text",
+        ),
+        "a line without the column": (
+            ["predict", classifier, str(tmp_path / "keyless.jsonl"), "--out", out],
+            f"{tmp_path / 'keyless.jsonl'}:2: no 'text' field (the line has id)",
         ),
         "an empty text": (
             ["predict", classifier, str(tmp_path / "blank.csv"), "--out", out],
@@ -149,7 +154,7 @@ def bad_inputs(tmp_path, checkpoints) -> dict:
     }
 
 
-CASES = ["missing column", "a number for a text", "a list for a text", "an empty text", "an empty text mid-file",
+CASES = ["missing column", "a number for a text", "a list for a text", "a line without the column", "an empty text", "an empty text mid-file",
          "an empty file", "a header and no rows", "--out is the input", "--out in a missing folder", "--out of no known format",
          "not a model", "no such model"]  # fmt: skip
 
