@@ -26,6 +26,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
         bf16=BF16[args.bf16],
         max_new_tokens=args.max_new_tokens,
         num_beams=args.num_beams,
+        words=args.words,
     )
     done = predict_file(
         args.model,
@@ -93,6 +94,11 @@ def register(sub) -> None:
     )
     p.add_argument(
         "--num-beams", type=int, default=1, help="translate, generate: beam size (default: greedy)"
+    )
+    p.add_argument(
+        "--words",
+        action="store_true",
+        help="tag: each tagged word (column words) instead of grouped entities",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_bf16_arg(p)

@@ -9,7 +9,8 @@ data section) or any checkpoint directory; what its config.json names says what 
     classify      …ForSequenceClassification        label, score          (--pair-column: pairs)
     regression    one output, or problem_type        score
     multi-label   problem_type multi_label_…         labels, scores        (those over config.json's threshold)
-    tag           …ForTokenClassification           entities              (entity_group, word, start, end, score)
+    tag           …ForTokenClassification           entities              (entity_group, word, start, end, score;
+                                                                          --words: words, each tagged word's entity)
     qa            …ForQuestionAnswering             answer, score, start, end   (--question-column, --context-column)
     choice        …ForMultipleChoice                choice, score, scores (--column: the context; --choice-columns;
                                                                           --pair-column: each choice's start)
@@ -69,6 +70,7 @@ class Settings:
     bf16: bool | str = "auto"
     max_new_tokens: int = 50
     num_beams: int = 1
+    words: bool = False  # tag: one {"entity", "score", "word", "start", "end"} per tagged word, not entities
 
 
 def _texts(c: Columns, where: str, row: dict) -> str:
@@ -128,7 +130,8 @@ def _multi_labelled(model: str, items: list, s: Settings) -> list[dict]:
 
 
 def _tagged(model: str, items: list, s: Settings) -> list[dict]:
-    return [{"entities": e} for e in tag(items, model, batch_size=s.batch_size)]
+    found = tag(items, model, aggregate=not s.words, batch_size=s.batch_size)
+    return [{"words" if s.words else "entities": e} for e in found]
 
 
 def _answered(model: str, items: list, s: Settings) -> list[dict]:
@@ -161,15 +164,16 @@ def _generated(model: str, items: list, s: Settings) -> list[dict]:
     return [{"generation": t} for t in found]
 
 
-def _entity_type():
+def _entity_types() -> dict:
+    """The Parquet types of a tagger's columns: its entities (or, with --words, its tagged words)."""
     import pyarrow as pa
 
-    return pa.list_(
-        pa.struct(
-            [("entity_group", pa.string()), ("score", pa.float64()), ("word", pa.string()),
-             ("start", pa.int64()), ("end", pa.int64())]
-        )
-    )  # fmt: skip
+    def spans(kind: str):
+        fields = [(kind, pa.string()), ("score", pa.float64()), ("word", pa.string()), ("start", pa.int64()),
+                  ("end", pa.int64())]  # fmt: skip
+        return pa.list_(pa.struct(fields))
+
+    return {"entities": spans("entity_group"), "words": spans("entity")}
 
 
 @dataclass(frozen=True)
@@ -206,7 +210,7 @@ SHAPES: dict[str, Shape] = {
             _multi_labelled,
             _lists(labels="string", scores="float64"),
         ),
-        Shape("tag", _text_flags, _texts, _tagged, lambda: {"entities": _entity_type()}),
+        Shape("tag", _text_flags, _texts, _tagged, _entity_types),
         Shape("qa", _qa_flags, _question, _answered),
         Shape("choice", _choice_flags, _choices, _chosen, _lists(scores="float64")),
         Shape("embed", _text_flags, _texts, _embedded, _lists(embedding="float64")),

@@ -35,12 +35,14 @@ def write_jsonl(path, items) -> None:
     path.write_text("".join(json.dumps(r) + "\n" for r in items))
 
 
-def predicted(shape_dir, tmp_path, items, *, columns=None, name="out.jsonl", **kw) -> list[dict]:
+def predicted(
+    shape_dir, tmp_path, items, *, columns=None, name="out.jsonl", settings=FP32, **kw
+) -> list[dict]:
     source = tmp_path / "in.jsonl"
     write_jsonl(source, items)
     out = tmp_path / name
     done = P.predict_file(
-        str(shape_dir), source, out, columns=columns, settings=FP32, chunk_size=4, progress=False, **kw
+        str(shape_dir), source, out, columns=columns, settings=settings, chunk_size=4, progress=False, **kw
     )
     assert done["rows"] == len(items)
     return [row for _, row in tables.rows(out)]
@@ -58,6 +60,8 @@ def single(shape: str, model: str, row: dict):
         return {"score": classify(row["text"], model, bf16=False)["score"]}
     if shape == "tag":
         return {"entities": tag(row["text"], model)}
+    if shape == "tag words":
+        return {"words": tag(row["text"], model, aggregate=False)}
     if shape == "qa":
         return answer(row["question"], row["context"], model)
     if shape == "choice":
@@ -76,6 +80,7 @@ CASES = {  # shape → (its checkpoint, the columns given)
     "pairs": ("classify", {"pair": "pair"}),
     "regression": ("regression", None),
     "tag": ("tag", None),
+    "tag words": ("tag", None),
     "qa": ("qa", None),
     "choice": ("choice", {"choices": ("a", "b", "c")}),
     "embed": ("embed", None),
@@ -99,7 +104,8 @@ def close(a, b) -> bool:
 def test_each_shape_equals_its_single_text_pipeline_in_the_input_order(case, shapes, tmp_path):
     checkpoint, columns = CASES[case]
     items = rows()
-    out = predicted(shapes[checkpoint], tmp_path, items, columns=columns)
+    settings = P.Settings(**{**vars(FP32), "words": case == "tag words"})
+    out = predicted(shapes[checkpoint], tmp_path, items, columns=columns, settings=settings)
     assert [r["id"] for r in out] == list(range(len(items)))  # the input's order
     for row, got in zip(items, out, strict=True):
         assert {k: got[k] for k in row} == row  # the input's columns, as they were
@@ -146,22 +152,24 @@ def test_choose_scores_each_choice_as_the_model_does_alone(shapes):
 
 
 @pytest.mark.parametrize("ext", ["jsonl", "csv", "tsv", "parquet"])
-def test_every_output_format_reads_back(ext, shapes, tmp_path, monkeypatch):
+@pytest.mark.parametrize("column", ["entities", "words"])
+def test_every_output_format_reads_back(ext, column, shapes, tmp_path, monkeypatch):
     """The rows and their predictions read back from each format: a CSV's list cells as JSON, Parquet's
     lists typed even when the first batch written holds only empty ones (a tagger's rows without
-    entities)."""
+    entities, or without tagged words)."""
     monkeypatch.setattr(tables, "PARQUET_BATCH", 4)  # the first Parquet batch: 4 rows without entities
     items = rows()
     quiet = [w for w in WORDS if not tag(w, str(shapes["tag"]))]  # words the tiny tagger tags O
     for r in items[:6]:  # the first rows tag nothing: their entities are empty lists
         r["text"] = quiet[0]
-    want = predicted(shapes["tag"], tmp_path, items, name="want.jsonl")
-    got = predicted(shapes["tag"], tmp_path, items, name=f"out.{ext}")
+    settings = P.Settings(**{**vars(FP32), "words": column == "words"})
+    want = predicted(shapes["tag"], tmp_path, items, name="want.jsonl", settings=settings)
+    got = predicted(shapes["tag"], tmp_path, items, name=f"out.{ext}", settings=settings)
     for w, g in zip(want, got, strict=True):
-        entities = g["entities"] if ext in ("jsonl", "parquet") else json.loads(g["entities"])
-        assert close(entities, w["entities"])
+        found = g[column] if ext in ("jsonl", "parquet") else json.loads(g[column])
+        assert close(found, w[column])
         assert str(g["id"]) == str(w["id"]) and g["text"] == w["text"]
-    assert any(w["entities"] for w in want) and not want[0]["entities"]
+    assert any(w[column] for w in want) and not want[0][column]
 
 
 def test_a_file_is_read_predicted_and_written_a_chunk_at_a_time(shapes, tmp_path, monkeypatch):
