@@ -201,7 +201,7 @@ def before_start(cfg: FinetuneConfig, out_dir: Path) -> None:
         )
 
 
-@ckpt.holds_run_dir(check=before_start)
+@ckpt.holds_run_dir(check=before_start, lora=True)
 def finetune(
     cfg: FinetuneConfig, out_dir: str | Path, *, resume: bool = False, progress_bar: bool = True
 ) -> dict:

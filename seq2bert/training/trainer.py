@@ -177,10 +177,7 @@ class Trainer:
         self.save_model, self.load_model = save_model, load_model  # the checkpoint's weight format
         self.save_best_model = save_best_model or save_model  # best/'s (a LoRA run's: merged)
         if cfg.lora.r and not lora_layers(model):
-            raise ConfigError(
-                "train.lora.r: this command trains every weight; LoRA is for `seq2bert finetune` "
-                "(set train.lora.r=0)"
-            )
+            raise ConfigError(ckpt.NO_LORA)
         self.plot_curves = plot_curves
         self.dist = dist or DistInfo()
         self.device = device or torch.device("cpu")
