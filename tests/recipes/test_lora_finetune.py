@@ -121,12 +121,15 @@ def test_the_real_minilm_trains_its_factors_and_head_and_transformers_reads_the_
         ("train.lora.dropout=1", "train.lora.dropout: must be in [0, 1), got 1.0"),
         ("train.lora.targets=[query,qery]", "train.lora.targets: unknown target 'qery'; did you mean query?"),
         ("train.lora.targets=[]", "train.lora.targets: expected some of query, key, value"),
+        ("train.lora.r=4 train.average_last=3", "train.average_last: not with train.lora.r"),
+        ("train.lora.r=4 random_init=true", "train.lora.r: LoRA adapts a pretrained checkpoint (--init)"),
     ],
 )
 def test_bad_lora_settings_are_one_line_and_exit_2(init_dir, tmp_path, capsys, setting, message):  # noqa: F811
     write_sst2(tmp_path / "sst2", np.random.default_rng(3))
     args = ["finetune", "--task", "sst2", "--init", str(init_dir), "--data", str(tmp_path / "sst2")]
-    err = one_line(capsys, *args, "--out", str(tmp_path / "run"), "--set", setting)
+    settings = [x for one in setting.split() for x in ("--set", one)]
+    err = one_line(capsys, *args, "--out", str(tmp_path / "run"), *settings)
     assert message in err
     assert not (tmp_path / "run").exists()
 
