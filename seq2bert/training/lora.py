@@ -3,7 +3,8 @@ run's checkpoints hold.
 
 - ``adapt``: the task model frozen, its attention and feed-forward Linear layers of the ``train.lora.targets``
   roles wrapped, the task's head and every parameter the checkpoint did not hold (a new pooler, new token
-  rows) trained in full;
+  rows) trained in full — a decoder's token embedding, which gains GPT-1's [start] [delim] [extract] as a
+  new matrix (recipes/decoder_tasks.py), trains whole: not parameter-efficient there (its old rows move too);
 - a checkpoint-<step>/ for resuming holds the trainable parameters alone (``lora.safetensors``, the
   settings in its metadata, checked on resume) — the frozen weights are the --init checkpoint's;
 - best/ is the merged model, W = W_0 + (α/r) B A: a plain checkpoint of the family (transformers reads a

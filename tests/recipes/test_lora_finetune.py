@@ -11,9 +11,12 @@ import torch
 from safetensors.torch import load_file
 
 from seq2bert.cli import main
+from seq2bert.models import registry
 from seq2bert.models.bert.pretrained import load_bert
 from seq2bert.pipelines import classify
 from tests.recipes.test_finetune import init_dir, run, write_sst2  # noqa: F401 (a fixture)
+from tests.recipes.test_gpt_finetune import finetune as gpt_finetune
+from tests.recipes.test_gpt_finetune import gpt2_dir, write_glue  # noqa: F401 (a fixture)
 
 
 def one_line(capsys, *args: str) -> str:
@@ -148,3 +151,34 @@ def test_lora_where_every_weight_trains_is_one_line_and_exit_2(tmp_path, capsys)
         err = one_line(capsys, *command, "--out", str(out), "--set", "train.lora.r=4")
         assert "train.lora.r: this command trains every weight; LoRA is for `seq2bert finetune`" in err, err
         assert not out.exists()
+
+
+def test_a_gpt2_lora_run_trains_its_token_embedding_and_transformers_reads_the_merged_best(
+    gpt2_dir, tmp_path
+):  # noqa: F811
+    """A decoder reads a task through GPT-1's [start] [delim] [extract], new rows of its token embedding: the
+    embedding (a new matrix, its old rows copied) trains in full beside the factors and the head (``score``)."""
+    transformers = pytest.importorskip("transformers")
+    write_glue(tmp_path / "sst2", "sst2", np.random.default_rng(0), n=(64, 16))
+    out = tmp_path / "run"
+    assert gpt_finetune("sst2", tmp_path / "sst2", gpt2_dir, out, "--set", "train.max_steps=3",
+                        "--set", "train.lora.r=2") == 0  # fmt: skip
+    adapter = load_file(out / "checkpoint-3" / "lora.safetensors")
+    embedding = "transformer.embeddings.token.weight"
+    assert embedding in adapter and "score.weight" in adapter
+    assert {k for k in adapter if not k.endswith(("lora_A", "lora_B"))} == {embedding, "score.weight"}
+    before = load_file(gpt2_dir / "model.safetensors")
+    best = load_file(out / "best" / "model.safetensors")
+    rows = before["transformer.wte.weight"].shape[0]
+    assert best["transformer.wte.weight"].shape[0] == rows + 3
+    torch.testing.assert_close(
+        best["transformer.wte.weight"][:rows], before["transformer.wte.weight"], rtol=0, atol=0.05
+    )
+    assert torch.equal(best["transformer.wpe.weight"], before["transformer.wpe.weight"])  # frozen
+    theirs = transformers.GPT2ForSequenceClassification.from_pretrained(out / "best").eval()
+    ours, _ = registry.load(out / "best")
+    ids = torch.tensor([[5, 9, 11, rows + 2]])
+    with torch.no_grad():
+        torch.testing.assert_close(
+            ours(input_ids=ids).logits, theirs(input_ids=ids).logits, rtol=0, atol=1e-5
+        )
