@@ -154,8 +154,9 @@ def test_lora_where_every_weight_trains_is_one_line_and_exit_2(tmp_path, capsys)
 
 
 def test_a_gpt2_lora_run_trains_its_token_embedding_and_transformers_reads_the_merged_best(
-    gpt2_dir, tmp_path
-):  # noqa: F811
+    gpt2_dir,  # noqa: F811
+    tmp_path,
+):
     """A decoder reads a task through GPT-1's [start] [delim] [extract], new rows of its token embedding: the
     embedding (a new matrix, its old rows copied) trains in full beside the factors and the head (``score``)."""
     transformers = pytest.importorskip("transformers")
