@@ -13,6 +13,7 @@ from seq2bert.errors import UserError
 def cmd_distill(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
+    from seq2bert.models import registry
     from seq2bert.recipes.distill import DistillConfig, distill
     from seq2bert.recipes.distill_corpus import distill_corpus
     from seq2bert.report import format_table
@@ -23,7 +24,7 @@ def cmd_distill(args: argparse.Namespace) -> int:
         data = replace(data, task=args.task)
     if args.data:
         data = replace(data, path=str(Path(args.data).resolve()))
-    teacher = str(Path(args.teacher).resolve()) if args.teacher else cfg.teacher
+    teacher = registry.as_given(args.teacher) if args.teacher else cfg.teacher
     cfg = replace(cfg, data=data, teacher=teacher)
     if args.corpus:  # general distillation on raw text
         if args.task or args.data:
