@@ -149,7 +149,7 @@ def checkpoint_error(error: Exception, name: str, repo: str, revision: str) -> C
             if constants.HF_HUB_OFFLINE
             else "the Hub cannot be reached"
         )
-        if isinstance(error, hf.IncompleteSnapshotError):
+        if isinstance(error, getattr(hf, "IncompleteSnapshotError", ())):  # newer huggingface_hub only
             return CheckpointError(
                 f"{name}: its files are incomplete in the Hugging Face cache {cache} ({why})"
             )

