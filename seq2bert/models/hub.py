@@ -134,7 +134,7 @@ def checkpoint_error(error: Exception, name: str, repo: str, revision: str) -> C
     if isinstance(error, hf.GatedRepoError):
         return CheckpointError(
             f"{name}: a gated model; accept its conditions on huggingface.co/{repo} and log in "
-            "(HF_TOKEN or `hf auth login`)"
+            "(HF_TOKEN, or: hf auth login)"
         )
     if isinstance(error, hf.RepositoryNotFoundError):
         return CheckpointError(

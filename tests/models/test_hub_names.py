@@ -4,7 +4,7 @@
 small models of our own — with HF_HUB_OFFLINE=1, through the CLI, ``seq2bert.from_pretrained``, the
 pipelines, ``--init``'s reading and serve's; names that cannot be resolved are one line, exit 2."""
 
-import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -16,7 +16,7 @@ import pytest
 import torch
 from huggingface_hub import constants
 from huggingface_hub.utils import filter_repo_objects
-from safetensors.torch import load_file
+from safetensors.torch import load_file, save_file
 
 import seq2bert
 from seq2bert.cli import main
@@ -26,31 +26,12 @@ from seq2bert.models import hub, registry
 from seq2bert.models.bert.config import bert_tiny
 from seq2bert.models.bert.tasks import BertForSequenceClassification
 from seq2bert.models.pretrained import init_task_model
+from tests.models.hub_cache import MINILM, MINILM_COMMIT, put_in_cache
 
-MINILM = "sentence-transformers/all-MiniLM-L6-v2"
-COMMIT = "c9745ed1d9f207416be6d2e6f8de32d1f16199bf"  # a commit hash (any 40 hex digits name one)
+COMMIT = MINILM_COMMIT
 CLASSIFIER, PICKLED = "seq2bert-tests/tiny-classifier", "seq2bert-tests/tiny-classifier-bin"
+SHARDED = "seq2bert-tests/tiny-classifier-sharded"
 TEXTS = ["A man is eating food.", "The bank approved my loan."]
-
-
-def put_in_cache(
-    cache: Path, repo: str, folder: Path, commit: str, refs: tuple[str, ...] = ("main",)
-) -> Path:
-    """``folder``'s files as huggingface_hub stores a download of ``repo`` at ``commit``: each file a blob
-    named by its hash, the snapshot's files symbolic links to the blobs, each ref a file holding the commit."""
-    repo_dir = cache / ("models--" + repo.replace("/", "--"))
-    snapshot = repo_dir / "snapshots" / commit
-    for ref in refs:
-        (repo_dir / "refs" / ref).parent.mkdir(parents=True, exist_ok=True)
-        (repo_dir / "refs" / ref).write_text(commit)
-    (repo_dir / "blobs").mkdir(parents=True, exist_ok=True)
-    for file in sorted(p for p in folder.rglob("*") if p.is_file()):
-        blob = repo_dir / "blobs" / hashlib.sha256(file.read_bytes()).hexdigest()
-        shutil.copyfile(file, blob)
-        link = snapshot / file.relative_to(folder)
-        link.parent.mkdir(parents=True, exist_ok=True)
-        link.symlink_to(os.path.relpath(blob, link.parent))
-    return snapshot
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +57,25 @@ def store(tmp_path_factory, minilm):
     torch.save(load_file(pickled / "model.safetensors"), pickled / "pytorch_model.bin")
     (pickled / "model.safetensors").unlink()
     put_in_cache(cache, PICKLED, pickled, "2" * 40)
-    return home, cache, {MINILM: minilm, CLASSIFIER: classifier, PICKLED: pickled}
+    sharded = classifier.parent / "classifier-sharded"
+    shutil.copytree(classifier, sharded)
+    write_shards(sharded, "model.safetensors", lambda part, file: save_file(part, file))
+    put_in_cache(cache, SHARDED, sharded, "3" * 40)
+    return home, cache, {MINILM: minilm, CLASSIFIER: classifier, PICKLED: pickled, SHARDED: sharded}
+
+
+def write_shards(folder: Path, name: str, save) -> None:
+    """``folder``'s ``name`` (model.safetensors, pytorch_model.bin) split in two shards and an index, as
+    transformers' ``save_pretrained(max_shard_size=…)`` writes a larger model."""
+    weights = load_file(folder / name) if name.endswith(".safetensors") else torch.load(folder / name)
+    stem, ext = name.split(".", 1)
+    keys, weight_map = sorted(weights), {}
+    for i, part in enumerate((keys[: len(keys) // 2], keys[len(keys) // 2 :]), start=1):
+        file = f"{stem}-{i:05d}-of-00002.{ext}"
+        save({k: weights[k].contiguous() for k in part}, folder / file)
+        weight_map.update(dict.fromkeys(part, file))
+    (folder / f"{name}.index.json").write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
+    (folder / name).unlink()
 
 
 @pytest.fixture
@@ -147,9 +146,9 @@ def test_embed_command_by_name_gives_the_directorys_embeddings(name, offline, mi
     assert capsys.readouterr().out == expected and len(expected.splitlines()) == 2
 
 
-@pytest.mark.parametrize("name", [CLASSIFIER, PICKLED])
+@pytest.mark.parametrize("name", [CLASSIFIER, PICKLED, SHARDED])
 def test_classify_quantize_serve_and_init_take_a_name(name, offline, capsys, tmp_path):
-    """The classifier by name (safetensors, or pickled weights read with weights_only=True) through classify,
+    """The classifier by name (safetensors, in shards, or pickled weights read with weights_only=True) through classify,
     quantize, serve's loading and --init's reading (finetune, distill's student)."""
     local = offline[name]
     assert main(["classify", str(local), *TEXTS]) == 0
@@ -200,6 +199,62 @@ def test_only_the_files_a_family_reads_are_fetched():
     older = [f for f in published if not f.endswith(".safetensors")]
     fallback = set(filter_repo_objects(older, allow_patterns=[*hub.FILES, *hub.PICKLED]))
     assert fallback == set(first) - {"model.safetensors"} | {"pytorch_model.bin"}
+
+
+def test_shards_are_read_whole_and_a_missing_one_is_one_line(offline, tmp_path):
+    from seq2bert.models.hf import read_weights
+
+    folder = tmp_path / "pickled"
+    shutil.copytree(offline[PICKLED], folder)
+    whole = read_weights(folder)
+    write_shards(folder, "pytorch_model.bin", lambda part, file: torch.save(part, file))
+    assert not (folder / "pytorch_model.bin").exists()
+    shards = read_weights(folder)
+    assert shards.keys() == whole.keys()
+    for key in whole:
+        torch.testing.assert_close(shards[key], whole[key], rtol=0, atol=0, msg=key)
+    (folder / "pytorch_model-00002-of-00002.bin").unlink()
+    with pytest.raises(
+        CheckpointError,
+        match=r"pytorch_model.bin.index.json: its shard pytorch_model-00002-of-00002.bin is missing$",
+    ):
+        read_weights(folder)
+
+
+def hub_answer(status: int, kind: str):
+    """The error huggingface_hub raises when the Hub answers ``status`` (its own exception class ``kind``)."""
+    import httpx2
+    from huggingface_hub import errors
+
+    request = httpx2.Request("GET", "https://huggingface.co/api/models/someone/model")
+    return getattr(errors, kind)(f"{status} Client Error", response=httpx2.Response(status, request=request))
+
+
+ANSWERS = [
+    ("someone/absent-model", 404, "RepositoryNotFoundError",
+     "no such directory, and no model someone/absent-model on the Hugging Face Hub (a private one needs HF_TOKEN)"),
+    ("gpt2@no-such-branch", 404, "RevisionNotFoundError",
+     "gpt2 has no revision 'no-such-branch' (a branch, tag or commit hash)"),
+    ("meta-llama/Llama-2-7b", 403, "GatedRepoError",
+     "a gated model; accept its conditions on huggingface.co/meta-llama/Llama-2-7b and log in"),
+    ("gpt2", 503, "HfHubHTTPError", "the Hugging Face Hub answered 503 (503 Client Error)"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name, status, kind, message", ANSWERS, ids=[a[2] for a in ANSWERS])
+def test_the_hubs_refusals_are_one_line_exit_2(name, status, kind, message, offline, monkeypatch, capsys):
+    """Online, the Hub's answers — no such repository, no such revision, gated, down — as huggingface_hub
+    raises them (the network replaced by the error it would give: this machine has none)."""
+    import huggingface_hub
+
+    def answer(*args, **kwargs):
+        raise hub_answer(status, kind)
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", answer)
+    assert main(["embed", name, "a text"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"seq2bert: error: {name}: {message}"), err
 
 
 # --- what cannot be resolved: one line, exit 2 (through the command, in a process of its own)
