@@ -172,6 +172,39 @@ def test_classify_quantize_serve_and_init_take_a_name(name, offline, capsys, tmp
         torch.testing.assert_close(ours, theirs, rtol=0, atol=0, msg=key)
 
 
+@pytest.fixture(scope="module")
+def generators(store, tmp_path_factory):
+    """A tiny MarianMT directory and a tiny GPT-2 (tests/models/test_marian_dir.py, tests/docs/standins.py),
+    in the store's cache as Helsinki-NLP/opus-mt-de-en and gpt2."""
+    from tests.docs.standins import gpt2_dir
+    from tests.models.test_marian_dir import write_marian_dir
+
+    root = tmp_path_factory.mktemp("generators")
+    marian = write_marian_dir(root, "opus-mt-de-en")
+    (root / "corpus").mkdir()
+    (root / "corpus" / "text.txt").write_text("the cat sat on the mat .\na dog runs in the park .\n" * 20)
+    gpt2_dir(root / "gpt2", root / "corpus")
+    put_in_cache(store[1], "Helsinki-NLP/opus-mt-de-en", marian, "4" * 40)
+    put_in_cache(store[1], "gpt2", root / "gpt2", "5" * 40)
+    return {"Helsinki-NLP/opus-mt-de-en": marian, "gpt2": root / "gpt2"}
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["translate", "Helsinki-NLP/opus-mt-de-en", "Ein Hund läuft ."],
+        ["generate", "gpt2@main", "the cat", "--max-new-tokens", "5", "--seed", "1"],
+    ],
+    ids=["translate", "generate"],
+)
+def test_translate_and_generate_take_a_name(command, generators, offline, capsys):
+    local = generators[command[1].split("@")[0]]
+    assert main([command[0], str(local), *command[2:]]) == 0
+    expected = capsys.readouterr().out
+    assert main(command) == 0
+    assert capsys.readouterr().out == expected and expected.strip()
+
+
 def test_a_run_records_a_name_as_given_and_a_path_absolute(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert registry.as_given(MINILM) == MINILM
