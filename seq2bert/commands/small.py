@@ -120,7 +120,7 @@ def register(sub) -> None:
         "  seq2bert distill --teacher $MINILM --corpus ../shared/data/corpus --out runs/tiny4-general --set method=tinybert "
         "--set student.num_hidden_layers=4 --set student.hidden_size=256",
     )
-    p.add_argument("--teacher", help="the fine-tuned teacher's directory (sets teacher)")
+    p.add_argument("--teacher", help="the fine-tuned teacher's directory or Hub model name (sets teacher)")
     p.add_argument("--task", help="the task (sets data.task): a GLUE task, conll2003, squad, …")
     p.add_argument("--data", metavar="DIR", help="the task's data folder (sets data.path)")
     p.add_argument(

@@ -254,6 +254,28 @@ def test_shards_are_read_whole_and_a_missing_one_is_one_line(offline, tmp_path):
         read_weights(folder)
 
 
+class RunsCode:
+    """A pickle that calls os.system when it is unpickled: what a malicious checkpoint holds."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return os.system, (f"touch {self.marker}",)
+
+
+def test_a_pickle_that_asks_to_run_code_is_refused_by_name_and_never_runs(offline, store, tmp_path, capsys):
+    marker, folder = tmp_path / "ran", tmp_path / "evil"
+    shutil.copytree(offline[PICKLED], folder)
+    state = torch.load(folder / "pytorch_model.bin", weights_only=True)
+    torch.save({**state, "x": RunsCode(marker)}, folder / "pytorch_model.bin")
+    put_in_cache(store[1], "someone/evil", folder, "6" * 40)
+    assert main(["classify", "someone/evil", "a text"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "pytorch_model.bin: not a plain tensor archive (it asks for " in err[0], err
+    assert not marker.exists()
+
+
 def hub_answer(status: int, kind: str):
     """The error huggingface_hub raises when the Hub answers ``status`` (its own exception class ``kind``)."""
     import httpx2
