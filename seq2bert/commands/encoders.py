@@ -31,6 +31,7 @@ def cmd_pretrain(args: argparse.Namespace) -> int:
 def cmd_finetune(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
+    from seq2bert.models import registry
     from seq2bert.recipes.finetune import FinetuneConfig, finetune, from_scratch
     from seq2bert.report import format_table, task_columns
 
@@ -43,7 +44,7 @@ def cmd_finetune(args: argparse.Namespace) -> int:
     cfg = replace(
         cfg,
         data=data,
-        init=str(Path(args.init).resolve()) if args.init else cfg.init,
+        init=registry.as_given(args.init) if args.init else cfg.init,
         random_init=cfg.random_init or args.random_init,
         features=features,
     )
@@ -364,7 +365,7 @@ def register(sub) -> None:
         "module registers (SEQ2BERT_PLUGINS=MODULE seq2bert finetune --task NAME …)",
     )
     p.add_argument("--task", help="the task (sets data.task)")
-    p.add_argument("--init", help="the BERT or GPT directory to start from (sets init)")
+    p.add_argument("--init", help="the BERT or GPT directory (or Hub model name) to start from (sets init)")
     p.add_argument("--data", metavar="DIR", help="the task's data folder (sets data.path)")
     p.add_argument("--random-init", action="store_true", help="the checkpoint's architecture, fresh weights")
     p.add_argument(
