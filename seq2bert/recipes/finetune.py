@@ -62,6 +62,7 @@ from seq2bert.recipes.scratch import (
     reads_features,
     reads_words,
 )
+from seq2bert.recipes.sentence_embedding import EmbeddingConfig, train_embeddings
 from seq2bert.tasks import registry as task_registry
 from seq2bert.tasks.data import FinetuneDataConfig, labelled_dev, read_task, subset, task_examples
 from seq2bert.training import checkpoint as ckpt
@@ -116,6 +117,9 @@ class FinetuneConfig:
     # 0: the task's loss alone). An encoder has no such term
     lm_coef: float = 0.5
     data: FinetuneDataConfig = field(default_factory=FinetuneDataConfig)
+    embedding: EmbeddingConfig = field(
+        default_factory=EmbeddingConfig
+    )  # --task sentence-embedding's settings
     train: TrainConfig = field(
         default_factory=lambda: TrainConfig(
             lr=5e-5, weight_decay=0.01, schedule="linear", max_epochs=3, metric="main"
@@ -128,6 +132,13 @@ class FinetuneConfig:
                 raise ConfigError(f"{name}: must be in [0, 1), got {value}")
         if not self.lm_coef >= 0:
             raise ConfigError(f"lm_coef: must be >= 0 (0: no auxiliary LM loss), got {self.lm_coef}")
+        if self.data.spec.head == "embedding":
+            if self.model:
+                raise ConfigError(
+                    "model: the sentence-embedding task trains a pretrained encoder; give --init DIR"
+                )
+        elif self.embedding != EmbeddingConfig():
+            raise ConfigError("embedding: the settings of --task sentence-embedding")
         if self.init and self.model:
             raise ConfigError(
                 "init and model: give one (--init DIR fine-tunes a checkpoint, --model TYPE "
@@ -196,6 +207,8 @@ def finetune(
     results row (dev metrics of the best checkpoint)."""
     out_dir = Path(out_dir)
     data, task = cfg.data, cfg.data.spec
+    if task.head == "embedding":  # a bi-encoder: no head, the encoder's vectors pooled
+        return train_embeddings(cfg, out_dir, resume=resume, progress_bar=progress_bar)
     if not cfg.init and not cfg.model:
         raise ConfigError(
             "init: give the checkpoint to start from (--init DIR), or a model to train from "
