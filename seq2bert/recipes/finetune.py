@@ -137,8 +137,6 @@ class FinetuneConfig:
                 raise ConfigError(
                     "model: the sentence-embedding task trains a pretrained encoder; give --init DIR"
                 )
-        elif self.embedding != EmbeddingConfig():
-            raise ConfigError("embedding: the settings of --task sentence-embedding")
         if self.init and self.model:
             raise ConfigError(
                 "init and model: give one (--init DIR fine-tunes a checkpoint, --model TYPE "
@@ -189,6 +187,8 @@ def main_metric(data: FinetuneDataConfig) -> str:
 def before_start(cfg: FinetuneConfig, out_dir: Path) -> None:
     """What a run refuses before its directory is made: an ``out_dir`` among its inputs (the checkpoint it
     starts from, the task's folder, the features), a model from scratch larger than the machine's memory."""
+    if cfg.data.spec.head != "embedding" and cfg.embedding != EmbeddingConfig():
+        raise ConfigError(f"embedding: the settings of --task sentence-embedding, not of {cfg.data.task}")
     check_out_dir(
         out_dir, (cfg.init, cfg.data.path, cfg.data.train, cfg.data.valid, cfg.data.test, cfg.features.path)
     )

@@ -42,6 +42,7 @@ from seq2bert.data.batching import BucketBatchSampler
 from seq2bert.data.finetuning import collate, feature_length
 from seq2bert.errors import ConfigError, DataError
 from seq2bert.models import registry
+from seq2bert.models.family import max_input_length
 from seq2bert.models.pretrained import init_task_model, load_hf_weights, write_hf_files
 from seq2bert.objectives import sentence_embedding as losses
 from seq2bert.pipelines.encoders import POOLING, embed, sentence_modules
@@ -195,6 +196,7 @@ def train_embeddings(cfg, out_dir: Path, *, resume: bool = False, progress_bar: 
     seed_everything(cfg.train.seed)
     # 1. the examples
     train_examples, dev_examples = task_examples(data, cfg.train.seed)
+    files.require_triplets(data, train_examples)
     files.check_valid(dev_examples, data.valid)
     shape = files.shape(train_examples)
     loss_name = loss_for(shape, settings.loss)
@@ -212,8 +214,9 @@ def train_embeddings(cfg, out_dir: Path, *, resume: bool = False, progress_bar: 
     pooling, normalize = sentence_modules(init_dir)
     pooling = MODES[settings.pooling] if settings.pooling else pooling
     normalize = normalize if settings.normalize is None else settings.normalize
-    if not data.max_seq_length:  # a sentence-transformers directory's own length
-        data = replace(data, max_seq_length=default_max_length(init_dir, task.max_seq_length))
+    if not data.max_seq_length and default_max_length(init_dir, 0):  # a sentence-transformers directory's
+        own = default_max_length(init_dir, 0)
+        data = replace(data, max_seq_length=min(own, max_input_length(model.config, own)))
     data = fit_length(data, model.config, cfg.init)
     if shape == "sentences" and not getattr(model.config, "hidden_dropout_prob", 0.1):
         log.warning("SimCSE: the encoder's dropout is 0; both views of a sentence are then the same")

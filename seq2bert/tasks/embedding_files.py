@@ -111,9 +111,8 @@ def read_examples(path: Path, settings) -> list[EmbeddingExample]:
     negative = getattr(settings, "negative_column", "") or None
     if negative and not pair:
         raise DataError("data.negative_column: triplets need a positive too (give --pair-column)")
-    require_columns(
-        path, have, {"--text-column": text, "--pair-column": pair, "data.negative_column": negative}
-    )
+    require_columns(path, have, {"--text-column": text, "--pair-column": pair})
+    negative = negative if negative in have else None  # a validation file of pairs (require_triplets)
     scored = pair is not None and negative is None and settings.label_column in have
     wanted = [c for c in (text, pair, negative) if c]
     out = []
@@ -175,6 +174,15 @@ def metrics(examples: list, predictions: list) -> dict[str, float]:
 def main_metric(examples: list) -> str:
     """The metric the best checkpoint is chosen by, for these validation examples."""
     return "spearman" if shape(examples) == "scored" else "recall_at_1"
+
+
+def require_triplets(settings, examples: list) -> None:
+    """With data.negative_column, the training file must have it (a validation file may be pairs)."""
+    if settings.negative_column and shape(examples) == "sentences":
+        raise DataError(f"data.negative_column: {settings.train} holds single sentences, not triplets")
+    if settings.negative_column and shape(examples) != "triplets":
+        have = columns(Path(settings.train), settings.format or None)
+        require_columns(Path(settings.train), have, {"data.negative_column": settings.negative_column})
 
 
 def check_valid(examples: list, path: str) -> None:
