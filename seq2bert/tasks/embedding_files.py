@@ -3,7 +3,8 @@
 training data, told by the columns given:
 
     sentences        one text per row (a .txt file of one sentence per line, or a table's --text-column
-                     alone): unsupervised SimCSE (Gao et al. 2021), each sentence its own positive
+                     alone), or a folder of books (its *.txt files' running text, cut into sentences):
+                     unsupervised SimCSE (Gao et al. 2021), each sentence its own positive
     pairs            --text-column and --pair-column: (anchor, positive), the other positives of a batch its
                      negatives (the multiple negatives ranking loss)
     scored pairs     pairs with a score in --label-column (the column present in the file): a gold
@@ -28,6 +29,7 @@ import torch
 import torch.nn.functional as F
 
 from seq2bert.data.paths import require_file
+from seq2bert.data.pretraining import Skipped, iter_paragraphs, split_sentences, text_files
 from seq2bert.data.tables import columns, require_columns, rows, text_value, value
 from seq2bert.errors import DataError
 from seq2bert.evaluation.tasks import classification_metrics
@@ -35,6 +37,7 @@ from seq2bert.tasks.task import Task
 
 MAX_STS_SCORE = 5.0  # STS-B's scores run from 0 (unrelated) to 5 (the same meaning)
 SENTENCE_FILES = (".txt", ".text")  # read as one sentence per line
+MIN_WORDS = 4  # a book's shorter "sentences" (CHAPTER I., “Yes.”) are left out of SimCSE's
 RANKED = 256  # anchors ranked against all candidates at a time (recall@1), to bound the (n, N) scores
 
 
@@ -79,6 +82,21 @@ def read_sentences(path: Path) -> list[EmbeddingExample]:
     return out
 
 
+def read_books(folder: Path) -> list[EmbeddingExample]:
+    """The sentences of a folder's *.txt files read as running text — paragraphs at blank lines (of a
+    Project Gutenberg book, its body alone), cut at sentence ends (data/pretraining.py's splitter) — of at
+    least ``MIN_WORDS`` words."""
+    out = []
+    for path in text_files([str(folder)], "data.train"):
+        for paragraph in iter_paragraphs(path, "blank_line", False, Skipped()):
+            for sentence in split_sentences(paragraph) if paragraph else ():
+                if len(sentence.split()) >= MIN_WORDS:
+                    out.append(EmbeddingExample(len(out), (sentence,), where=str(path)))
+    if not out:
+        raise DataError(f"{folder}: no sentences of {MIN_WORDS} words or more in its *.txt files")
+    return out
+
+
 def _score(where: str, row: dict, column: str) -> float:
     """The number in ``row[column]``: a float in [0, 5] (a CSV's text "4.2", a JSON number)."""
     found = value(where, row, column)
@@ -103,6 +121,8 @@ def read_examples(path: Path, settings) -> list[EmbeddingExample]:
     .txt file (or a table without a pair column) is sentences; a pair column makes pairs, scored when the
     label column is in the file, triplets with a negative column. STS scores (above 1) are divided by 5."""
     path = Path(path)
+    if path.is_dir():
+        return read_books(path)
     if path.suffix.lower() in SENTENCE_FILES and not settings.format:
         return read_sentences(path)
     fmt = settings.format or None

@@ -177,6 +177,24 @@ def test_simcse_trains_on_sentences_with_dropout_as_the_only_augmentation(init_d
 COLUMNS = {"text_column": "sentence1", "pair_column": "sentence2", "label_column": "score"}
 
 
+def test_a_folder_of_books_is_simcses_sentences_cut_from_their_running_text(tmp_path):
+    books = tmp_path / "books"
+    books.mkdir()
+    (books / "pg1.txt").write_text(
+        "The Project Gutenberg eBook of a tiny book\n*** START OF THE PROJECT GUTENBERG EBOOK ***\n"
+        "CHAPTER I.\n\nThe cat sat on the mat. It was a warm\nday in the town, and the dog slept.\n\n"
+        "“Yes.” Then the rain came down on everyone.\n*** END OF THE PROJECT GUTENBERG EBOOK ***\nLicence text."
+    )
+    (books / "notes.md").write_text("Not a book at all, and not read by anyone.")
+    data = FinetuneDataConfig(task="sentence-embedding", train=str(books), valid=str(books))
+    examples = read_user_files(data, ("train",))["train"]
+    assert [e.texts for e in examples] == [
+        ("The cat sat on the mat.",),
+        ("It was a warm day in the town, and the dog slept.",),
+        ("Then the rain came down on everyone.",),
+    ]
+
+
 def test_cls_pooling_and_normalisation_are_written_and_read_alike(init_dir, tmp_path):
     rng = np.random.default_rng(3)
     train, valid = write_sts(tmp_path / "train.tsv", 64, rng), write_sts(tmp_path / "dev.tsv", 32, rng)
