@@ -188,6 +188,13 @@ def cmd_classify(args: argparse.Namespace) -> int:
     items = [tuple(t.split("\t", 1)) if "\t" in t else t for t in texts]  # "A<TAB>B": a pair
     results = classify(items, model, top_k=1, int8=args.int8, bf16=BF16[args.bf16])
     for text, result in zip(texts, results, strict=True):
+        if isinstance(result, list):  # a multi-label model: the labels over its threshold, comma-separated
+            labels, scores = (
+                ",".join(r["label"] for r in result),
+                ",".join(f"{r['score']:.4f}" for r in result),
+            )
+            print(f"{labels}\t{scores}\t{text}")
+            continue
         print(f"{result['label']}\t{result['score']:.4f}\t{text}")
     return 0
 
