@@ -306,3 +306,17 @@ def test_stsb_is_read_by_the_generic_reader_and_scored_as_sentence_transformers_
     cosines = torch.nn.functional.cosine_similarity(a, b).numpy()
     expected = 100 * scipy.spearmanr([e.score for e in dev], cosines)[0]
     assert row["examples"] == n and row["dev_spearman"] == pytest.approx(expected, abs=1e-3)
+
+
+def test_a_run_resumes_from_its_last_checkpoint(init_dir, tmp_path):
+    rng = np.random.default_rng(7)
+    train, valid = write_sts(tmp_path / "train.tsv", 48, rng), write_sts(tmp_path / "dev.tsv", 16, rng)
+    assert finetune(init_dir, tmp_path / "run", train, valid, *STS, "--set", "train.max_steps=2") == 0
+    assert finetune(init_dir, tmp_path / "run", train, valid, *STS, "--set", "train.max_steps=2") == 2
+    more = [*STS, "--set", "train.max_steps=4", "--resume"]
+    assert finetune(init_dir, tmp_path / "run", train, valid, *more) == 0
+    assert json.loads((tmp_path / "run" / "results.json").read_text())["steps"] == 4
+    steps = [json.loads(line)["step"] for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
+    assert (
+        steps == sorted(steps) and steps[-1] == 4 and (tmp_path / "run" / "best" / "modules.json").is_file()
+    )
