@@ -150,12 +150,16 @@ def init_task_model(
     return model.to(device).train(), tokenizer, list(missing)
 
 
-def write_hf_files(family: Family, model: nn.Module, directory: Path) -> None:
+def write_hf_files(
+    family: Family, model: nn.Module, directory: Path, state: dict[str, torch.Tensor] | None = None
+) -> None:
     """config.json and model.safetensors of ``model`` in transformers' layout, into an existing folder (a
-    checkpoint being written: the trainer renames the folder into place)."""
+    checkpoint being written: the trainer renames the folder into place). ``state``: the weights to write in
+    place of ``model``'s state dict (a LoRA model's, merged: seq2bert/nn/lora.py)."""
     architecture = family.architecture_of(model)
     config = {**family.write_config(model.config, architecture), "torch_dtype": "float32"}
-    write_model_files(directory, config, family.write_state(model.state_dict(), model.config, architecture))
+    state = model.state_dict() if state is None else state
+    write_model_files(directory, config, family.write_state(state, model.config, architecture))
     if family.save_files is not None:
         family.save_files(model, directory)
 
