@@ -184,6 +184,8 @@ def train_embeddings(cfg, out_dir: Path, *, resume: bool = False, progress_bar: 
     out_dir, data, task, settings = Path(out_dir), cfg.data, cfg.data.spec, cfg.embedding
     if not cfg.init:
         raise ConfigError("init: give the encoder to start from (--init DIR)")
+    if cfg.train.lora.r:  # LoRA's adapters are written for a task head's run, not yet for a bi-encoder's
+        raise ConfigError("train.lora.r: --task sentence-embedding trains every weight (set train.lora.r=0)")
     if not resume:
         ckpt.check_fresh_run_dir(out_dir)
     family = registry.family_at(cfg.init)

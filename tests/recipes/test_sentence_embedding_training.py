@@ -273,6 +273,7 @@ def test_bad_sentences_settings_and_validation_files_are_one_line_and_exit_2(ini
         (valid, tmp_path / "empty.txt", STS, ["empty.txt:1", "no sentences"]),
         (valid, valid, ["--text-column", "sentence1"], ["dev.tsv", "validation file needs pairs"]),
         (valid, valid, [*STS, "--model", "bilstm"], ["model", "--init"]),
+        (valid, valid, [*STS, "--set", "train.lora.r=8"], ["train.lora.r", "sentence-embedding"]),
     ]
     for i, (train, dev, extra, said) in enumerate(cases):
         assert finetune(init_dir, tmp_path / f"run{i}", train, dev, *extra) == 2, said
