@@ -139,8 +139,15 @@ def is_finetuned(checkpoint: str) -> bool:
 
 def cmd_evaluate_finetuned(args: argparse.Namespace) -> int:
     from seq2bert.recipes.finetune import FinetuneDataConfig, evaluate_checkpoint
+    from seq2bert.recipes.sentence_embedding import evaluate_embeddings, recorded_data
     from seq2bert.report import format_table, task_columns
 
+    if args.task == "sentence-embedding" or (not args.task and recorded_data(args.checkpoint)):
+        # any encoder's embeddings as `seq2bert embed` gives them, on --valid's pairs (or the run's)
+        data = FinetuneDataConfig(**data_flags(args)) if args.task else None
+        row = evaluate_embeddings(args.checkpoint, data, out=args.out)
+        print(format_table([row], task_columns([row])))
+        return 0
     family, architecture = _architecture(args.checkpoint)
     if architecture not in [family.heads.get(h) for h in TASK_HEADS]:  # a pretraining run, a bare encoder
         raise UserError(

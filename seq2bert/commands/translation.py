@@ -19,6 +19,7 @@ from seq2bert.commands.common import (
     load_run_config,
     stdin_lines,
 )
+from seq2bert.commands.encoders import add_user_file_args
 from seq2bert.errors import UserError
 
 EPILOG_TRAIN = """examples:
@@ -390,6 +391,7 @@ def register(sub) -> None:
         "--data", metavar="DIR", help="fine-tuned BERT: the task's data folder (default: the run's)"
     )
     p.add_argument("--out", help="fine-tuned BERT: write the dev predictions to this JSONL file")
+    add_user_file_args(p)  # --task sentence-embedding --valid FILE: any encoder's embeddings on pairs
     add_decoding_args(p)
     p.add_argument(
         "--int8",

@@ -9,7 +9,9 @@ every row comes with where it was, so a bad one is named:
         row["text"], row["label"]
 
 The format is the file's extension (``.csv``, ``.tsv``/``.tab``, ``.jsonl``/``.ndjson``, ``.parquet``/``.pq``)
-unless ``fmt`` says. A CSV or TSV has a header line; each value is a string (a JSON Lines or Parquet value
+unless ``fmt`` says. A CSV or TSV has a header line; a TSV's fields are split on tabs and nothing else — a
+quote is text (IANA's text/tab-separated-values, GLUE's files: an STS-B sentence may open a quote it never
+closes) —, a CSV's follow RFC 4180's quoting; each value is a string (a JSON Lines or Parquet value
 keeps its type: a list of labels, a number). Every flaw is a one-line DataError naming the file and line: an
 empty file, a ragged row (more or fewer fields than the header), a JSON Lines line that is not an object,
 bytes that are not UTF-8.
@@ -135,7 +137,7 @@ def _delimited(delimiter: str, path: Path) -> Iterator[tuple[str, Row]]:
             numbers.append(lineno)
             yield line
 
-    reader = csv.reader(text(), delimiter=delimiter)
+    reader = csv.reader(text(), **_DIALECTS[delimiter])
     try:
         header = next(reader, None)
         while header is not None and not any(h.strip() for h in header):
@@ -191,6 +193,7 @@ def _parquet(path: Path) -> Iterator[tuple[str, Row]]:
 
 
 _NAMES = {",": "CSV", "\t": "TSV"}
+_DIALECTS = {",": {"delimiter": ","}, "\t": {"delimiter": "\t", "quoting": csv.QUOTE_NONE, "quotechar": None}}
 _READERS = {
     "csv": lambda path: _delimited(",", path),
     "tsv": lambda path: _delimited("\t", path),
@@ -235,6 +238,10 @@ class TableWriter:
             self._file = os.fdopen(fd, "w", encoding="utf-8", newline="")
         return self
 
+    @property
+    def _dialect(self) -> dict:
+        return _DIALECTS["\t" if self.fmt == "tsv" else ","]
+
     def write(self, row: Row) -> None:
         if self.fieldnames is None:
             self.fieldnames = list(row)
@@ -246,10 +253,15 @@ class TableWriter:
                 self._flush_parquet()
         else:
             if self._writer is None:
-                delimiter = "\t" if self.fmt == "tsv" else ","
-                self._writer = csv.DictWriter(self._file, self.fieldnames, delimiter=delimiter)
+                self._writer = csv.DictWriter(self._file, self.fieldnames, **self._dialect)
                 self._writer.writeheader()
-            self._writer.writerow({k: _cell(v) for k, v in row.items()})
+            try:
+                self._writer.writerow({k: _cell(v) for k, v in row.items()})
+            except csv.Error:  # a TSV cell with a tab or a line break: TSV has no way to write it
+                raise DataError(
+                    f"{self.path}: a TSV cell cannot hold a tab or a line break ({row!r:.60}); "
+                    "write CSV or JSON Lines"
+                ) from None
 
     def write_all(self, rows_: Iterable[Row]) -> None:
         for row in rows_:
@@ -280,9 +292,7 @@ class TableWriter:
                     self._writer.close()
             elif self._file is not None:
                 if error is None and self._writer is None and self.fmt != "jsonl" and self.fieldnames:
-                    csv.writer(self._file, delimiter="\t" if self.fmt == "tsv" else ",").writerow(
-                        self.fieldnames
-                    )
+                    csv.writer(self._file, **self._dialect).writerow(self.fieldnames)
                 self._file.close()
             if error is None:
                 os.chmod(self._tmp, umask_mode())

@@ -92,7 +92,9 @@ def init_task_model(
 
     Returns the model (train mode), the tokenizer and the names of the parameters initialised new."""
     path = hub.local_path(path)  # a directory, or a Hub name's folder in the cache
-    tasks = [a for h, a in family.heads.items() if h in ("sequence", "similarity", "tokens", "qa", "choice")]
+    # "base": the bare encoder, which a sentence-embedding run pools (recipes/sentence_embedding.py)
+    heads = ("base", "sequence", "similarity", "tokens", "qa", "choice")
+    tasks = [a for h, a in family.heads.items() if h in heads]
     if architecture not in tasks:
         raise CheckpointError(f"architecture {architecture!r}: expected one of {', '.join(tasks)}")
     hf_config = read_config(path)

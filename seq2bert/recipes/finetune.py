@@ -63,6 +63,7 @@ from seq2bert.recipes.scratch import (
     reads_features,
     reads_words,
 )
+from seq2bert.recipes.sentence_embedding import EmbeddingConfig, train_embeddings
 from seq2bert.tasks import registry as task_registry
 from seq2bert.tasks.data import FinetuneDataConfig, labelled_dev, read_task, subset, task_examples
 from seq2bert.training import checkpoint as ckpt
@@ -121,6 +122,9 @@ class FinetuneConfig:
     # 0: the task's loss alone). An encoder has no such term
     lm_coef: float = 0.5
     data: FinetuneDataConfig = field(default_factory=FinetuneDataConfig)
+    embedding: EmbeddingConfig = field(
+        default_factory=EmbeddingConfig
+    )  # --task sentence-embedding's settings
     train: TrainConfig = field(
         default_factory=lambda: TrainConfig(
             lr=5e-5, weight_decay=0.01, schedule="linear", max_epochs=3, metric="main"
@@ -133,6 +137,11 @@ class FinetuneConfig:
                 raise ConfigError(f"{name}: must be in [0, 1), got {value}")
         if not self.lm_coef >= 0:
             raise ConfigError(f"lm_coef: must be >= 0 (0: no auxiliary LM loss), got {self.lm_coef}")
+        if self.data.spec.head == "embedding":
+            if self.model:
+                raise ConfigError(
+                    "model: the sentence-embedding task trains a pretrained encoder; give --init DIR"
+                )
         if self.init and self.model:
             raise ConfigError(
                 "init and model: give one (--init DIR fine-tunes a checkpoint, --model TYPE "
@@ -193,6 +202,8 @@ def main_metric(data: FinetuneDataConfig) -> str:
 def before_start(cfg: FinetuneConfig, out_dir: Path) -> None:
     """What a run refuses before its directory is made: an ``out_dir`` among its inputs (the checkpoint it
     starts from, the task's folder, the features), a model from scratch larger than the machine's memory."""
+    if cfg.data.spec.head != "embedding" and cfg.embedding != EmbeddingConfig():
+        raise ConfigError(f"embedding: the settings of --task sentence-embedding, not of {cfg.data.task}")
     check_out_dir(
         out_dir, (cfg.init, cfg.data.path, cfg.data.train, cfg.data.valid, cfg.data.test, cfg.features.path)
     )
@@ -211,6 +222,8 @@ def finetune(
     results row (dev metrics of the best checkpoint)."""
     out_dir = Path(out_dir)
     data, task = cfg.data, cfg.data.spec
+    if task.head == "embedding":  # a bi-encoder: no head, the encoder's vectors pooled
+        return train_embeddings(cfg, out_dir, resume=resume, progress_bar=progress_bar)
     if not cfg.init and not cfg.model:
         raise ConfigError(
             "init: give the checkpoint to start from (--init DIR), or a model to train from "

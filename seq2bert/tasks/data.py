@@ -25,6 +25,7 @@ class FinetuneDataConfig:
     format: str = ""  # csv | tsv | jsonl | parquet | conll | squad; "": the files' extensions say
     text_column: str = "text"
     pair_column: str = ""  # the second text of a pair ("": single texts)
+    negative_column: str = ""  # sentence-embedding triplets: the anchor's hard negative
     label_column: str = "label"  # token classification's CoNLL files: a column number (default: the last)
     choice_columns: list[str] = field(default_factory=list)  # multiple choice: one column per choice
     labels: list[str] = field(default_factory=list)  # the label names in order (empty: found in train)

@@ -4,7 +4,8 @@
 Fine-tuning, evaluation and distillation ask the task, never its name or its shape:
 
     head            the head it needs of a family ("sequence", "tokens", "qa", "choice"), which the family maps
-                    to its architecture (``Family.heads``: BERT's "sequence" is BertForSequenceClassification)
+                    to its architecture (``Family.heads``: BERT's "sequence" is BertForSequenceClassification);
+                    "embedding": no head, the encoder pooled (a bi-encoder, recipes/sentence_embedding.py)
     max_seq_length  the default length of its inputs, in tokens
     files, reader   how its examples are read from its folder: per split ("train", "dev") the file names to
                     look for, in order (glob patterns), and the reader of one file (data/glue.py, conll.py,
@@ -52,7 +53,7 @@ from seq2bert.data import finetuning
 from seq2bert.data import gpt_finetuning as gpt
 from seq2bert.errors import DataError
 
-HEADS = ("sequence", "tokens", "qa", "choice")
+HEADS = ("sequence", "tokens", "qa", "choice", "embedding")
 PROBLEM_TYPES = ("single_label_classification", "regression", None)
 Feature = dict[str, Any]
 

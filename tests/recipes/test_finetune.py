@@ -11,12 +11,10 @@ import pytest
 import torch
 
 from seq2bert.cli import main
-from seq2bert.data.tokenization import Tokenizer
-from seq2bert.models.bert.config import BertConfig
-from seq2bert.models.bert.model import BertForPreTraining
-from seq2bert.models.bert.pretrained import load_bert, save_bert
+from seq2bert.models.bert.pretrained import load_bert
 from seq2bert.pipelines import answer, classify, tag
 from seq2bert.precision import native_bf16
+from tests.recipes.tiny_bert import tiny_bert
 
 FILLER = "the a of on in and to was is it this that film story movie".split()
 GOOD, BAD = "great fine lovely superb".split(), "awful dull boring poor".split()
@@ -28,16 +26,8 @@ GRADES = [BAD[0], BAD[3], GOOD[1], GOOD[0], GOOD[3]]  # awful poor fine great su
 @pytest.fixture(scope="module")
 def init_dir(tmp_path_factory):
     """A tiny, randomly initialised BERT with a WordPiece vocabulary of the tasks' words."""
-    root = tmp_path_factory.mktemp("init")
     words = FILLER + GOOD + BAD + PLACES + PEOPLE + ["smith", "lives", "met", "what", "answer", "?", ".", ","]
-    corpus = root / "words.txt"
-    corpus.write_text("\n".join(" ".join(words[i:] + words[:i]) for i in range(len(words))) + "\n")
-    tok = Tokenizer.train([corpus], kind="wordpiece", vocab_size=120, lowercase=True)
-    torch.manual_seed(0)
-    cfg = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                     intermediate_size=64, max_position_embeddings=64)  # fmt: skip
-    save_bert(BertForPreTraining(cfg), root / "bert", tok)
-    return root / "bert"
+    return tiny_bert(tmp_path_factory.mktemp("init"), words)
 
 
 def sentence(rng, extra):

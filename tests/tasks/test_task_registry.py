@@ -21,6 +21,7 @@ SHAPES = {  # the closed table finetune.py had: task → (head, default max_seq_
     "squad": ("qa", 384),
     "squad_v2": ("qa", 384),
     "swag": ("choice", 128),
+    "sentence-embedding": ("embedding", 128),  # over your files: a bi-encoder, no head (issue 40, item 5)
 }
 
 
@@ -53,7 +54,10 @@ def test_a_glue_task_is_its_spec(name):
 
 
 def test_unknown_task_names_the_key_and_the_known_ones():
-    with pytest.raises(ConfigError, match=r"data.task: expected one of cola, sst2, .*swag, got 'nope'"):
+    with pytest.raises(
+        ConfigError,
+        match=r"data.task: expected one of cola, sst2, .*swag, .*sentence-embedding.*, got 'nope'",
+    ):
         FinetuneDataConfig(task="nope")
 
 
