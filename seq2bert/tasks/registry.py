@@ -16,6 +16,7 @@ from seq2bert.data.gpt_finetuning import GLUE_SHAPES
 from seq2bert.data.squad import read_squad
 from seq2bert.data.swag import read_swag
 from seq2bert.errors import ConfigError
+from seq2bert.tasks import files
 from seq2bert.tasks.shapes import multiple_choice, span_extraction, text_classification, token_tagging
 from seq2bert.tasks.task import ExtraDev, Task
 
@@ -51,6 +52,7 @@ TASKS: dict[str, Task] = {
         multiple_choice(
             "swag", files={"train": ("train.csv",), "dev": ("val.csv", "dev.csv")}, reader=read_swag
         ),
+        *files.TASKS.values(),  # over a user's own files (--train, --valid): text-classification, …
     )
 }
 
