@@ -135,7 +135,7 @@ def _delimited(delimiter: str, path: Path) -> Iterator[tuple[str, Row]]:
             numbers.append(lineno)
             yield line
 
-    reader = csv.reader(text(), delimiter=delimiter)
+    reader = csv.reader(text(), delimiter=delimiter, strict=True)  # a quote left open is an error
     try:
         header = next(reader, None)
         while header is not None and not any(h.strip() for h in header):

@@ -12,6 +12,9 @@ import torch
 from seq2bert.cli import main
 from seq2bert.data.tables import TableWriter
 from seq2bert.evaluation.tasks import best_threshold, multi_label_metrics
+from seq2bert.models.bert.tasks import BertForSequenceClassification
+from seq2bert.models.pretrained import init_task_model, write_hf_files
+from seq2bert.models.registry import get
 from seq2bert.recipes.scoring import evaluate_checkpoint
 from seq2bert.tasks.data import FinetuneDataConfig, read_task, task_examples, with_labels
 from seq2bert.tasks.registry import TASKS
@@ -132,10 +135,6 @@ def test_multi_label_trains_with_bce_tunes_its_threshold_and_keeps_it(init_dir, 
 def test_the_multi_label_loss_is_transformers_bce_with_logits(init_dir):  # noqa: F811
     """problem_type multi_label_classification: our head's loss is transformers' on the same weights."""
     transformers = pytest.importorskip("transformers")
-    from seq2bert.models.bert.tasks import BertForSequenceClassification
-    from seq2bert.models.registry import get
-    from seq2bert.models.pretrained import init_task_model, write_hf_files
-
     id2label = {0: "a", 1: "b", 2: "c"}
     ours, _, _ = init_task_model(
         get("bert"), init_dir, "BertForSequenceClassification", id2label=id2label,
