@@ -3,12 +3,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import torch
 
 from seq2bert.data import gpt_finetuning as gpt
 from seq2bert.data.batching import pad_sequences
 from seq2bert.data.finetuning import aligned_words
 from seq2bert.data.qa import strip_span
+from seq2bert.io import read_json
 from seq2bert.models import registry
 from seq2bert.pipelines.loading import (
     _device,
@@ -21,6 +24,7 @@ from seq2bert.pipelines.loading import (
     sorted_batches,
     text_list,
 )
+from seq2bert.tasks.files import THRESHOLD_KEY
 
 
 def _word_features(net, encodings, texts) -> dict[str, torch.Tensor]:
@@ -53,7 +57,9 @@ def classify(
 
     Each text gets [{"label", "score"}, …]: the ``top_k`` most probable labels (softmax), best first —
     just the best one as a dict when ``top_k`` is 1; a regression model (one output, e.g. STS-B) gives
-    {"label": its label name, "score": the predicted value}. An encoder reads the texts in batches of similar
+    {"label": its label name, "score": the predicted value}; a multi-label model (problem_type
+    multi_label_classification) the labels whose σ(z) reaches its threshold (the one tuned on valid, kept in
+    config.json), best first — every label with its σ when ``top_k`` is None. An encoder reads the texts in batches of similar
     length; a classifier computes in bf16 where the device computes bf16 natively (``bf16="auto"``;
     loading.inference_precision), in fp32 with ``bf16=False``; a text whose two most probable labels are within
     ``BF16_TIE`` of each other in bf16 is classified again in fp32, so its label does not depend on bf16's
@@ -72,6 +78,7 @@ def classify(
     out: list = [None] * len(texts)
     if len(labels) == 1 and bf16 == "auto":  # regression: its value is the output, not a choice among labels
         bf16 = False
+    multi = multi_label_threshold(net.config, directory)
     with inference_precision(net, bf16, kept=directory is not None) as run:
         for indices, batch in _classifier_batches(net, tok, texts, batch_size, max_length):
             inputs = {k: v.to(_device(net)) for k, v in batch.items()}
@@ -82,6 +89,15 @@ def classify(
                 if row.numel() == 1:  # regression
                     out[i] = {"label": labels[0], "score": float(row[0])}
                     continue
+                if multi is not None:  # σ of each label; those at or above the run's threshold, best first
+                    probs = row.sigmoid()
+                    order = probs.argsort(descending=True).tolist()
+                    out[i] = [
+                        {"label": labels[j], "score": float(probs[j])}
+                        for j in order
+                        if top_k is None or probs[j] >= multi
+                    ]
+                    continue
                 probs = row.softmax(-1)
                 k = min(top_k or probs.numel(), probs.numel())
                 best = [
@@ -89,6 +105,16 @@ def classify(
                 ]
                 out[i] = best[0] if top_k == 1 else best
     return out
+
+
+def multi_label_threshold(config, directory) -> float | None:
+    """A multi-label classifier's decision threshold on σ(z): the one its fine-tuning tuned on valid
+    (config.json's ``multi_label_threshold``), else 0.5; None for any other classifier."""
+    if getattr(config, "problem_type", None) != "multi_label_classification":
+        return None
+    path = Path(directory) / "config.json" if directory is not None else None
+    kept = read_json(path).get(THRESHOLD_KEY) if path is not None and path.is_file() else None
+    return 0.5 if kept is None else float(kept)
 
 
 # bf16 moves a label's probability by up to about 0.02 (all-MiniLM-L6-v2 fine-tuned on SST-2: a sentence alone

@@ -15,6 +15,7 @@ from seq2bert.evaluation.tasks import best_threshold, multi_label_metrics
 from seq2bert.models.bert.tasks import BertForSequenceClassification
 from seq2bert.models.pretrained import init_task_model, write_hf_files
 from seq2bert.models.registry import get
+from seq2bert.pipelines import classify
 from seq2bert.recipes.scoring import evaluate_checkpoint
 from seq2bert.tasks.data import FinetuneDataConfig, read_task, task_examples, with_labels
 from seq2bert.tasks.registry import TASKS
@@ -127,6 +128,13 @@ def test_multi_label_trains_with_bce_tunes_its_threshold_and_keeps_it(init_dir, 
     assert config["multi_label_threshold"] == results["dev_threshold"]
     line = json.loads((tmp_path / "run" / "predictions.jsonl").read_text().splitlines()[0])
     assert set(line["scores"]) == {"good", "place"} and set(line["prediction"]) <= {"good", "place"}
+    # the pipeline chooses by σ and the threshold kept: a place is good and a place, a bad word neither
+    chosen = classify(
+        [f"the film in {PLACES[0]}", f"the {BAD[0]} film", f"{GOOD[1]} film"], str(tmp_path / "run")
+    )
+    assert [sorted(c["label"] for c in labels) for labels in chosen] == [["good", "place"], [], ["good"]]
+    every = classify("a film", str(tmp_path / "run"), top_k=None)
+    assert sorted(c["label"] for c in every) == ["good", "place"] and all(0 < c["score"] < 1 for c in every)
     row = evaluate_checkpoint(tmp_path / "run")  # the threshold kept: the same scores
     assert row["dev_micro_f1"] == pytest.approx(results["dev_micro_f1"])
     assert row["dev_threshold"] == results["dev_threshold"]

@@ -123,7 +123,7 @@ def test_the_same_dev_metrics_for_one_seed(name, shared_data, tiny_minilm, tmp_p
         re_expressed(train, name, tmp_path / f"train.{ext}"),
         re_expressed(dev, name, tmp_path / f"dev.{ext}"),
     )
-    common = ["--init", str(tiny_minilm), "--set", "train.max_steps=6", "--set", "train.eval_every=3"]
+    common = ["--init", str(tiny_minilm), "--set", "train.max_steps=4", "--set", "train.eval_every=2"]
     common += ["--set", "data.batch_size=16", "--set", "train.lr=1e-3", "--set", "train.bf16=false"]
     common += ["--set", "data.max_seq_length=64", "--set", "train.seed=7"]
     assert (
