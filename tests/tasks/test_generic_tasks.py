@@ -282,3 +282,33 @@ def test_generic_binary_f1_is_of_the_second_label_and_macro_for_more():
     ex3 = [type("E", (), {"label": y})() for y in (0, 1, 2, 2)]
     scores = task.metrics(ex3, [0, 1, 2, 0])
     assert scores["f1"] == scores["f1_macro"] == pytest.approx(100 * (2 / 3 + 1 + 2 / 3) / 3)
+
+
+def sequence_families():
+    from seq2bert.models.registry import FAMILIES
+
+    return [t for t, f in FAMILIES.items() if "sequence" in f.heads]
+
+
+@pytest.mark.parametrize("model_type", sequence_families())
+def test_every_sequence_head_trains_multi_label_with_bce_on_its_logits(model_type):
+    """problem_type multi_label_classification: L = −mean_k [y_k log σ(z_k) + (1 − y_k) log(1 − σ(z_k))] of the
+    head's own logits, for every family with a sequence head."""
+    from dataclasses import replace
+
+    from tests.models.small_configs import small_config
+
+    family = get(model_type)
+    config = replace(
+        small_config(family), id2label={0: "a", 1: "b", 2: "c"}, problem_type="multi_label_classification"
+    )
+    if getattr(config, "pad_token_id", 0) is None:  # GPT's: the last real token of each row is found by it
+        config = replace(config, pad_token_id=0)
+    torch.manual_seed(0)
+    model = family.make(config, family.architecture_for("sequence")).eval()
+    ids = torch.tensor([[5, 6, 7, 8], [9, 10, 11, 12]])
+    labels = torch.tensor([[1.0, 0.0, 1.0], [0.0, 1.0, 1.0]])
+    out = model(input_ids=ids, attention_mask=torch.ones_like(ids), labels=labels)
+    z = out.logits.float()
+    expected = -(labels * torch.log(torch.sigmoid(z)) + (1 - labels) * torch.log(1 - torch.sigmoid(z))).mean()
+    torch.testing.assert_close(out.loss, expected, atol=1e-6, rtol=1e-5)
