@@ -144,10 +144,10 @@ def subset(examples: list, n: int, seed: int | None) -> list:
 
 def task_examples(data: FinetuneDataConfig, seed: int) -> tuple[list, list]:
     """The task's training and dev examples (``data``'s subsets of them), every one labelled."""
+    if data.spec.user_files and not data.train:
+        raise DataError(f"data.train: empty (give the {data.task} training file with --train FILE)")
     splits = read_task(data, ("train", "dev"))
     if "train" not in splits:
-        if data.spec.user_files:
-            raise DataError(f"data.train: empty (give the {data.task} training file with --train FILE)")
         raise DataError(data.spec.missing(Path(data.path), "train"))
     train, dev = (
         subset(splits["train"], data.max_train_examples, seed),

@@ -8,6 +8,10 @@ import json
 import pytest
 
 from seq2bert.cli import main
+from seq2bert.errors import DataError
+from seq2bert.tasks.data import FinetuneDataConfig, task_examples
+from seq2bert.tasks.files import TASKS as FILE_TASKS
+from seq2bert.tasks.registry import TASKS
 from tests.recipes.test_finetune import init_dir  # noqa: F401
 from tests.reliability.conftest import one_line
 
@@ -112,3 +116,25 @@ def test_the_run_records_its_data_section(init_dir, tmp_path):  # noqa: F811
         and data["label_column"] == "stars"
     )
     assert data["train"] == str(tmp_path / "train.csv") and data["valid"] == str(tmp_path / "dev.csv")
+
+
+GENERIC = [name for name, task in TASKS.items() if task.user_files and name in FILE_TASKS]
+
+
+@pytest.mark.parametrize("task", GENERIC)
+def test_every_generic_task_names_the_file_it_needs(task, tmp_path):
+    """No --valid, a --train that is not there, no --train: each one line naming the key or the file."""
+    with pytest.raises(
+        DataError, match=rf"^data.valid: empty \(give the {task} validation file with --valid FILE\)$"
+    ):
+        task_examples(FinetuneDataConfig(task=task, train=str(tmp_path / "t.csv")), 0)
+    missing = FinetuneDataConfig(
+        task=task, train=str(tmp_path / "nope.csv"), valid=str(tmp_path / "nope.csv")
+    )
+    with pytest.raises(DataError, match="nope.csv"):
+        task_examples(missing, 0)
+    no_train = FinetuneDataConfig(task=task, valid=str(tmp_path / "dev.csv"))
+    with pytest.raises(
+        DataError, match=rf"^data.train: empty \(give the {task} training file with --train FILE\)$"
+    ):
+        task_examples(no_train, 0)
