@@ -100,13 +100,26 @@ def add_user_file_args(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument("--valid", metavar="FILE", help="validation file, scored at each evaluation")
     g.add_argument("--test", metavar="FILE", help="test file, predicted by the best checkpoint")
-    g.add_argument("--format", help="csv | tsv | jsonl | parquet | conll | squad (default: by extension)")
+    g.add_argument(
+        "--format",
+        help="csv | tsv | jsonl | parquet | conll (default: by extension; question-answering: SQuAD JSON)",
+    )
     g.add_argument("--text-column", help="the text's column (default: text)")
-    g.add_argument("--pair-column", help="the second text's column, for pairs")
-    g.add_argument("--label-column", help="the label's column (default: label; CoNLL: a column number)")
+    g.add_argument(
+        "--pair-column",
+        help="the second text's column (text-pair; multiple-choice: the start of each choice)",
+    )
+    g.add_argument(
+        "--label-column",
+        help="the label's column (default: label; multiple-choice: the right choice's index or text; CoNLL: a "
+        "column number)",
+    )
     g.add_argument("--choice-columns", metavar="A,B,…", help="multiple choice: the choices' columns")
     g.add_argument("--labels", metavar="A,B,…", help="the label names in order (default: found in --train)")
-    g.add_argument("--label-separator", help="multi-label: the separator of labels in one cell")
+    g.add_argument(
+        "--label-separator",
+        help="multi-label: the separator of labels in one text cell (default: a list column, JSON Lines/Parquet)",
+    )
     g.add_argument(
         "--tag-scheme", help="token classification: IOB1 | IOB2 | IOBES | none (default: detected)"
     )
@@ -352,12 +365,15 @@ def register(sub) -> None:
 
     p = sub.add_parser(
         "finetune",
-        help="fine-tune a BERT (or GPT) checkpoint on a GLUE task, CoNLL-2003, SQuAD or SWAG",
+        help="fine-tune a BERT (or GPT) checkpoint on a GLUE task, CoNLL-2003, SQuAD, SWAG or your own files",
         description="Fine-tune the encoder of a Hugging Face-format BERT directory with a new task head — a GPT "
         "directory as GPT-1 was (input transformations with [start] [delim] [extract], L3 = L2 + lm_coef * L1) — or "
         "train a model from random weights on the task (--model bilstm: the pre-Transformer baseline); "
         "the best checkpoint on dev is kept in OUT/best (a transformers directory) and its dev predictions "
-        "in OUT/predictions.jsonl.",
+        "in OUT/predictions.jsonl. The generic tasks read your own files (--train, --valid, --test: CSV, TSV, "
+        "JSON Lines, Parquet; SQuAD-format JSON for question-answering) by the columns you name; their classes "
+        "are --labels or those of the training file, recorded in OUT/run.json; --test is predicted by the best "
+        "checkpoint into OUT/test_predictions.jsonl (and scored, test_* in results.json, when labelled).",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples:\n  seq2bert finetune --task sst2 --init MODEL_DIR --data ../shared/data/sst2 --out runs/sst2\n"
         "  seq2bert finetune --task conll2003 --init MODEL_DIR --data ../shared/data/conll2003 --out runs/ner\n"
@@ -367,9 +383,23 @@ def register(sub) -> None:
         "  seq2bert finetune --task sst2 --model bilstm --data ../shared/data/sst2 --out runs/sst2-bilstm "
         "--set model_config.hidden_size=128\n"
         "  seq2bert finetune --task conll2003 --model bilstm --features runs/elmo/best --data ../shared/data/conll2003 "
-        "--out runs/ner-elmo\n\n"
-        "tasks: sst2 cola mrpc stsb qqp mnli qnli rte wnli conll2003 squad squad_v2 swag, and those a plugin "
-        "module registers (SEQ2BERT_PLUGINS=MODULE seq2bert finetune --task NAME …)",
+        "--out runs/ner-elmo\n"
+        "  seq2bert finetune --task text-classification --init MODEL_DIR --train train.csv --valid dev.csv "
+        "--out runs/mine\n"
+        "  seq2bert finetune --task text-pair --init MODEL_DIR --train train.jsonl --valid dev.jsonl "
+        "--text-column sentence1 --pair-column sentence2 --out runs/pairs\n"
+        "  seq2bert finetune --task regression --init MODEL_DIR --train train.parquet --valid dev.parquet "
+        "--pair-column text2 --label-column score --out runs/scores\n"
+        "  seq2bert finetune --task multi-label --init MODEL_DIR --train train.csv --valid dev.csv "
+        "--label-column topics --label-separator '|' --out runs/topics\n"
+        "  seq2bert finetune --task multiple-choice --init MODEL_DIR --train train.csv --valid dev.csv "
+        "--text-column question --choice-columns a,b,c,d --label-column answer --out runs/choices\n"
+        "  seq2bert finetune --task question-answering --init MODEL_DIR --train qa-train.json --valid qa-dev.json "
+        "--test qa-test.json --out runs/qa\n\n"
+        "tasks of a folder (--data): sst2 cola mrpc stsb qqp mnli qnli rte wnli conll2003 squad squad_v2 swag;\n"
+        "tasks of your own files (--train, --valid [--test]): text-classification text-pair regression "
+        "multi-label token-classification multiple-choice question-answering;\n"
+        "and those a plugin module registers (SEQ2BERT_PLUGINS=MODULE seq2bert finetune --task NAME …)",
     )
     p.add_argument("--task", help="the task (sets data.task)")
     p.add_argument("--init", help="the BERT or GPT directory (or Hub model name) to start from (sets init)")

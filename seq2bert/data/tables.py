@@ -193,7 +193,10 @@ def _parquet(path: Path) -> Iterator[tuple[str, Row]]:
 
 
 _NAMES = {",": "CSV", "\t": "TSV"}
-_DIALECTS = {",": {"delimiter": ","}, "\t": {"delimiter": "\t", "quoting": csv.QUOTE_NONE, "quotechar": None}}
+_DIALECTS = {
+    ",": {"delimiter": ",", "strict": True},
+    "\t": {"delimiter": "\t", "quoting": csv.QUOTE_NONE, "quotechar": None},
+}
 _READERS = {
     "csv": lambda path: _delimited(",", path),
     "tsv": lambda path: _delimited("\t", path),

@@ -79,13 +79,48 @@ def _correlation(function: Callable) -> Callable[[np.ndarray, np.ndarray], float
     return correlation
 
 
+def _f1_macro(y_true: np.ndarray, y_pred: np.ndarray) -> float:
+    """The unweighted mean of every class's F1 (the classes in either side)."""
+    return sklearn.f1_score(y_true, y_pred, average="macro", zero_division=0)
+
+
 CLASSIFICATION_METRICS = {
     "accuracy": sklearn.accuracy_score,
     "f1": _f1,
+    "f1_macro": _f1_macro,
     "matthews": sklearn.matthews_corrcoef,
     "pearson": _correlation(stats.pearsonr),
     "spearman": _correlation(stats.spearmanr),
 }
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Multi-label classification: each example has a set of the K classes (a row of 0/1 over K)
+
+
+def multi_label_metrics(y_true: np.ndarray, y_pred: np.ndarray) -> dict[str, float]:
+    """Micro F1 (over every example-class decision) and macro F1 (the mean of the K classes' F1) of 0/1
+    matrices (N, K), in %, through scikit-learn."""
+    if y_true.shape != y_pred.shape or y_true.ndim != 2 or len(y_true) == 0:
+        raise ValueError(f"expected two (N, K) matrices of N > 0, got {y_true.shape} and {y_pred.shape}")
+    return {
+        name: 100.0 * float(sklearn.f1_score(y_true, y_pred, average=name.split("_")[0], zero_division=0))
+        for name in ("micro_f1", "macro_f1")
+    }
+
+
+THRESHOLDS = np.round(np.arange(0.01, 1.0, 0.01), 2)  # the decision thresholds tried on σ(z)
+
+
+def best_threshold(y_true: np.ndarray, probs: np.ndarray) -> float:
+    """The threshold t of THRESHOLDS whose decisions σ(z) ≥ t maximise micro F1 = 2TP / (2TP + FP + FN) on
+    (N, K) gold 0/1 and probabilities; the lowest of equal ones."""
+    gold = y_true.astype(bool)[None]  # (1, N, K)
+    chosen = probs[None] >= THRESHOLDS[:, None, None]  # (S, N, K)
+    tp = (chosen & gold).sum((1, 2))
+    wrong = (chosen ^ gold).sum((1, 2))  # FP + FN
+    f1 = np.where(2 * tp + wrong > 0, 2 * tp / np.maximum(2 * tp + wrong, 1), 0.0)
+    return float(THRESHOLDS[int(np.argmax(f1))])
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from seq2bert.pipelines.loading import (
     sorted_batches,
     text_list,
 )
+from seq2bert.tasks.files import THRESHOLD_KEY
 
 
 def _word_features(net, encodings, texts) -> dict[str, torch.Tensor]:
@@ -57,10 +58,10 @@ def classify(
 
     Each text gets [{"label", "score"}, …]: the ``top_k`` most probable labels (softmax), best first —
     just the best one as a dict when ``top_k`` is 1; a regression model (one output, e.g. STS-B) gives
-    {"label": its label name, "score": the predicted value}; a multi-label model (config.json's problem_type
-    "multi_label_classification") gives [{"label", "score"}, …]: every label whose sigmoid probability reaches
-    the threshold config.json gives (``label_threshold``; 0.5 without one), best first, ``top_k`` of them at
-    most unless it is 1 or None — computed in fp32 unless bf16 is asked for, as a regression. An encoder reads the texts in batches of similar
+    {"label": its label name, "score": the predicted value}; a multi-label model (problem_type
+    multi_label_classification) the labels whose σ(z) reaches its threshold (the one tuned on valid, kept in
+    config.json: ``label_threshold``; 0.5 without one), best first, ``top_k`` of them at most unless it is 1 —
+    every label with its σ when ``top_k`` is None; computed in fp32 unless bf16 is asked for. An encoder reads the texts in batches of similar
     length; a classifier computes in bf16 where the device computes bf16 natively (``bf16="auto"``;
     loading.inference_precision), in fp32 with ``bf16=False``; a text whose two most probable labels are within
     ``BF16_TIE`` of each other in bf16 is classified again in fp32, so its label does not depend on bf16's
@@ -104,7 +105,10 @@ def classify(
 
 
 MULTI_LABEL = "multi_label_classification"
-THRESHOLD_KEYS = ("threshold", "multi_label_threshold")  # config.json's keys of a multi-label threshold
+THRESHOLD_KEYS = (
+    THRESHOLD_KEY,
+    "threshold",
+)  # config.json's keys of a multi-label threshold (fine-tuning writes the first)
 
 
 def label_threshold(config, directory) -> float:
@@ -125,8 +129,9 @@ def label_threshold(config, directory) -> float:
 
 
 def _labels_over(probs: torch.Tensor, labels: dict, threshold: float, top_k: int | None) -> list[dict]:
-    """[{"label", "score"}, …] of the labels whose probability reaches ``threshold``, best first."""
-    over = [(float(p), labels[k]) for k, p in enumerate(probs.tolist()) if p >= threshold]
+    """[{"label", "score"}, …] of the labels whose probability reaches ``threshold``, best first (every label
+    with its probability when ``top_k`` is None)."""
+    over = [(float(p), labels[k]) for k, p in enumerate(probs.tolist()) if top_k is None or p >= threshold]
     over.sort(key=lambda x: -x[0])
     if top_k not in (None, 1):
         over = over[:top_k]

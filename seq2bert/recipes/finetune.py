@@ -53,7 +53,16 @@ from seq2bert.models.bilstm.config import FeaturesConfig
 from seq2bert.models.pretrained import init_task_model, load_hf_weights, write_hf_files
 from seq2bert.nn.lora import merge_lora
 from seq2bert.recipes.decoder_tasks import decoder_inputs, decoder_loss, task_head
-from seq2bert.recipes.scoring import encode, evaluate_checkpoint, fit_length, score, write_predictions
+from seq2bert.recipes.scoring import (
+    encode,
+    evaluate_checkpoint,
+    fit_length,
+    keep_threshold,
+    labelled,
+    predictions,
+    score,
+    write_predictions,
+)
 from seq2bert.recipes.scratch import (
     VocabConfig,
     batch_of,
@@ -65,7 +74,14 @@ from seq2bert.recipes.scratch import (
 )
 from seq2bert.recipes.sentence_embedding import EmbeddingConfig, train_embeddings
 from seq2bert.tasks import registry as task_registry
-from seq2bert.tasks.data import FinetuneDataConfig, labelled_dev, read_task, subset, task_examples
+from seq2bert.tasks.data import (
+    FinetuneDataConfig,
+    labelled_dev,
+    read_task,
+    subset,
+    task_examples,
+    with_labels,
+)
 from seq2bert.training import checkpoint as ckpt
 from seq2bert.training import lora as lora_run
 from seq2bert.training.config import TrainConfig
@@ -221,6 +237,7 @@ def finetune(
     """Fine-tune ``cfg.init`` — or train ``cfg.model`` from random weights — on ``cfg.data.task``; returns a
     results row (dev metrics of the best checkpoint)."""
     out_dir = Path(out_dir)
+    cfg = replace(cfg, data=with_labels(cfg.data))  # a task over your files: its classes, kept in run.json
     data, task = cfg.data, cfg.data.spec
     if task.head == "embedding":  # a bi-encoder: no head, the encoder's vectors pooled
         return train_embeddings(cfg, out_dir, resume=resume, progress_bar=progress_bar)
@@ -242,9 +259,10 @@ def finetune(
         raise ConfigError(f"{cfg.model or cfg.init}: {e.args[0]}") from None
     # 2. the data
     train_examples, dev_examples = task_examples(data, cfg.train.seed)
+    test_examples = read_task(data, ("test",))["test"] if data.test else []
     # 3. the model
     seed_everything(cfg.train.seed)
-    id2label = task.id2label(train_examples + dev_examples)
+    id2label = task.id2label(train_examples + dev_examples, data)
     if cfg.model:  # random weights, a tokenizer trained on the training texts (recipes/scratch.py)
         model, tok = new_model(
             cfg.model,
@@ -397,6 +415,19 @@ def finetune(
             metrics, preds = score(data, model, dev_examples, dev_features, pad, device, shape)
         row.update({f"dev_{k}": v for k, v in metrics.items()}, best_step=result.progress.best_step)
         write_predictions(out_dir / "predictions.jsonl", data, dev_examples, preds, model.config.id2label)
+        if task.problem_type == "multi_label_classification":  # the threshold tuned on valid, kept
+            keep_threshold(out_dir / "best", metrics["threshold"])
+            data = replace(data, threshold=metrics["threshold"])
+        if test_examples:  # predicted by the best checkpoint; scored when labelled
+            test_features = encode(
+                data, test_examples, tok, model.config.id2label, words=words, decoder=decoder
+            )
+            preds = predictions(data, model, test_examples, test_features, pad, device, shape)
+            if labelled(test_examples):
+                row.update({f"test_{k}": v for k, v in task.metrics(test_examples, preds).items()})
+            write_predictions(
+                out_dir / "test_predictions.jsonl", data, test_examples, preds, model.config.id2label
+            )
         extra = task.extra_dev  # MNLI's mismatched dev set beside the matched one
         if extra is not None and task_registry.get(extra.task).find(Path(data.path), "dev") is not None:
             other = replace(data, task=extra.task)

@@ -16,11 +16,13 @@ from seq2bert.data import gpt_finetuning as gpt
 from seq2bert.data.batching import BucketBatchSampler
 from seq2bert.data.finetuning import collate, feature_length
 from seq2bert.errors import ConfigError, DataError
+from seq2bert.io import read_json, write_json
 from seq2bert.models import registry
 from seq2bert.models.family import max_input_length
 from seq2bert.recipes.decoder_tasks import task_head
 from seq2bert.recipes.scratch import batch_of, reads_words
 from seq2bert.tasks.data import FinetuneDataConfig, labelled_dev
+from seq2bert.tasks.files import THRESHOLD_KEY
 from seq2bert.training import checkpoint as ckpt
 
 log = logging.getLogger(__name__)
@@ -103,10 +105,44 @@ def score(
     shape: str | None = None,
 ):
     """(metrics, one prediction per example) on labelled ``examples``; ``shape``: a decoder's (predict)."""
+    preds = predictions(data, model, examples, features, pad_token_id, device, shape)
+    return data.spec.metrics(examples, preds), preds
+
+
+def predictions(
+    data: FinetuneDataConfig,
+    model,
+    examples: list,
+    features: list[dict],
+    pad_token_id: int,
+    device,
+    shape: str | None = None,
+) -> list:
+    """One prediction per example, labelled or not."""
     task = data.spec
     outputs = predict(model, features, pad_token_id, data.batch_size, device, shape, task.collate)
-    preds = task.predictions(outputs, examples, features, model.config.id2label, data)
-    return task.metrics(examples, preds), preds
+    return task.predictions(outputs, examples, features, model.config.id2label, data)
+
+
+def labelled(examples: list) -> bool:
+    return all(getattr(e, "label", 0) is not None for e in examples)
+
+
+def with_threshold(data: FinetuneDataConfig, checkpoint: Path) -> FinetuneDataConfig:
+    """A multi-label run's data with the threshold its checkpoint keeps (config.json's
+    ``multi_label_threshold``, tuned on valid), unless data.threshold fixes one."""
+    config = Path(checkpoint) / "config.json"
+    if data.spec.problem_type != "multi_label_classification" or data.threshold or not config.is_file():
+        return data
+    kept = read_json(config).get(THRESHOLD_KEY)
+    return replace(data, threshold=float(kept)) if kept else data
+
+
+def keep_threshold(checkpoint: Path, threshold: float) -> None:
+    """Write a multi-label model's tuned threshold into its config.json (transformers keeps an unknown key as
+    an attribute of the config; seq2bert's predictions read it)."""
+    config = Path(checkpoint) / "config.json"
+    write_json(config, {**read_json(config), THRESHOLD_KEY: threshold})
 
 
 def write_predictions(path: Path, data: FinetuneDataConfig, examples: list, preds: list, id2label) -> None:
@@ -151,6 +187,7 @@ def evaluate_checkpoint(
     data = fit_length(data, model.config, checkpoint)
     if tok is None:
         raise DataError(f"{checkpoint}: no tokenizer in the checkpoint")
+    data = with_threshold(data, checkpoint)
     examples = labelled_dev(data)
     features = encode(data, examples, tok, model.config.id2label, words=reads_words(model), decoder=decoder)
     pad = model.config.pad_token_id if decoder else tok.pad_token_id or 0

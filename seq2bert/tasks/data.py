@@ -3,7 +3,7 @@ thresholds — and the task's examples it reads: train and dev, subsets of them,
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +31,7 @@ class FinetuneDataConfig:
     labels: list[str] = field(default_factory=list)  # the label names in order (empty: found in train)
     label_separator: str = ""  # multi-label: labels in one text cell, split at this ("": a list column)
     tag_scheme: str = ""  # token classification: IOB1 | IOB2 | IOBES | none ("": detected from train)
+    threshold: float = 0.0  # multi-label: σ(z) ≥ threshold chooses a class (0: the one tuned on valid)
     max_seq_length: int = 0  # 0: the task's default (128; CoNLL 256; SQuAD 384)
     doc_stride: int = 128  # SQuAD: tokens between the starts of two windows of one context
     max_query_length: int = 64
@@ -49,6 +50,8 @@ class FinetuneDataConfig:
         for name in ("max_seq_length", "max_train_examples", "max_eval_examples"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"data.{name}: must be >= 0, got {getattr(self, name)}")
+        if not 0.0 <= self.threshold < 1.0:
+            raise ConfigError(f"data.threshold: must be in [0, 1) (0: tuned on valid), got {self.threshold}")
         if self.spec.user_files:
             if self.path:
                 raise ConfigError(
@@ -97,12 +100,27 @@ def read_task(data: FinetuneDataConfig, splits: tuple[str, ...] = ()) -> dict[st
 USER_SPLITS = {"train": "train", "dev": "valid", "test": "test"}  # split → the data key naming its file
 
 
+def with_labels(data: FinetuneDataConfig) -> FinetuneDataConfig:
+    """``data`` with its class names: those given (data.labels, --labels), else — for a generic task that
+    finds them (``Task.find_labels``) — those of the training file, sorted. A run records them (run.json), so
+    its later readings of the validation and test files use the same ids."""
+    task = data.spec
+    if data.labels or task.find_labels is None:
+        return data
+    if not data.train:
+        raise DataError(
+            "data.labels: empty, and no training file to find them in (give --labels A,B,… or --train FILE)"
+        )
+    return replace(data, labels=task.find_labels(Path(data.train), data))
+
+
 def read_user_files(data: FinetuneDataConfig, splits: tuple[str, ...] = ()) -> dict[str, list]:
     """The examples of a generic task's files: its reader is given each file and the data section (its
     columns, labels, format). "dev" (data.valid) is required; "train" when training; "test" when given."""
     wanted = splits or ("train", "dev", "test")
     if "dev" in wanted and not data.valid:
         raise DataError(f"data.valid: empty (give the {data.task} validation file with --valid FILE)")
+    data = with_labels(data)
     out = {}
     for split in wanted:
         name = getattr(data, USER_SPLITS[split])
@@ -127,10 +145,10 @@ def subset(examples: list, n: int, seed: int | None) -> list:
 
 def task_examples(data: FinetuneDataConfig, seed: int) -> tuple[list, list]:
     """The task's training and dev examples (``data``'s subsets of them), every one labelled."""
-    splits = read_task(data)
+    if data.spec.user_files and not data.train:
+        raise DataError(f"data.train: empty (give the {data.task} training file with --train FILE)")
+    splits = read_task(data, ("train", "dev"))
     if "train" not in splits:
-        if data.spec.user_files:
-            raise DataError(f"data.train: empty (give the {data.task} training file with --train FILE)")
         raise DataError(data.spec.missing(Path(data.path), "train"))
     train, dev = (
         subset(splits["train"], data.max_train_examples, seed),
@@ -152,7 +170,8 @@ def require_labels(split: str, examples: list, data: FinetuneDataConfig) -> None
     """Training and dev examples must all carry a label (a GLUE test file, say, has none)."""
     unlabelled = [e for e in examples if getattr(e, "label", 0) is None]
     if unlabelled:
+        where = getattr(data, USER_SPLITS[split]) if data.spec.user_files else data.path
         raise DataError(
-            f"{data.path}: {len(unlabelled)} {data.task} {split} example(s) have no label (e.g. id "
+            f"{where}: {len(unlabelled)} {data.task} {split} example(s) have no label (e.g. id "
             f"{getattr(unlabelled[0], 'id', '?')}); fine-tuning and scoring need labelled train and dev files"
         )

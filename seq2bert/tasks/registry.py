@@ -16,6 +16,7 @@ from seq2bert.data.gpt_finetuning import GLUE_SHAPES
 from seq2bert.data.squad import read_squad
 from seq2bert.data.swag import read_swag
 from seq2bert.errors import ConfigError
+from seq2bert.tasks import files
 from seq2bert.tasks.embedding_files import SENTENCE_EMBEDDING
 from seq2bert.tasks.shapes import multiple_choice, span_extraction, text_classification, token_tagging
 from seq2bert.tasks.task import ExtraDev, Task
@@ -53,6 +54,7 @@ TASKS: dict[str, Task] = {
             "swag", files={"train": ("train.csv",), "dev": ("val.csv", "dev.csv")}, reader=read_swag
         ),
         SENTENCE_EMBEDDING,
+        *files.TASKS.values(),  # over a user's own files (--train, --valid): text-classification, …
     )
 }
 

@@ -61,6 +61,7 @@ def text_classification(
     max_seq_length: int = 128,
     decoder_shape: str | None = "classification",
     extra_dev: ExtraDev | None = None,
+    user_files: bool = False,
 ) -> Task:
     """A task whose examples are data/glue.py ``TextExample``s (text_a, text_b or None, label: a class id, a
     float for regression): ``labels`` None is regression (one output, "score"). ``metrics``: names of
@@ -81,6 +82,7 @@ def text_classification(
         decoder_shape=decoder_shape,
         augmentable=True,
         extra_dev=extra_dev,
+        user_files=user_files,
     )
 
 
@@ -155,9 +157,12 @@ def _encode_windows(task: Task, examples, tok, label2id, settings, *, progress=F
 
 
 def _decode_spans(
-    version_2: bool, task: Task, outputs: list, examples, features: list, id2label, settings
+    version_2: bool | None, task: Task, outputs: list, examples, features: list, id2label, settings
 ) -> list:
-    """The best span's text of each question over its windows ("" when none, or no answer for SQuAD 2.0)."""
+    """The best span's text of each question over its windows ("" when none, or no answer for SQuAD 2.0;
+    ``version_2`` None: SQuAD 2.0's when a question is unanswerable)."""
+    if version_2 is None:
+        version_2 = any(e.is_impossible for e in examples)
     found = postprocess(
         examples,
         [f["qa"] for f in features],
@@ -182,9 +187,12 @@ def _official_predictions(path: Path, examples: list, predictions: list) -> None
     config_io.atomic_write_text(path.with_suffix(".json"), json.dumps(official, ensure_ascii=False) + "\n")
 
 
-def span_extraction(name: str, *, reader: Callable[[Path], list], version_2: bool = False) -> Task:
-    """SQuAD v1.1, or v2.0 (unanswerable questions) with ``version_2``: data/squad.py ``QAExample``s, the
-    official files' names, windows of 384 tokens."""
+def span_extraction(
+    name: str, *, reader: Callable[..., list], version_2: bool | None = False, user_files: bool = False
+) -> Task:
+    """SQuAD v1.1, or v2.0 (unanswerable questions) with ``version_2`` (None: v2.0's when the examples have
+    an unanswerable question): data/squad.py ``QAExample``s, the official files' names, windows of 384
+    tokens."""
     version = "v2.0" if version_2 else "v1.1"
     return Task(
         name=name,
@@ -200,6 +208,7 @@ def span_extraction(name: str, *, reader: Callable[[Path], list], version_2: boo
         gold=lambda e: [a.text for a in e.answers],
         write_extra=_official_predictions,
         decoder_shape=None,
+        user_files=user_files,
     )
 
 
@@ -213,7 +222,12 @@ def _choice_texts(example: Any) -> tuple[str, ...]:
 
 
 def multiple_choice(
-    name: str, *, files: dict[str, tuple[str, ...]], reader: Callable[[Path], list], max_seq_length: int = 128
+    name: str,
+    *,
+    files: dict[str, tuple[str, ...]],
+    reader: Callable[..., list],
+    max_seq_length: int = 128,
+    user_files: bool = False,
 ) -> Task:
     """A task of data/swag.py ``ChoiceExample``s (a context, the start of a sentence, its endings), scored by
     accuracy; a decoder reads each choice as GPT-1's multiple choice."""
@@ -229,4 +243,5 @@ def multiple_choice(
         texts=_choice_texts,
         max_seq_length=max_seq_length,
         decoder_shape="choice",
+        user_files=user_files,
     )

@@ -13,7 +13,8 @@ Fine-tuning, evaluation and distillation ask the task, never its name or its sha
     labels          its label names, index = class id: a fixed tuple, a function of the examples that finds
                     them (CoNLL's tags), or None (no label names: SQuAD's spans, SWAG's choices)
     problem_type    "single_label_classification" (predictions are class ids, written by name), "regression"
-                    (one output, "score"), or None
+                    (one output, "score"), "multi_label_classification" (a set of classes per example, σ
+                    and a threshold on each output: predictions have ``ids`` and ``scores``), or None
     encode          (task, examples, tokenizer, label2id, settings, progress=, words=) → features
                     (data/finetuning.py, data/qa.py); ``collate`` pads a batch of them
     decode          (task, raw outputs, examples, features, id2label, settings) → one prediction per example
@@ -30,6 +31,8 @@ Fine-tuning, evaluation and distillation ask the task, never its name or its sha
     user_files      the task reads a user's files (data.train, data.valid, data.test; tasks/files.py's generic
                     tasks) rather than a folder: its ``reader`` is then (path, settings) → examples, the
                     settings giving the columns, labels and format
+    find_labels     a task over a user's files whose classes are found in its training file: (path, settings)
+                    → the label names, sorted (None: no classes to find, or a fixed tuple)
 
 ``settings`` is the run's data section (tasks/data.py ``FinetuneDataConfig``): its lengths, windows and
 thresholds. A task is built from one of four shape-generic behaviours with its own data (tasks/shapes.py);
@@ -54,7 +57,7 @@ from seq2bert.data import gpt_finetuning as gpt
 from seq2bert.errors import DataError
 
 HEADS = ("sequence", "tokens", "qa", "choice", "embedding")
-PROBLEM_TYPES = ("single_label_classification", "regression", None)
+PROBLEM_TYPES = ("single_label_classification", "regression", "multi_label_classification", None)
 Feature = dict[str, Any]
 
 
@@ -93,6 +96,7 @@ class Task:
     augmentable: bool = False
     extra_dev: ExtraDev | None = None
     user_files: bool = False
+    find_labels: Callable[[Path, Any], list[str]] | None = None
 
     def __post_init__(self) -> None:
         if self.head not in HEADS:
@@ -132,9 +136,12 @@ class Task:
         names = " or ".join(self.files.get(split, ())) or f"a file the task {self.name} does not name"
         return f"{folder}: no {self.name} {split} file (expected {names}; the folder holds {shown})"
 
-    def id2label(self, examples: list) -> dict[int, str] | None:
+    def id2label(self, examples: list, settings: Any = None) -> dict[int, str] | None:
         """The label names of a model for the task (None: the checkpoint's own); names found in the examples
-        (train and dev: a tag seen only in dev is then a label the model never predicts rather than a crash)."""
+        (train and dev: a tag seen only in dev is then a label the model never predicts rather than a crash);
+        of a task whose labels are found in its training file, the run's (``settings.labels``)."""
+        if self.find_labels is not None and settings is not None and settings.labels:
+            return dict(enumerate(settings.labels))
         if self.labels is None:
             return None
         labels = self.labels if isinstance(self.labels, tuple) else self.labels(examples)
@@ -167,8 +174,17 @@ class Task:
     def written(self, example, prediction, id2label) -> dict:
         """The line of predictions.jsonl of an example: a class id is written by its label name."""
         gold = self.gold(example)
+        if self.problem_type == "multi_label_classification":
+            names = [id2label[i] for i in range(len(id2label))]
+            return {
+                "id": example.id,
+                "prediction": [names[i] for i in prediction.ids],
+                "scores": {name: round(p, 6) for name, p in zip(names, prediction.scores, strict=True)},
+                "label": None if gold is None else [names[i] for i in gold],
+            }
         if self.problem_type == "single_label_classification":
-            prediction, gold = id2label[prediction], id2label[gold]
+            prediction = id2label[prediction]
+            gold = None if gold is None else id2label[gold]
         return {"id": example.id, "prediction": prediction, "label": gold}
 
     def write_predictions(self, path: Path, examples: list, predictions: list, id2label) -> None:

@@ -22,7 +22,17 @@ SHAPES = {  # the closed table finetune.py had: task → (head, default max_seq_
     "squad_v2": ("qa", 384),
     "swag": ("choice", 128),
     "sentence-embedding": ("embedding", 128),  # over your files: a bi-encoder, no head (issue 40, item 5)
+    # issue 40: the generic tasks over a user's files (tasks/files.py)
+    "text-classification": ("sequence", 128),
+    "text-pair": ("sequence", 128),
+    "regression": ("sequence", 128),
+    "multi-label": ("sequence", 128),
+    "multiple-choice": ("choice", 128),
+    "question-answering": ("qa", 384),
 }
+# GPT-1's input transformation of each generic task (a decoder fine-tunes on them as on GLUE and SWAG)
+GENERIC_SHAPES = {"text-classification": "classification", "text-pair": "entailment", "regression": "similarity",
+                  "multiple-choice": "choice"}  # fmt: skip
 
 
 def test_the_built_in_tasks_and_their_heads_lengths_and_decoder_shapes():
@@ -32,7 +42,7 @@ def test_the_built_in_tasks_and_their_heads_lengths_and_decoder_shapes():
         assert (task.head, task.max_seq_length) == (head, length), name
         assert FinetuneDataConfig(task=name).kind == head
         assert FinetuneDataConfig(task=name, max_seq_length=64).seq_length == 64
-        assert task.decoder_shape == TASK_SHAPES.get(name), name  # GPT-1's: GLUE and SWAG only
+        assert task.decoder_shape == {**TASK_SHAPES, **GENERIC_SHAPES}.get(name), name  # GLUE, SWAG, generic
     assert get("mnli").extra_dev.task == "mnli_mismatched"
     assert [t.name for t in TASKS.values() if t.extra_dev is not None] == ["mnli"]
 
@@ -56,7 +66,7 @@ def test_a_glue_task_is_its_spec(name):
 def test_unknown_task_names_the_key_and_the_known_ones():
     with pytest.raises(
         ConfigError,
-        match=r"data.task: expected one of cola, sst2, .*swag, .*sentence-embedding.*, got 'nope'",
+        match=r"data.task: expected one of cola, sst2, .*swag, .*, got 'nope'",
     ):
         FinetuneDataConfig(task="nope")
 
