@@ -125,7 +125,7 @@ def _regressed(model: str, items: list, s: Settings) -> list[dict]:
 def _multi_labelled(model: str, items: list, s: Settings) -> list[dict]:
     return [
         {"labels": [x["label"] for x in r], "scores": [x["score"] for x in r]}
-        for r in classify(items, model, top_k=None, batch_size=s.batch_size, bf16=s.bf16)
+        for r in classify(items, model, top_k=1, batch_size=s.batch_size, bf16=s.bf16)
     ]
 
 
