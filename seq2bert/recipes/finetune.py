@@ -21,7 +21,9 @@ Read top to bottom:
    own longest; every evaluation scores dev with the task's metrics (recipes/scoring.py) and keeps the best
    checkpoint;
 5. the best checkpoint is a Hugging Face directory (config.json with id2label, model.safetensors,
-   tokenizer), and its dev predictions are written to predictions.jsonl beside results.json.
+   tokenizer), and its dev predictions are written to predictions.jsonl beside results.json; a test file
+   (``data.test``, --test, of a task over your own files) is predicted by it into test_predictions.jsonl and
+   scored as ``test_*`` in results.json.
 
     seq2bert finetune --task sst2 --init MODEL_DIR --data ../shared/data/sst2 --out runs/sst2
     seq2bert finetune --task sst2 --model bilstm --data ../shared/data/sst2 --out runs/sst2-bilstm
@@ -171,7 +173,7 @@ def dropout_overrides(cfg: FinetuneConfig) -> dict[str, float]:
 
 
 def main_metric(data: FinetuneDataConfig) -> str:
-    return data.spec.main_metric
+    return data.spec.main_metric_for(data)
 
 
 # --- the run
@@ -216,7 +218,7 @@ def finetune(
     train_examples, dev_examples = task_examples(data, cfg.train.seed)
     # 3. the model
     seed_everything(cfg.train.seed)
-    id2label = task.id2label(train_examples + dev_examples)
+    id2label = task.id2label(train_examples + dev_examples, data)
     if cfg.model:  # random weights, a tokenizer trained on the training texts (recipes/scratch.py)
         model, tok = new_model(
             cfg.model,
@@ -363,6 +365,16 @@ def finetune(
             row.update({f"dev_{extra.key}_{k}": v for k, v in metrics.items()})
             write_predictions(
                 out_dir / extra.predictions, other, other_examples, preds, model.config.id2label
+            )
+        if data.test:  # the test file (data.test, --test), predicted and scored once, by the best checkpoint
+            test_examples = read_task(data, ("test",))["test"]
+            test_features = encode(
+                data, test_examples, tok, model.config.id2label, words=words, decoder=decoder
+            )
+            metrics, preds = score(data, model, test_examples, test_features, pad, device, shape)
+            row.update({f"test_{k}": v for k, v in metrics.items()})
+            write_predictions(
+                out_dir / "test_predictions.jsonl", data, test_examples, preds, model.config.id2label
             )
         features = registry.family_of(model).base_model(model).features if words else None
         if features is not None and features.layer_weights() is not None:  # which layers the task reads

@@ -17,6 +17,7 @@ from seq2bert.data.squad import read_squad
 from seq2bert.data.swag import read_swag
 from seq2bert.errors import ConfigError
 from seq2bert.tasks.shapes import multiple_choice, span_extraction, text_classification, token_tagging
+from seq2bert.tasks.tagging_files import TOKEN_CLASSIFICATION
 from seq2bert.tasks.task import ExtraDev, Task
 
 # MNLI's second dev set, of genres absent from training (BERT reports MNLI-m and MNLI-mm)
@@ -51,6 +52,7 @@ TASKS: dict[str, Task] = {
         multiple_choice(
             "swag", files={"train": ("train.csv",), "dev": ("val.csv", "dev.csv")}, reader=read_swag
         ),
+        TOKEN_CLASSIFICATION,  # over a user's files (tasks/tagging_files.py)
     )
 }
 

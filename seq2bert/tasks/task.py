@@ -10,14 +10,16 @@ Fine-tuning, evaluation and distillation ask the task, never its name or its sha
                     look for, in order (glob patterns), and the reader of one file (data/glue.py, conll.py,
                     squad.py, swag.py, or a plugin's own)
     labels          its label names, index = class id: a fixed tuple, a function of the examples that finds
-                    them (CoNLL's tags), or None (no label names: SQuAD's spans, SWAG's choices)
+                    them (CoNLL's tags; of a ``user_files`` task: of the examples and the settings, which may
+                    give them: --labels), or None (no label names: SQuAD's spans, SWAG's choices)
     problem_type    "single_label_classification" (predictions are class ids, written by name), "regression"
                     (one output, "score"), or None
     encode          (task, examples, tokenizer, label2id, settings, progress=, words=) → features
                     (data/finetuning.py, data/qa.py); ``collate`` pads a batch of them
     decode          (task, raw outputs, examples, features, id2label, settings) → one prediction per example
     metrics         (examples, predictions) → scores in % (evaluation/tasks.py); ``main_metric`` picks the best
-                    checkpoint
+                    checkpoint: a name, or a function of the settings giving it (``main_metric_for``: token
+                    classification's is entity F1, or token accuracy for tags of no scheme)
     gold            an example's answer, as predictions are given; ``write_extra``: files written beside
                     predictions.jsonl (SQuAD's predictions.json, for the official scripts)
     texts           the texts of an example (a tokenizer trained from scratch is trained on them)
@@ -80,7 +82,7 @@ class Task:
     encode: Callable[..., list[Feature]]
     decode: Callable[..., list]
     metrics: Callable[[list, list], dict[str, float]]
-    main_metric: str
+    main_metric: str | Callable[[Any], str]
     texts: Callable[[Any], Iterable[str]]
     max_seq_length: int = 128
     labels: tuple[str, ...] | Callable[[list], Sequence[str]] | None = None
@@ -131,13 +133,21 @@ class Task:
         names = " or ".join(self.files.get(split, ())) or f"a file the task {self.name} does not name"
         return f"{folder}: no {self.name} {split} file (expected {names}; the folder holds {shown})"
 
-    def id2label(self, examples: list) -> dict[int, str] | None:
+    def id2label(self, examples: list, settings=None) -> dict[int, str] | None:
         """The label names of a model for the task (None: the checkpoint's own); names found in the examples
-        (train and dev: a tag seen only in dev is then a label the model never predicts rather than a crash)."""
+        (train and dev: a tag seen only in dev is then a label the model never predicts rather than a crash);
+        a ``user_files`` task's, of the examples and the ``settings`` (labels given by --labels)."""
         if self.labels is None:
             return None
-        labels = self.labels if isinstance(self.labels, tuple) else self.labels(examples)
+        if isinstance(self.labels, tuple):
+            labels = self.labels
+        else:
+            labels = self.labels(examples, settings) if self.user_files else self.labels(examples)
         return dict(enumerate(labels))
+
+    def main_metric_for(self, settings) -> str:
+        """The metric that picks the best checkpoint, for a run of these ``settings``."""
+        return self.main_metric if isinstance(self.main_metric, str) else self.main_metric(settings)
 
     # --- 2. features
     def features(
