@@ -175,25 +175,30 @@ def detect_scheme(sentences: Sequence[TaggedSentence], path: Path, fmt: str) -> 
     return "IOB2"
 
 
-def _broken(scheme: str, previous: str, tag: str) -> str | None:
-    """Why ``tag`` after ``previous`` (O at a sentence's start; "" after its end) breaks ``scheme``, or None."""
+def _broken(scheme: str, previous: str, tag: str) -> tuple[str, int] | None:
+    """Why ``tag`` after ``previous`` (O at a sentence's start; "" after its end) breaks ``scheme``, and which of
+    the two is at fault (0: ``tag``, -1: ``previous``, an entity left open); None when it does not."""
     if scheme == "none":
         return None
     if tag and not is_entity_tag(tag):
-        return "not O or a prefix and an entity type (e.g. B-PER)"
+        return "not O or a prefix and an entity type (e.g. B-PER)", 0
     prefix, entity = _parts(tag) if tag else ("", "")
     before, before_entity = _parts(previous)
     if scheme in ("IOB1", "IOB2") and prefix in ("E", "S"):
-        return f"{prefix}- is IOBES's; {scheme} has B- and I- only"
+        return f"{prefix}- is IOBES's; {scheme} has B- and I- only", 0
     if scheme == "IOB2" and prefix == "I" and before_entity != entity:
-        return f"I-{entity} after {previous}: in IOB2 every entity starts with B-"
+        return f"I-{entity} after {previous}: in IOB2 every entity starts with B-", 0
     if scheme == "IOB1" and prefix == "B" and before_entity != entity:
-        return f"B-{entity} after {previous}: in IOB1 an entity starts with I-, B- only after one of its type"
+        return (
+            f"B-{entity} after {previous}: in IOB1 an entity starts with I-, B- only after one of its type",
+            0,
+        )
     if scheme == "IOBES":
         if prefix in ("I", "E") and (before not in ("B", "I") or before_entity != entity):
-            return f"{tag} after {previous}: in IOBES it continues a B-{entity} or I-{entity}"
+            return f"{tag} after {previous}: in IOBES it continues a B-{entity} or I-{entity}", 0
         if prefix not in ("I", "E") and before in ("B", "I"):
-            return f"{previous} is not continued ({tag or 'the sentence ends'}): in IOBES it is followed by I- or E-"
+            then = f"{tag} follows" if tag else "the sentence ends"
+            return f"{previous} is not continued ({then}): in IOBES it is followed by I- or E-", -1
     return None
 
 
@@ -205,10 +210,12 @@ def check_scheme(sentences: Sequence[TaggedSentence], scheme: str, path: Path, f
         if scheme == "none":
             continue
         for i, (previous, tag) in enumerate(zip(["O", *s.tags], [*s.tags, ""], strict=True)):
-            why = _broken(scheme, previous, tag)
-            if why is not None:
-                at = token_line(path, s, min(i, len(s.tags) - 1), fmt)
-                raise DataError(f"{at}: tag {tag or previous!r} is not {scheme} ({said}): {why}")
+            broken = _broken(scheme, previous, tag)
+            if broken is not None:
+                why, offset = broken
+                wrong = previous if offset else tag
+                at = token_line(path, s, i + offset, fmt)
+                raise DataError(f"{at}: tag {wrong!r} is not {scheme} ({said}): {why}")
 
 
 def check_labels(
