@@ -11,6 +11,8 @@ import pytest
 import torch
 
 from seq2bert.cli import main
+from seq2bert.evaluation.tasks import tagging_metrics
+from seq2bert.recipes.scoring import evaluate_checkpoint
 from seq2bert.tasks.data import FinetuneDataConfig, read_task
 from seq2bert.tasks.registry import get
 from tests.recipes import test_finetune
@@ -84,8 +86,22 @@ def test_ner_from_your_files_with_a_test_file(init_dir, tmp_path, capsys):
         len(x["prediction"]) == len(x["label"]) and set(x["prediction"]) <= set(config["id2label"].values())
         for x in lines
     )
-    log = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
-    assert any("f1" in r.get("metrics", r) for r in log if "eval" in json.dumps(r))
+    scores = tagging_metrics([x["label"] for x in lines], [x["prediction"] for x in lines], "IOB2")
+    assert {f"test_{k}": v for k, v in scores.items()} == {
+        k: v for k, v in results.items() if k[:5] == "test_"
+    }
+    assert results["best_step"] == best_step(out, "f1")
+    # `seq2bert evaluate` of the run reads its files and scheme again from run.json
+    assert {"dev_f1", "dev_f1_conlleval", "dev_accuracy"} <= set(evaluate_checkpoint(out))
+
+
+def best_step(out: Path, metric: str) -> int:
+    """The step of the first best evaluation by ``metric`` (each evaluation at steps 2 and 4 scores it)."""
+    evals = [
+        r for r in map(json.loads, (out / "log.jsonl").read_text().splitlines()) if r["split"] == "valid"
+    ]
+    assert [r["step"] for r in evals] == [2, 4] and all(metric in r for r in evals)
+    return max(evals, key=lambda r: (r[metric], -r["step"]))["step"]
 
 
 def test_pos_tags_of_column_1_are_scored_by_token_accuracy(init_dir, tmp_path):
@@ -94,6 +110,7 @@ def test_pos_tags_of_column_1_are_scored_by_token_accuracy(init_dir, tmp_path):
     assert finetune(init_dir, out, "--train", f["train"], "--valid", f["valid"], "--label-column", "1") == 0
     results = json.loads((out / "results.json").read_text())
     assert "dev_accuracy" in results and not any(k.startswith("dev_f1") for k in results)
+    assert results["best_step"] == best_step(out, "accuracy")  # the main metric: token accuracy
     config = json.loads((out / "best" / "config.json").read_text())
     assert list(config["id2label"].values()) == ["DT", "IN", "NNP", "VBZ"]  # sorted: no O, no entity types
     data = FinetuneDataConfig(task=TASK, train=str(f["train"]), valid=str(f["valid"]), label_column="1")
