@@ -65,7 +65,14 @@ from seq2bert.recipes.scratch import (
     reads_words,
 )
 from seq2bert.tasks import registry as task_registry
-from seq2bert.tasks.data import FinetuneDataConfig, labelled_dev, read_task, subset, task_examples
+from seq2bert.tasks.data import (
+    FinetuneDataConfig,
+    labelled_dev,
+    read_task,
+    subset,
+    task_examples,
+    with_labels,
+)
 from seq2bert.training import checkpoint as ckpt
 from seq2bert.training.config import TrainConfig
 from seq2bert.training.distributed import cleanup, setup
@@ -197,6 +204,7 @@ def finetune(
     """Fine-tune ``cfg.init`` — or train ``cfg.model`` from random weights — on ``cfg.data.task``; returns a
     results row (dev metrics of the best checkpoint)."""
     out_dir = Path(out_dir)
+    cfg = replace(cfg, data=with_labels(cfg.data))  # a task over your files: its classes, kept in run.json
     data, task = cfg.data, cfg.data.spec
     if not cfg.init and not cfg.model:
         raise ConfigError(

@@ -3,7 +3,7 @@ thresholds — and the task's examples it reads: train and dev, subsets of them,
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -96,12 +96,27 @@ def read_task(data: FinetuneDataConfig, splits: tuple[str, ...] = ()) -> dict[st
 USER_SPLITS = {"train": "train", "dev": "valid", "test": "test"}  # split → the data key naming its file
 
 
+def with_labels(data: FinetuneDataConfig) -> FinetuneDataConfig:
+    """``data`` with its class names: those given (data.labels, --labels), else — for a generic task that
+    finds them (``Task.find_labels``) — those of the training file, sorted. A run records them (run.json), so
+    its later readings of the validation and test files use the same ids."""
+    task = data.spec
+    if data.labels or task.find_labels is None:
+        return data
+    if not data.train:
+        raise DataError(
+            "data.labels: empty, and no training file to find them in (give --labels A,B,… or --train FILE)"
+        )
+    return replace(data, labels=task.find_labels(Path(data.train), data))
+
+
 def read_user_files(data: FinetuneDataConfig, splits: tuple[str, ...] = ()) -> dict[str, list]:
     """The examples of a generic task's files: its reader is given each file and the data section (its
     columns, labels, format). "dev" (data.valid) is required; "train" when training; "test" when given."""
     wanted = splits or ("train", "dev", "test")
     if "dev" in wanted and not data.valid:
         raise DataError(f"data.valid: empty (give the {data.task} validation file with --valid FILE)")
+    data = with_labels(data)
     out = {}
     for split in wanted:
         name = getattr(data, USER_SPLITS[split])

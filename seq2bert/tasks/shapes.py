@@ -113,15 +113,15 @@ def token_tagging(
     files: dict[str, tuple[str, ...]],
     reader: Callable[[Path], list],
     max_seq_length: int = 256,
-    labels: Callable[..., Sequence[str]] = label_list,
     metrics: Callable[[list, list], dict[str, float]] = _tag_metrics,
     main_metric: str | Callable[[Any], str] = "f1",
     user_files: bool = False,
+    find_labels: Callable[[Path, Any], list[str]] | None = None,
 ) -> Task:
     """A task of data/conll.py ``TaggedSentence``s: the tags are the labels, found in the examples (train and
-    dev); scored by entity (seqeval, conlleval's rules). A task over a user's files (``user_files``) gives
-    its own ``labels`` (of the examples and the settings: ``--labels``), ``metrics`` and ``main_metric`` (of
-    the settings: the tag scheme's)."""
+    dev); scored by entity (seqeval, conlleval's rules). A task over a user's files (``user_files``) finds
+    its tags in the training file (``find_labels``) unless --labels gives them, and gives its own ``metrics``
+    and ``main_metric`` (of the settings: the tag scheme's)."""
     return Task(
         name=name,
         head="tokens",
@@ -133,9 +133,10 @@ def token_tagging(
         main_metric=main_metric,
         texts=lambda e: (" ".join(e.words),),
         max_seq_length=max_seq_length,
-        labels=labels,
+        labels=label_list,
         gold=lambda e: e.tags,
         user_files=user_files,
+        find_labels=find_labels,
     )
 
 

@@ -11,7 +11,8 @@ The files are CoNLL-style columns or JSON Lines of tokens and tags (data/tagged_
 
     label_column   the tag's column of a CoNLL file, 0-based (0: the word; default: the last column)
     labels         the tag names in order; default: the training file's, in data/conll.py ``label_list``'s
-                   order (O first, then grouped by entity type: the same ids as the named task conll2003)
+                   order (O first, then grouped by entity type: the same ids as the named task conll2003),
+                   kept in run.json (tasks/data.py ``with_labels``)
     tag_scheme     IOB1 | IOB2 | IOBES | none; default: detected from the training file
 
 Every file is checked against the scheme, and a validation or test tag that is not a label (unseen in
@@ -77,16 +78,15 @@ def scheme_of(settings) -> str:
     )
 
 
-def labels_of(examples: list, settings) -> list[str]:
-    """The tag names in order: --labels, or the training file's (all of it: a subset may miss a rare tag)."""
-    if settings is not None and settings.labels:
-        return list(settings.labels)
-    return label_list(_train(settings) if settings is not None and settings.train else examples)
+def train_labels(path: Path, settings) -> list[str]:
+    """The tags of the training file, in data/conll.py ``label_list``'s order (all of the file: a subset of
+    it may miss a rare tag)."""
+    return label_list(_sentences(path, settings))
 
 
 def read_user_tags(path: Path, settings) -> list[TaggedSentence]:
-    """The sentences of one of the run's files, checked against the scheme (each marked with it) and, but for
-    the training file when no --labels are given, against the labels."""
+    """The sentences of one of the run's files, checked against the scheme (each marked with it) and against
+    the labels (settings.labels: --labels, or the training file's, tasks/data.py ``with_labels``)."""
     path = Path(path)
     sentences = _sentences(path, settings)
     fmt = tagged_format(path, settings.format)
@@ -98,10 +98,12 @@ def read_user_tags(path: Path, settings) -> list[TaggedSentence]:
         else ("detected from its tags" if is_train else f"the scheme of {settings.train}")
     )
     check_scheme(sentences, scheme, path, fmt, said)
-    if settings.labels:
-        check_labels(sentences, list(settings.labels), path, fmt, "one of --labels")
-    elif not is_train:
-        check_labels(sentences, labels_of([], settings), path, fmt, f"a tag of {settings.train}")
+    labels = list(settings.labels)
+    found = bool(settings.train) and labels == train_labels(Path(settings.train), settings)
+    if not (found and is_train):  # the training file's own tags are the labels found in it
+        check_labels(
+            sentences, labels, path, fmt, f"a tag of {settings.train}" if found else "one of --labels"
+        )
     return sentences
 
 
@@ -120,7 +122,7 @@ TOKEN_CLASSIFICATION = token_tagging(
     "token-classification",
     files={},
     reader=read_user_tags,
-    labels=labels_of,
+    find_labels=train_labels,
     metrics=_metrics,
     main_metric=_main_metric,
     user_files=True,

@@ -10,8 +10,7 @@ Fine-tuning, evaluation and distillation ask the task, never its name or its sha
                     look for, in order (glob patterns), and the reader of one file (data/glue.py, conll.py,
                     squad.py, swag.py, or a plugin's own)
     labels          its label names, index = class id: a fixed tuple, a function of the examples that finds
-                    them (CoNLL's tags; of a ``user_files`` task: of the examples and the settings, which may
-                    give them: --labels), or None (no label names: SQuAD's spans, SWAG's choices)
+                    them (CoNLL's tags), or None (no label names: SQuAD's spans, SWAG's choices)
     problem_type    "single_label_classification" (predictions are class ids, written by name), "regression"
                     (one output, "score"), or None
     encode          (task, examples, tokenizer, label2id, settings, progress=, words=) → features
@@ -31,6 +30,8 @@ Fine-tuning, evaluation and distillation ask the task, never its name or its sha
     user_files      the task reads a user's files (data.train, data.valid, data.test; tasks/files.py's generic
                     tasks) rather than a folder: its ``reader`` is then (path, settings) → examples, the
                     settings giving the columns, labels and format
+    find_labels     a task over a user's files whose classes are found in its training file: (path, settings)
+                    → the label names, sorted (None: no classes to find, or a fixed tuple)
 
 ``settings`` is the run's data section (tasks/data.py ``FinetuneDataConfig``): its lengths, windows and
 thresholds. A task is built from one of four shape-generic behaviours with its own data (tasks/shapes.py);
@@ -94,6 +95,7 @@ class Task:
     augmentable: bool = False
     extra_dev: ExtraDev | None = None
     user_files: bool = False
+    find_labels: Callable[[Path, Any], list[str]] | None = None
 
     def __post_init__(self) -> None:
         if self.head not in HEADS:
@@ -133,16 +135,15 @@ class Task:
         names = " or ".join(self.files.get(split, ())) or f"a file the task {self.name} does not name"
         return f"{folder}: no {self.name} {split} file (expected {names}; the folder holds {shown})"
 
-    def id2label(self, examples: list, settings=None) -> dict[int, str] | None:
+    def id2label(self, examples: list, settings: Any = None) -> dict[int, str] | None:
         """The label names of a model for the task (None: the checkpoint's own); names found in the examples
         (train and dev: a tag seen only in dev is then a label the model never predicts rather than a crash);
-        a ``user_files`` task's, of the examples and the ``settings`` (labels given by --labels)."""
+        of a task whose labels are found in its training file, the run's (``settings.labels``)."""
+        if self.find_labels is not None and settings is not None and settings.labels:
+            return dict(enumerate(settings.labels))
         if self.labels is None:
             return None
-        if isinstance(self.labels, tuple):
-            labels = self.labels
-        else:
-            labels = self.labels(examples, settings) if self.user_files else self.labels(examples)
+        labels = self.labels if isinstance(self.labels, tuple) else self.labels(examples)
         return dict(enumerate(labels))
 
     def main_metric_for(self, settings) -> str:

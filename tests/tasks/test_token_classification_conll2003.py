@@ -13,7 +13,7 @@ from seq2bert.data.conll import read_conll
 from seq2bert.evaluation.tasks import ner_metrics
 from seq2bert.models import registry
 from seq2bert.recipes.finetune import FinetuneConfig, finetune
-from seq2bert.tasks.data import FinetuneDataConfig, read_task
+from seq2bert.tasks.data import FinetuneDataConfig, read_task, with_labels
 
 pytestmark = pytest.mark.data
 TRAIN_LINES, VALID_LINES = 3000, 400  # CoNLL-2003's first sentences: 160 train, 17 dev
@@ -66,7 +66,7 @@ FORMS = {"moved": {"label_column": "1"}, "jsonl": {}}
 
 @pytest.mark.parametrize("form", list(FORMS))
 def test_same_examples_labels_and_features_as_the_named_task(slices, form, minilm_dir):
-    ours = generic(slices[form], **FORMS[form])
+    ours = with_labels(generic(slices[form], **FORMS[form]))  # the training file's tags, as a run finds them
     theirs = named(slices["named"])
     mine, reference = read_task(ours), read_task(theirs)
     assert len(reference["train"]) > 100 and len(reference["dev"]) > 10
@@ -122,7 +122,7 @@ def test_same_dev_predictions_and_scores_as_the_named_task(slices, named_run, fo
 
 
 def test_pos_tags_of_column_1_are_labels_scored_by_token_accuracy(slices, minilm_dir, tmp_path):
-    data = generic(slices["named"], label_column="1")
+    data = with_labels(generic(slices["named"], label_column="1"))
     examples = read_task(data)
     lines = (slices["named"] / "train.txt").read_text().splitlines()
     pos = {c[1] for c in map(str.split, lines) if c and c[0] != "-DOCSTART-"}
