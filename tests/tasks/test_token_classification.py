@@ -193,3 +193,14 @@ def test_bad_input_is_one_line_exit_2_nothing_written(
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
     assert says.format(train=paths["train"]) in err, case
     assert not out.exists()
+
+
+def test_a_bad_test_file_is_refused_before_training(init_dir, tmp_path, capsys):
+    f = files(tmp_path)
+    f["test"].write_text("Paris NNP B-GPE\n")
+    out = tmp_path / "run"
+    capsys.readouterr()
+    assert finetune(init_dir, out, "--train", f["train"], "--valid", f["valid"], "--test", f["test"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith(f"{f['test']}:1: tag 'B-GPE' is not a tag of {f['train']} (O, B-LOC, B-PER, I-PER)")
+    assert len(err.splitlines()) == 1 and not out.exists()
