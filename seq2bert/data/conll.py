@@ -43,11 +43,15 @@ class TaggedSentence:
         id: ``"{file name}:{line of the first token}"``, e.g. ``"train.txt:3"``.
         words: the tokens.
         tags: one NER tag per token (the last column), e.g. ``["B-ORG", "O", "B-MISC", …]``.
+        scheme: the tag scheme of its file when a reader knows it (the token-classification task's, of a
+            user's file: "IOB1", "IOB2", "IOBES" or "none", which its scores follow); "": CoNLL-2003's,
+            scored by conlleval's rules. Not part of equality: the same sentence, however its file was read.
     """
 
     id: str
     words: list[str] = field(default_factory=list)
     tags: list[str] = field(default_factory=list)
+    scheme: str = field(default="", compare=False)
 
     def __len__(self) -> int:
         return len(self.words)
@@ -62,39 +66,61 @@ def read_conll(path: PathLike) -> list[TaggedSentence]:
             of a column would give its chunk or POS tag as the entity tag), a tag of no scheme — each with
             file:line.
     """
+    return read_columns(path, check=_entity_tag)
+
+
+def read_columns(
+    path: PathLike, column: int = -1, *, name: str = "NER tag", check=None
+) -> list[TaggedSentence]:
+    """The sentences of a file of whitespace-separated columns, the word first and the tag in ``column``
+    (0-based: 0 is the word; -1 the last column), in file order. ``check(tag)``: the one-line complaint about
+    a tag (None: it is fine), said with file:line; ``name`` names the tag in the errors.
+
+    Raises:
+        DataError: a missing file, invalid UTF-8, a token line with fewer columns than the tag's (at least
+            2), one with another number of columns than the file's first token line, a tag ``check``
+            refuses — each with file:line.
+    """
     path = Path(path)
     sentences: list[TaggedSentence] = []
     current: TaggedSentence | None = None
     width: tuple[int, int] | None = None  # columns of the first token line, and its line number
+    needed = max(2, column + 1)
+    where = "the last column" if column < 0 else f"column {column}"
+    shape = f"word … {name}" if column < 0 else f"word … {name} in {where}"
     for lineno, line in enumerate(read_lines(path), start=1):
         columns = line.split()
         if not columns or columns[0] == DOCSTART:
             current = None
             continue
-        if len(columns) < 2:
+        if len(columns) < needed:
             raise DataError(
-                f"{path}:{lineno}: expected at least 2 space-separated columns (word … NER tag), "
-                f"got 1: {line.strip()!r}"
+                f"{path}:{lineno}: expected at least {needed} space-separated columns ({shape}), "
+                f"got {len(columns)}: {line.strip()!r}"
             )
         if width is None:
             width = (len(columns), lineno)
         elif len(columns) != width[0]:
             raise DataError(
                 f"{path}:{lineno}: expected {width[0]} space-separated columns as on line {width[1]} "
-                f"(word … NER tag), got {len(columns)}: {line.strip()!r}"
+                f"({shape}), got {len(columns)}: {line.strip()!r}"
             )
         if current is None:
             current = TaggedSentence(id=f"{path.name}:{lineno}")
             sentences.append(current)
-        if not is_entity_tag(columns[-1]):
-            raise DataError(
-                f"{path}:{lineno}: NER tag {columns[-1]!r} in the last column (expected O or an IOB/IOB2/IOBES "
-                "tag: B-, I-, E- or S- and the entity type, e.g. B-PER)"
-            )
+        complaint = None if check is None else check(columns[column])
+        if complaint is not None:
+            raise DataError(f"{path}:{lineno}: {name} {columns[column]!r} in {where} ({complaint})")
         current.words.append(columns[0])
-        current.tags.append(columns[-1])
+        current.tags.append(columns[column])
     logger.info("read %d sentences (%d tokens) from %s", len(sentences), sum(len(s) for s in sentences), path)
     return sentences
+
+
+def _entity_tag(tag: str) -> str | None:
+    if is_entity_tag(tag):
+        return None
+    return "expected O or an IOB/IOB2/IOBES tag: B-, I-, E- or S- and the entity type, e.g. B-PER"
 
 
 _PREFIX_ORDER = {"B": 0, "I": 1, "E": 2, "S": 3, "L": 4, "U": 5}

@@ -23,6 +23,7 @@ from typing import Literal
 import numpy as np
 from scipy import stats
 from seqeval import metrics as seqeval
+from seqeval import scheme as seqeval_scheme
 from sklearn import metrics as sklearn
 
 from seq2bert.data.glue import GlueTask, get_glue_task
@@ -127,8 +128,11 @@ def best_threshold(y_true: np.ndarray, probs: np.ndarray) -> float:
 # Named-entity recognition
 
 
-def ner_metrics(true_tags: list[list[str]], pred_tags: list[list[str]]) -> dict[str, float]:
-    """Entity-level scores of tagged sentences, in %, through seqeval (IOB2 tags, conlleval rules).
+def ner_metrics(
+    true_tags: list[list[str]], pred_tags: list[list[str]], *, strict: str | None = None
+) -> dict[str, float]:
+    """Entity-level scores of tagged sentences, in %, through seqeval (IOB2 tags, conlleval rules; ``strict``
+    "IOB2" or "IOBES": seqeval's strict mode in that scheme, where only a well-formed entity is one).
 
     Returns:
         ``{"precision", "recall", "f1"}`` (micro-averaged over entities), ``"accuracy"`` (of tokens), and
@@ -139,19 +143,42 @@ def ner_metrics(true_tags: list[list[str]], pred_tags: list[list[str]]) -> dict[
     for i, (true, pred) in enumerate(zip(true_tags, pred_tags, strict=True)):
         if len(true) != len(pred):
             raise ValueError(f"sentence {i}: {len(pred)} predicted tags for {len(true)} tokens")
+    mode = {} if strict is None else {"mode": "strict", "scheme": getattr(seqeval_scheme, strict)}
     scores = {
-        "precision": seqeval.precision_score(true_tags, pred_tags, zero_division=0),
-        "recall": seqeval.recall_score(true_tags, pred_tags, zero_division=0),
-        "f1": seqeval.f1_score(true_tags, pred_tags, zero_division=0),
+        "precision": seqeval.precision_score(true_tags, pred_tags, zero_division=0, **mode),
+        "recall": seqeval.recall_score(true_tags, pred_tags, zero_division=0, **mode),
+        "f1": seqeval.f1_score(true_tags, pred_tags, zero_division=0, **mode),
         "accuracy": seqeval.accuracy_score(true_tags, pred_tags),
     }
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # seqeval warns about types with no true entity
-        report = seqeval.classification_report(true_tags, pred_tags, output_dict=True, zero_division=0)
+        report = seqeval.classification_report(
+            true_tags, pred_tags, output_dict=True, zero_division=0, **mode
+        )
     for entity_type, row in sorted(report.items()):
         if not entity_type.endswith(" avg"):
             scores[f"f1_{entity_type}"] = row["f1-score"]
     return {name: 100.0 * float(value) for name, value in scores.items()}
+
+
+def tagging_metrics(
+    true_tags: list[list[str]], pred_tags: list[list[str | None]], scheme: str
+) -> dict[str, float]:
+    """Scores of tagged sentences in the tag scheme of their file (data/tagged_files.py), in %.
+
+    ``"none"`` (part-of-speech tags, any label set): ``{"accuracy"}`` of tokens. IOB1: :func:`ner_metrics`,
+    conlleval's rules (which IOB1 is written for). IOB2 / IOBES: seqeval's strict mode in that scheme — a
+    predicted I-PER after O starts no entity — with ``"f1_conlleval"``, the F1 by conlleval's rules, beside
+    it (what CoNLL-2003 results and the named task conll2003 report). A word not predicted (None: cut by the
+    length, in a label set without O) is wrong, and no entity.
+    """
+    if scheme == "none":
+        return {"accuracy": 100.0 * float(seqeval.accuracy_score(true_tags, pred_tags))}
+    pred_tags = [[tag or "O" for tag in tags] for tags in pred_tags]
+    conlleval = ner_metrics(true_tags, pred_tags)
+    if scheme == "IOB1":
+        return conlleval
+    return {**ner_metrics(true_tags, pred_tags, strict=scheme), "f1_conlleval": conlleval["f1"]}
 
 
 # ---------------------------------------------------------------------------------------------------------

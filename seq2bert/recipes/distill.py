@@ -380,7 +380,7 @@ def distill(
         rank=dist.rank,
     )
     base = partial(family.base_model)
-    metric = data.spec.main_metric
+    metric = data.spec.main_metric_for(data)
 
     def evaluate(m: Distiller) -> dict:
         return score(data, m.student, dev_examples, dev_features, pad, device)[0]

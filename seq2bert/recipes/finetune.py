@@ -21,7 +21,9 @@ Read top to bottom:
    own longest; every evaluation scores dev with the task's metrics (recipes/scoring.py) and keeps the best
    checkpoint;
 5. the best checkpoint is a Hugging Face directory (config.json with id2label, model.safetensors,
-   tokenizer), and its dev predictions are written to predictions.jsonl beside results.json.
+   tokenizer), and its dev predictions are written to predictions.jsonl beside results.json; a test file
+   (``data.test``, --test, of a task over your own files) is predicted by it into test_predictions.jsonl and
+   scored as ``test_*`` in results.json.
 
     seq2bert finetune --task sst2 --init MODEL_DIR --data ../shared/data/sst2 --out runs/sst2
     seq2bert finetune --task sst2 --model bilstm --data ../shared/data/sst2 --out runs/sst2-bilstm
@@ -211,7 +213,7 @@ def dropout_overrides(cfg: FinetuneConfig) -> dict[str, float]:
 
 
 def main_metric(data: FinetuneDataConfig) -> str:
-    return data.spec.main_metric
+    return data.spec.main_metric_for(data)
 
 
 # --- the run

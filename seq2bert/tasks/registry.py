@@ -19,6 +19,7 @@ from seq2bert.errors import ConfigError
 from seq2bert.tasks import files
 from seq2bert.tasks.embedding_files import SENTENCE_EMBEDDING
 from seq2bert.tasks.shapes import multiple_choice, span_extraction, text_classification, token_tagging
+from seq2bert.tasks.tagging_files import TOKEN_CLASSIFICATION
 from seq2bert.tasks.task import ExtraDev, Task
 
 # MNLI's second dev set, of genres absent from training (BERT reports MNLI-m and MNLI-mm)
@@ -55,6 +56,7 @@ TASKS: dict[str, Task] = {
         ),
         SENTENCE_EMBEDDING,
         *files.TASKS.values(),  # over a user's own files (--train, --valid): text-classification, …
+        TOKEN_CLASSIFICATION,  # over a user's files (tasks/tagging_files.py)
     )
 }
 

@@ -92,10 +92,12 @@ def _encode_tagged(task: Task, examples, tok, label2id, settings, *, progress=Fa
 
 
 def _decode_tags(task: Task, outputs: list, examples, features: list, id2label, settings) -> list:
-    """Each word's tag is its first sub-token's; words cut by max_seq_length stay "O"."""
+    """Each word's tag is its first sub-token's; words cut by max_seq_length stay "O" — no entity —, or, in a
+    label set without O (part-of-speech tags), None: not predicted (written null, scored wrong)."""
+    cut = "O" if "O" in id2label.values() else None
     preds = []
     for f, o in zip(features, outputs, strict=True):
-        tags = ["O"] * f["num_words"]
+        tags = [cut] * f["num_words"]
         for w, k in zip(f["word_ids"], o.argmax(-1).tolist(), strict=True):
             if w >= 0:
                 tags[w] = id2label[k]
@@ -113,9 +115,15 @@ def token_tagging(
     files: dict[str, tuple[str, ...]],
     reader: Callable[[Path], list],
     max_seq_length: int = 256,
+    metrics: Callable[[list, list], dict[str, float]] = _tag_metrics,
+    main_metric: str | Callable[[Any], str] = "f1",
+    user_files: bool = False,
+    find_labels: Callable[[Path, Any], list[str]] | None = None,
 ) -> Task:
     """A task of data/conll.py ``TaggedSentence``s: the tags are the labels, found in the examples (train and
-    dev); scored by entity (seqeval, conlleval's rules)."""
+    dev); scored by entity (seqeval, conlleval's rules). A task over a user's files (``user_files``) finds
+    its tags in the training file (``find_labels``) unless --labels gives them, and gives its own ``metrics``
+    and ``main_metric`` (of the settings: the tag scheme's)."""
     return Task(
         name=name,
         head="tokens",
@@ -123,12 +131,14 @@ def token_tagging(
         reader=reader,
         encode=_encode_tagged,
         decode=_decode_tags,
-        metrics=_tag_metrics,
-        main_metric="f1",
+        metrics=metrics,
+        main_metric=main_metric,
         texts=lambda e: (" ".join(e.words),),
         max_seq_length=max_seq_length,
         labels=label_list,
         gold=lambda e: e.tags,
+        user_files=user_files,
+        find_labels=find_labels,
     )
 
 

@@ -19,7 +19,8 @@ Fine-tuning, evaluation and distillation ask the task, never its name or its sha
                     (data/finetuning.py, data/qa.py); ``collate`` pads a batch of them
     decode          (task, raw outputs, examples, features, id2label, settings) → one prediction per example
     metrics         (examples, predictions) → scores in % (evaluation/tasks.py); ``main_metric`` picks the best
-                    checkpoint
+                    checkpoint: a name, or a function of the settings giving it (``main_metric_for``: token
+                    classification's is entity F1, or token accuracy for tags of no scheme)
     gold            an example's answer, as predictions are given; ``write_extra``: files written beside
                     predictions.jsonl (SQuAD's predictions.json, for the official scripts)
     texts           the texts of an example (a tokenizer trained from scratch is trained on them)
@@ -84,7 +85,7 @@ class Task:
     encode: Callable[..., list[Feature]]
     decode: Callable[..., list]
     metrics: Callable[[list, list], dict[str, float]]
-    main_metric: str
+    main_metric: str | Callable[[Any], str]
     texts: Callable[[Any], Iterable[str]]
     max_seq_length: int = 128
     labels: tuple[str, ...] | Callable[[list], Sequence[str]] | None = None
@@ -146,6 +147,10 @@ class Task:
             return None
         labels = self.labels if isinstance(self.labels, tuple) else self.labels(examples)
         return dict(enumerate(labels))
+
+    def main_metric_for(self, settings) -> str:
+        """The metric that picks the best checkpoint, for a run of these ``settings``."""
+        return self.main_metric if isinstance(self.main_metric, str) else self.main_metric(settings)
 
     # --- 2. features
     def features(

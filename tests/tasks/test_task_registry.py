@@ -36,7 +36,7 @@ GENERIC_SHAPES = {"text-classification": "classification", "text-pair": "entailm
 
 
 def test_the_built_in_tasks_and_their_heads_lengths_and_decoder_shapes():
-    assert list(TASKS) == list(SHAPES)
+    assert [name for name, t in TASKS.items() if not t.user_files] == list(SHAPES)  # the named ones
     for name, (head, length) in SHAPES.items():
         task = get(name)
         assert (task.head, task.max_seq_length) == (head, length), name
