@@ -21,14 +21,16 @@ SHAPES = {  # the closed table finetune.py had: task → (head, default max_seq_
     "squad": ("qa", 384),
     "squad_v2": ("qa", 384),
     "swag": ("choice", 128),
-    "sentence-embedding": ("embedding", 128),  # over your files: a bi-encoder, no head (issue 40, item 5)
-    # issue 40: the generic tasks over a user's files (tasks/files.py)
+}
+USER_FILES = {  # issue 40: the tasks over a user's files (--train, --valid)
+    "sentence-embedding": ("embedding", 128),  # a bi-encoder, no head (tasks/embedding_files.py)
     "text-classification": ("sequence", 128),
     "text-pair": ("sequence", 128),
     "regression": ("sequence", 128),
     "multi-label": ("sequence", 128),
     "multiple-choice": ("choice", 128),
     "question-answering": ("qa", 384),
+    "token-classification": ("tokens", 256),  # tasks/tagging_files.py
 }
 # GPT-1's input transformation of each generic task (a decoder fine-tunes on them as on GLUE and SWAG)
 GENERIC_SHAPES = {"text-classification": "classification", "text-pair": "entailment", "regression": "similarity",
@@ -37,7 +39,8 @@ GENERIC_SHAPES = {"text-classification": "classification", "text-pair": "entailm
 
 def test_the_built_in_tasks_and_their_heads_lengths_and_decoder_shapes():
     assert [name for name, t in TASKS.items() if not t.user_files] == list(SHAPES)  # the named ones
-    for name, (head, length) in SHAPES.items():
+    assert [name for name, t in TASKS.items() if t.user_files] == list(USER_FILES)
+    for name, (head, length) in {**SHAPES, **USER_FILES}.items():
         task = get(name)
         assert (task.head, task.max_seq_length) == (head, length), name
         assert FinetuneDataConfig(task=name).kind == head
