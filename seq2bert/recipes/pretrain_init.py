@@ -75,10 +75,10 @@ class Start:
         model, new = init_lm_model(self.family, self.path, self.family.architecture_for(self.head), device)
         if new:
             log.info(
-                "%s: no %s head in the checkpoint (a %s): initialised %s%s",
+                "%s: the checkpoint (%s) has no %s head: initialised %s%s",
                 self.path,
-                self.head,
                 self.named,
+                self.head,
                 ", ".join(new),
                 self.tied(model),
             )
@@ -112,10 +112,14 @@ class Start:
         return {"init": str(self.path.resolve()), "files": [[f.name, f.stat().st_size] for f in files]}
 
     def write_tokenizer_files(self, directory: Path) -> None:
-        """The checkpoint's tokenizer files, as they are, into ``directory`` (over what the family wrote)."""
-        for name in TOKENIZER_FILES:
-            if (self.path / name).is_file():
-                shutil.copyfile(self.path / name, Path(directory) / name)
+        copy_tokenizer_files(self.path, directory)
+
+
+def copy_tokenizer_files(checkpoint: Path, directory: Path) -> None:
+    """A checkpoint's tokenizer files, as they are, into ``directory`` (over what the family wrote there)."""
+    for name in TOKENIZER_FILES:
+        if (Path(checkpoint) / name).is_file():
+            shutil.copyfile(Path(checkpoint) / name, Path(directory) / name)
 
 
 def continued_head(family: Family, named: str | None, config: Any, source: Path) -> str:
