@@ -35,6 +35,16 @@ def table_delimiter(path: Path) -> str | None:
     return DELIMITERS.get(suffixes[-1]) if suffixes else None
 
 
+def check_column(path: Path, column: str) -> None:
+    """That ``path`` has ``column`` (a table's header names it; a CoNLL file's is a number): checked before a
+    run starts (the rows are read while tokenizing)."""
+    delimiter = table_delimiter(path)
+    if delimiter is None:
+        next(conll_paragraphs(path, column), None)
+    else:
+        next(table_paragraphs(path, column, delimiter), None)
+
+
 def column_paragraphs(path: Path, column: str) -> Iterator[str | None]:
     """The paragraphs and document boundaries of ``column`` of ``path`` (the module docstring)."""
     delimiter = table_delimiter(path)

@@ -170,12 +170,16 @@ def init_lm_model(
     return finite((model.to(device).train(), None), path)[0], list(missing)
 
 
-def write_hf_files(family: Family, model: nn.Module, directory: Path) -> None:
+def write_hf_files(
+    family: Family, model: nn.Module, directory: Path, extra: dict[str, torch.Tensor] | None = None
+) -> None:
     """config.json and model.safetensors of ``model`` in transformers' layout, into an existing folder (a
-    checkpoint being written: the trainer renames the folder into place)."""
+    checkpoint being written: the trainer renames the folder into place); ``extra``: tensors of transformers'
+    names stored beside the model's (a pooler the architecture ignores but a task reads)."""
     architecture = family.architecture_of(model)
     config = {**family.write_config(model.config, architecture), "torch_dtype": "float32"}
-    write_model_files(directory, config, family.write_state(model.state_dict(), model.config, architecture))
+    state = family.write_state(model.state_dict(), model.config, architecture)
+    write_model_files(directory, config, {**state, **(extra or {})})
     if family.save_files is not None:
         family.save_files(model, directory)
 

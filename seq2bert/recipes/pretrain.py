@@ -49,6 +49,7 @@ from torch import nn
 
 from seq2bert.data.lm import Blocks, TokenStream
 from seq2bert.data.pretraining import Corpus, PretrainingData
+from seq2bert.data.text_columns import check_column
 from seq2bert.data.tokenization import KINDS as TOKENIZER_KINDS
 from seq2bert.data.tokenization import Tokenizer
 from seq2bert.errors import ConfigError, DataError
@@ -396,6 +397,9 @@ def before_start(cfg: PretrainConfig, out_dir: Path) -> None:
     check_out_dir(
         out_dir, (*d.files, *d.valid_files, d.tokenizer, d.phrases, d.entities, cfg.init.checkpoint)
     )
+    if d.text_column:  # each file has the column (a table's header names it)
+        for path in (*d.text_files(), *d.held_out_files()):
+            check_column(path, d.text_column)
     if cfg.init.checkpoint:
         pretrain_init.check_settings(cfg, bert_mini())
         start = pretrain_init.open_checkpoint(cfg.init.checkpoint)
@@ -506,7 +510,9 @@ def pretrain(
     if start is not None:  # the checkpoint's weights; a head it lacks initialised, said
         model_cfg = start.config
         model = start.model()
+        kept = start.kept(model)  # the checkpoint's pooler, stored as it was
     else:
+        kept = None
         model_cfg = replace(cfg.model, vocab_size=tok.vocab_size, pad_token_id=tok.pad_token_id, **special)
         if objective.pretrainer_options is not None:  # more than the "pretraining" head: ELECTRA's pair
             model = family.pretrainer(model_cfg, **objective.pretrainer_options)
@@ -537,7 +543,7 @@ def pretrain(
         device=device,
         dist=dist,
         progress_bar=progress_bar,
-        save_model=objective.save_model or partial(write_hf_files, family),
+        save_model=objective.save_model or partial(write_hf_files, family, extra=kept),
         load_model=objective.load_model or partial(load_hf_weights, family),
         plot_curves=plot_training_curves,
     )

@@ -39,6 +39,7 @@ from seq2bert.errors import CheckpointError, ConfigError
 from seq2bert.io import read_json, write_json
 from seq2bert.models import registry
 from seq2bert.models.family import Family, masked_lm_terms
+from seq2bert.models.hf import read_weights
 from seq2bert.models.pretrained import checkpoint_dir, hf_tokenizer, init_lm_model
 
 log = logging.getLogger("seq2bert.recipes.pretrain")  # the run's log lines
@@ -96,6 +97,16 @@ class Start:
             names.setdefault(id(p), []).append(name)
         shared = [" = ".join(n) for n in names.values() if len(n) > 1]
         return f"; tied: {', '.join(shared)}" if shared else ""
+
+    def kept(self, model: nn.Module) -> dict[str, torch.Tensor]:
+        """The checkpoint's pooler, which a masked LM has no place for but a sentence task reads (finetune
+        --init), in transformers' names under the head model's prefix: stored unchanged in every checkpoint
+        of the run (the masked LM does not train it). Empty when the model has a pooler of its own."""
+        if any(".pooler." in k or k.startswith("pooler.") for k in model.state_dict()):
+            return {}
+        prefix = f"{self.family.base_model_prefix}."
+        named = {k if k.startswith(prefix) else prefix + k: v for k, v in read_weights(self.path).items()}
+        return {k: v for k, v in named.items() if k.startswith(f"{prefix}pooler.")}
 
     def forward_options(self, pretraining_options: dict) -> dict:
         """The training forward's options: the family's for its pretraining model; a masked LM's head only at
