@@ -24,6 +24,7 @@ LM_COLUMNS = [
     ("params", "params"),
     ("train_seconds", "train time"),
     ("tokens_per_s", "tokens/s"),
+    ("valid_before_perplexity", "valid ppl before (token)"),  # train-lm --init: the checkpoint as given
     ("valid_perplexity", "valid ppl (token)"),
     ("valid_word_perplexity", "valid ppl (word)"),
     ("valid_forward_perplexity", "valid ppl (forward)"),

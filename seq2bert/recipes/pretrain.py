@@ -27,12 +27,19 @@ Read top to bottom:
    replaced_token_detection  the masked LM's instances (single segments: ELECTRA's sentence task is none), a
               generator's samples in the masked positions and a discriminator over every position
               (recipes/pretrain_electra.py, the ``electra`` section); loss = L_MLM + λ L_Disc;
+With ``init.checkpoint`` (``--init DIR``) the run continues a checkpoint's own objective on the new text with
+its own tokenizer, in place of steps 1 and 4's new vocabulary and model (recipes/pretrain_init.py): the held-out
+loss of the checkpoint as given (``valid_before_*``) and at the end in results.json. Held-out text is
+data.valid_files (``--valid FILE``) when given, else data.valid_fraction of the documents; data.text_column
+(``--text-column``) reads a column of a .tsv / .csv (each row a document) or of a CoNLL file.
+
 4. every checkpoint is a Hugging Face directory (BertForPreTraining, GPT2LMHeadModel, …: config.json,
    model.safetensors, the tokenizer's files) plus the trainer state, so transformers' ``from_pretrained``
    reads it and ``seq2bert pretrain … --resume`` continues a killed run exactly.
 
     seq2bert pretrain ../shared/data/corpus --out runs/bert-mini --set train.max_minutes=55
     seq2bert pretrain ../shared/data/corpus --out runs/gpt2-mini --set model.model_type=gpt2
+    seq2bert pretrain ../shared/data/sst2/train.tsv --text-column sentence --init MODEL_DIR --out runs/tapt
 """
 
 from __future__ import annotations

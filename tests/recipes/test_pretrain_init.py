@@ -8,6 +8,7 @@ import dataclasses
 import json
 import logging
 import math
+import shutil
 
 import numpy as np
 import pytest
@@ -149,6 +150,22 @@ def test_the_loss_before_is_the_checkpoints_own(text, tmp_path):
     assert src.keys() == got.keys()
     for k in src:
         torch.testing.assert_close(got[k], src[k], rtol=0, atol=1e-9)
+
+
+def test_a_continued_run_resumes_exactly_with_its_loss_before(text, tmp_path):
+    source = checkpoint(tmp_path, text, "bert", "BertModel")
+    args = [*SHORT, "--set", "train.eval_every=2"]
+    assert run("pretrain", [text / "train.txt"], source, tmp_path / "a", *args) == 0
+    b = tmp_path / "b"
+    assert run("pretrain", [text / "train.txt"], source, b, *args) == 0
+    for name in ("checkpoint-4", "best"):  # killed after its step-2 checkpoint
+        shutil.rmtree(b / name)
+    (b / "results.json").unlink()
+    assert run("pretrain", [text / "train.txt", "--resume"], source, b, *args) == 0
+    ours, uninterrupted = (json.loads((d / "results.json").read_text()) for d in (b, tmp_path / "a"))
+    for key in ("valid_before_loss", "valid_loss", "valid_mlm_accuracy", "steps"):
+        assert ours[key] == uninterrupted[key], key
+    torch.testing.assert_close(weights(b / "checkpoint-4"), weights(tmp_path / "a" / "checkpoint-4"))
 
 
 def test_a_continued_bert_lowers_its_held_out_loss_and_fine_tunes(text, tmp_path):
