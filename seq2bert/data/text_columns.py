@@ -8,7 +8,7 @@ paragraphs (seq2bert/data/pretraining.py): each paragraph, then None at each doc
 - Any other file is read as CoNLL columns — one token per line, its columns separated by spaces or tabs, a
   blank line after each sentence, ``-DOCSTART-`` lines between documents (CoNLL-2003) — and ``column`` is the
   number of the column whose tokens make the text (0: the word): each sentence's tokens joined by spaces are
-  a paragraph, each ``-DOCSTART-`` ends a document.
+  a paragraph — a sentence as it is, not split again — and each ``-DOCSTART-`` ends a document.
 
 A missing column names the columns the file has; a short row, an empty cell, a column that is not a number for
 a CoNLL file: one-line DataErrors naming the file and line.

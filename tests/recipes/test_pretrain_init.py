@@ -255,18 +255,18 @@ def test_the_text_of_a_table_column_and_of_a_conll_file(tmp_path):
     assert list(column_paragraphs(tsv, "sentence")) == expected
     conll = tmp_path / "train.txt"
     conll.write_text(
-        "-DOCSTART- -X- -X- O\n\nEU NNP B-ORG\nrejects VBZ O\n\nPeter NNP B-PER\n\n"
+        "-DOCSTART- -X- -X- O\n\nEU NNP B-ORG\nrejects VBZ O\n\nU.S. NNP B-LOC\nArmy NNP O\n\nPeter NNP B-PER\n\n"
         "-DOCSTART- -X- -X- O\n\nBRUSSELS NNP B-LOC\n"
     )
-    assert list(column_paragraphs(conll, "0")) == ["EU rejects", "Peter", None, "BRUSSELS", None]
-    assert list(column_paragraphs(conll, "1")) == ["NNP VBZ", "NNP", None, "NNP", None]
+    assert list(column_paragraphs(conll, "0")) == ["EU rejects", "U.S. Army", "Peter", None, "BRUSSELS", None]
+    assert list(column_paragraphs(conll, "1")) == ["NNP VBZ", "NNP NNP", "NNP", None, "NNP", None]
     lines = tmp_path / "lines.txt"
     lines.write_text("one line\nanother one\n\nthird\n")
     tok = Tokenizer.train([lines, conll], kind="wordpiece", vocab_size=100, lowercase=True)
     info = prepare_corpus([lines], tok, tmp_path / "c1", documents="line", progress=False)
     assert (info["documents"], info["sentences"]) == (3, 3)
     info = prepare_corpus([conll], tok, tmp_path / "c2", text_column="0", progress=False)
-    assert (info["documents"], info["sentences"]) == (2, 3)
+    assert (info["documents"], info["sentences"]) == (2, 4)  # "U.S. Army": one sentence, as the file has it
 
 
 def test_pretrain_reads_a_tsv_column(text, tmp_path):
