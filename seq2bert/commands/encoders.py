@@ -43,11 +43,7 @@ def cmd_finetune(args: argparse.Namespace) -> int:
 
     # a model trained from random weights starts from its own defaults (Adam at 1e-3, …), not BERT's
     cfg = load_config(FinetuneConfig, args, defaults=from_scratch(args.model) if args.model else None)
-    data = cfg.data
-    if args.task:
-        data = replace(data, task=args.task)
-    if args.data:
-        data = replace(data, path=str(Path(args.data).resolve()))
+    data = replace(cfg.data, **data_flags(args))
     features = (
         replace(cfg.features, path=str(Path(args.features).resolve())) if args.features else cfg.features
     )
@@ -61,6 +57,65 @@ def cmd_finetune(args: argparse.Namespace) -> int:
     row = finetune(cfg, args.out, resume=args.resume)
     print(format_table([row], task_columns([row])))
     return 0
+
+
+USER_FILE_FLAGS = {  # flag → the data key it sets, for the tasks over a user's files (tasks/files.py)
+    "train": "train",
+    "valid": "valid",
+    "test": "test",
+    "format": "format",
+    "text_column": "text_column",
+    "pair_column": "pair_column",
+    "label_column": "label_column",
+    "choice_columns": "choice_columns",
+    "labels": "labels",
+    "label_separator": "label_separator",
+    "tag_scheme": "tag_scheme",
+}
+LIST_FLAGS = ("choice_columns", "labels")  # given as a,b,c
+
+
+def data_flags(args: argparse.Namespace) -> dict:
+    """The data keys the command line sets: --task, --data, and the user-file flags (files made absolute)."""
+    changes = {}
+    if args.task:
+        changes["task"] = args.task
+    if args.data:
+        changes["path"] = str(Path(args.data).resolve())
+    for flag, key in USER_FILE_FLAGS.items():
+        given = getattr(args, flag, None)
+        if given is None:
+            continue
+        if flag in LIST_FLAGS:
+            given = [part.strip() for part in given.split(",") if part.strip()]
+        elif flag in ("train", "valid", "test"):
+            given = str(Path(given).resolve())
+        changes[key] = given
+    return changes
+
+
+def add_user_file_args(p: argparse.ArgumentParser) -> None:
+    """The flags of the tasks over your own files (text-classification, text-pair, regression, multi-label,
+    token-classification, question-answering, multiple-choice)."""
+    g = p.add_argument_group(
+        "your own files (--task text-classification|text-pair|regression|multi-label|"
+        "token-classification|question-answering|multiple-choice)"
+    )
+    g.add_argument(
+        "--train", metavar="FILE", help="training file: CSV, TSV, JSON Lines, Parquet (by extension)"
+    )
+    g.add_argument("--valid", metavar="FILE", help="validation file, scored at each evaluation")
+    g.add_argument("--test", metavar="FILE", help="test file, predicted by the best checkpoint")
+    g.add_argument("--format", help="csv | tsv | jsonl | parquet | conll | squad (default: by extension)")
+    g.add_argument("--text-column", help="the text's column (default: text)")
+    g.add_argument("--pair-column", help="the second text's column, for pairs")
+    g.add_argument("--label-column", help="the label's column (default: label; CoNLL: a column number)")
+    g.add_argument("--choice-columns", metavar="A,B,…", help="multiple choice: the choices' columns")
+    g.add_argument("--labels", metavar="A,B,…", help="the label names in order (default: found in --train)")
+    g.add_argument("--label-separator", help="multi-label: the separator of labels in one cell")
+    g.add_argument(
+        "--tag-scheme", help="token classification: IOB1 | IOB2 | IOBES | none (default: detected)"
+    )
 
 
 TASK_HEADS = ("sequence", "similarity", "tokens", "qa", "choice")
@@ -347,6 +402,7 @@ def register(sub) -> None:
         "the model reads beside its embeddings (sets features.path; features.layers=mix|last|"
         "sum_last_four)",
     )
+    add_user_file_args(p)
     p.add_argument("--out", required=True, help="run directory")
     p.add_argument("--resume", action="store_true", help="continue a killed run from its last checkpoint")
     p.add_argument("--config", metavar="FILE", help="a YAML or JSON fine-tuning configuration")

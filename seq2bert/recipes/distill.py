@@ -315,7 +315,20 @@ def before_start(cfg: DistillConfig, out_dir: Path) -> None:
     inputs (the teacher, the student's start, the task's folder, the corpus), a student larger than the
     machine's memory (the teacher's config with the student's fields; the teacher's weights are not read)."""
     corpus = (*cfg.corpus.files, cfg.corpus.tokenizer)
-    check_out_dir(out_dir, (cfg.teacher, cfg.student.init, cfg.data.path, cfg.augment.mlm, *corpus))
+    data = cfg.data
+    check_out_dir(
+        out_dir,
+        (
+            cfg.teacher,
+            cfg.student.init,
+            data.path,
+            data.train,
+            data.valid,
+            data.test,
+            cfg.augment.mlm,
+            *corpus,
+        ),
+    )
     if not cfg.teacher or cfg.student.init:
         return
     try:  # a teacher that cannot be read is reported by the run, as it loads it

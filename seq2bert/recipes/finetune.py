@@ -178,7 +178,9 @@ def main_metric(data: FinetuneDataConfig) -> str:
 def before_start(cfg: FinetuneConfig, out_dir: Path) -> None:
     """What a run refuses before its directory is made: an ``out_dir`` among its inputs (the checkpoint it
     starts from, the task's folder, the features), a model from scratch larger than the machine's memory."""
-    check_out_dir(out_dir, (cfg.init, cfg.data.path, cfg.features.path))
+    check_out_dir(
+        out_dir, (cfg.init, cfg.data.path, cfg.data.train, cfg.data.valid, cfg.data.test, cfg.features.path)
+    )
     if cfg.model:
         config = model_config(cfg.model, cfg.model_config)
         check_model_fits(

@@ -3,7 +3,7 @@ thresholds — and the task's examples it reads: train and dev, subsets of them,
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +18,18 @@ from seq2bert.tasks.task import Task
 class FinetuneDataConfig:
     task: str = "sst2"  # a name of the task registry (tasks/registry.py), a plugin's included
     path: str = ""  # the task's folder (GLUE TSVs, CoNLL train.txt / valid.txt, SQuAD JSON, SWAG CSV)
+    # a generic task (text-classification, …, tasks/files.py) reads a user's files instead of a folder:
+    train: str = ""  # the training file (CSV, TSV, JSON Lines, Parquet; CoNLL columns; SQuAD JSON)
+    valid: str = ""  # the validation file: scored at every evaluation, the best checkpoint's
+    test: str = ""  # optional: predicted (and scored when labelled) once, by the best checkpoint
+    format: str = ""  # csv | tsv | jsonl | parquet | conll | squad; "": the files' extensions say
+    text_column: str = "text"
+    pair_column: str = ""  # the second text of a pair ("": single texts)
+    label_column: str = "label"  # token classification's CoNLL files: a column number (default: the last)
+    choice_columns: list[str] = field(default_factory=list)  # multiple choice: one column per choice
+    labels: list[str] = field(default_factory=list)  # the label names in order (empty: found in train)
+    label_separator: str = ""  # multi-label: labels in one text cell, split at this ("": a list column)
+    tag_scheme: str = ""  # token classification: IOB1 | IOB2 | IOBES | none ("": detected from train)
     max_seq_length: int = 0  # 0: the task's default (128; CoNLL 256; SQuAD 384)
     doc_stride: int = 128  # SQuAD: tokens between the starts of two windows of one context
     max_query_length: int = 64
@@ -36,6 +48,19 @@ class FinetuneDataConfig:
         for name in ("max_seq_length", "max_train_examples", "max_eval_examples"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"data.{name}: must be >= 0, got {getattr(self, name)}")
+        if self.spec.user_files:
+            if self.path:
+                raise ConfigError(
+                    f"data.path: the task {self.task} reads your files: give --train FILE --valid FILE "
+                    "(data.train, data.valid), not --data"
+                )
+        else:
+            for name in ("train", "valid", "test"):
+                if getattr(self, name):
+                    raise ConfigError(
+                        f"data.{name}: the task {self.task} reads its folder (--data); --train / --valid / "
+                        "--test are for the tasks over your own files (text-classification, …)"
+                    )
 
     def __post_init__(self) -> None:
         self.validate()
@@ -56,13 +81,37 @@ class FinetuneDataConfig:
 
 
 def read_task(data: FinetuneDataConfig, splits: tuple[str, ...] = ()) -> dict[str, list]:
-    """{"train": examples, "dev": examples} of the task's folder (``splits``: only these)."""
+    """{"train": examples, "dev": examples} of the task's folder (``splits``: only these); for a task over
+    the user's files, of data.train and data.valid (and "test", of data.test, when given)."""
+    if data.spec.user_files:
+        return read_user_files(data, splits)
     if not data.path:
         raise DataError(f"data.path: empty (give the {data.task} task's data folder with --data)")
     folder = require_folder(
         Path(data.path), "data.path", f"the {data.task} task's data folder, given by --data"
     )
     return data.spec.read(folder, splits)
+
+
+USER_SPLITS = {"train": "train", "dev": "valid", "test": "test"}  # split → the data key naming its file
+
+
+def read_user_files(data: FinetuneDataConfig, splits: tuple[str, ...] = ()) -> dict[str, list]:
+    """The examples of a generic task's files: its reader is given each file and the data section (its
+    columns, labels, format). "dev" (data.valid) is required; "train" when training; "test" when given."""
+    wanted = splits or ("train", "dev", "test")
+    if "dev" in wanted and not data.valid:
+        raise DataError(f"data.valid: empty (give the {data.task} validation file with --valid FILE)")
+    out = {}
+    for split in wanted:
+        name = getattr(data, USER_SPLITS[split])
+        if not name:
+            continue
+        examples = data.spec.reader(Path(name), data)
+        if not examples:
+            raise DataError(f"{name}: no {data.task} examples (expected the {split} examples)")
+        out[split] = examples
+    return out
 
 
 def subset(examples: list, n: int, seed: int | None) -> list:
@@ -79,6 +128,8 @@ def task_examples(data: FinetuneDataConfig, seed: int) -> tuple[list, list]:
     """The task's training and dev examples (``data``'s subsets of them), every one labelled."""
     splits = read_task(data)
     if "train" not in splits:
+        if data.spec.user_files:
+            raise DataError(f"data.train: empty (give the {data.task} training file with --train FILE)")
         raise DataError(data.spec.missing(Path(data.path), "train"))
     train, dev = (
         subset(splits["train"], data.max_train_examples, seed),

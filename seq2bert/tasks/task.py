@@ -26,6 +26,9 @@ Fine-tuning, evaluation and distillation ask the task, never its name or its sha
     augmentable     whether TinyBERT's augmentation applies (its examples are sentences or pairs)
     extra_dev       another task scored on the same folder after training when its dev file is there (MNLI's
                     mismatched dev set beside the matched one)
+    user_files      the task reads a user's files (data.train, data.valid, data.test; tasks/files.py's generic
+                    tasks) rather than a folder: its ``reader`` is then (path, settings) → examples, the
+                    settings giving the columns, labels and format
 
 ``settings`` is the run's data section (tasks/data.py ``FinetuneDataConfig``): its lengths, windows and
 thresholds. A task is built from one of four shape-generic behaviours with its own data (tasks/shapes.py);
@@ -88,13 +91,14 @@ class Task:
     decoder_shape: str | None = None
     augmentable: bool = False
     extra_dev: ExtraDev | None = None
+    user_files: bool = False
 
     def __post_init__(self) -> None:
         if self.head not in HEADS:
             raise ValueError(f"task {self.name}: head must be one of {HEADS}, got {self.head!r}")
         if self.problem_type not in PROBLEM_TYPES:
             raise ValueError(f"task {self.name}: problem_type must be one of {PROBLEM_TYPES}")
-        if "dev" not in self.files:
+        if "dev" not in self.files and not self.user_files:
             raise ValueError(f"task {self.name}: files must name its dev file (and its train file)")
         if self.decoder_shape is not None and self.decoder_shape not in gpt.SHAPES:
             raise ValueError(f"task {self.name}: decoder_shape must be one of {gpt.SHAPES}")
