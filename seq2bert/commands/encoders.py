@@ -357,8 +357,8 @@ def register(sub) -> None:
     p.add_argument(
         "--text-column",
         metavar="COLUMN",
-        help="read this column of each file: a .tsv/.csv header's name (each row a document), or a "
-        "CoNLL file's number (0: the words; sets data.text_column)",
+        help="read this column of each file: a table's (CSV, TSV, JSON Lines, Parquet; each row a "
+        "document), or a CoNLL file's number (0: the words; sets data.text_column)",
     )
     p.add_argument("--out", required=True, help="run directory")
     p.add_argument("--resume", action="store_true", help="continue from the last checkpoint in --out")

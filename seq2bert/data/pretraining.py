@@ -50,7 +50,7 @@ from seq2bert.config import atomic_write_text
 from seq2bert.data.instances import SENTENCE_TASKS, instance_table, packed_tokens, truncate_pair
 from seq2bert.data.masking import MaskingConfig, mask_tokens
 from seq2bert.data.paths import MISSING, kind_of, require_file
-from seq2bert.data.text_columns import column_paragraphs, table_delimiter
+from seq2bert.data.text_columns import column_paragraphs, is_table
 from seq2bert.data.text_files import lines_of
 from seq2bert.errors import DataError
 from seq2bert.io import write_dir_atomically
@@ -334,7 +334,7 @@ def prepare_corpus(
                     if text_column
                     else iter_paragraphs(path, documents, skip_bad, skipped)
                 )
-                split = split_sentences if not text_column or table_delimiter(path) else lambda p: [p]
+                split = split_sentences if not text_column or is_table(path) else lambda p: [p]
                 for para in paragraphs:  # a CoNLL file's paragraphs are its sentences already
                     if para is None:
                         pending.append(None)

@@ -39,7 +39,7 @@ class PretrainDataConfig:
     # held-out text (files or folders, read as ``files`` are), all of it scored; empty: valid_fraction of the
     # documents of ``files`` held out
     valid_files: list[str] = field(default_factory=list)
-    # a column to read in place of plain text: a table's (.tsv, .csv: named in its header row; each row a
+    # a column to read in place of plain text: a table's (CSV, TSV, JSON Lines, Parquet, by name; each row a
     # document) or a CoNLL file's (numbered, 0: the word; -DOCSTART- between documents): data/text_columns.py
     text_column: str = ""
     # a vocab.txt, tokenizer.json, vocab.json + merges.txt or folder; empty: train one of the model's kind

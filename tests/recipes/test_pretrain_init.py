@@ -250,9 +250,11 @@ def test_the_text_of_a_table_column_and_of_a_conll_file(tmp_path):
     from seq2bert.data.text_columns import column_paragraphs
 
     tsv = tmp_path / "train.tsv"
-    tsv.write_text('sentence\tlabel\nhide new secretions \t0\n"a quote\t1\n\nthe end\t1\n')
-    expected = ["hide new secretions", None, '"a quote', None, "the end", None]
-    assert list(column_paragraphs(tsv, "sentence")) == expected
+    tsv.write_text("sentence\tlabel\nhide new secretions \t0\n\nthe end\t1\n")
+    assert list(column_paragraphs(tsv, "sentence")) == ["hide new secretions", None, "the end", None]
+    jsonl = tmp_path / "train.jsonl"
+    jsonl.write_text('{"text": "a good film", "label": 1}\n{"text": "a bad one", "label": 0}\n')
+    assert list(column_paragraphs(jsonl, "text")) == ["a good film", None, "a bad one", None]
     conll = tmp_path / "train.txt"
     conll.write_text(
         "-DOCSTART- -X- -X- O\n\nEU NNP B-ORG\nrejects VBZ O\n\nU.S. NNP B-LOC\nArmy NNP O\n\nPeter NNP B-PER\n\n"
@@ -330,4 +332,5 @@ def test_init_refuses_what_is_not_a_language_model_checkpoint(text, tmp_path, ca
     tsv.write_text("sentence\tlabel\na film\t1\n")
     assert run("pretrain", [tsv, "--text-column", "text"], bert, tmp_path / "r4", *SHORT) == 2
     err = capsys.readouterr().err.strip()
-    assert "no column 'text' (data.text_column); the file has: sentence, label" in err and "\n" not in err
+    assert "no column 'text' (given by data.text_column); the file's columns: sentence, label" in err
+    assert "\n" not in err
