@@ -46,9 +46,9 @@ from seq2bert.recipes.distill import (
 )
 from seq2bert.recipes.pretrain import PretrainConfig, masked_instances
 from seq2bert.recipes.pretrain_data import (
-    VALID_CORPUS,
     file_stamp,
     held_out,
+    held_out_corpus,
     inputs_of,
     prepared_from,
     tokenized_corpus,
@@ -130,12 +130,7 @@ def distill_corpus(
     }
     prepared_from(out_dir, inputs_of(files, cfg.corpus, teacher_tokenizer, False), resume, dist)
     corpus = tokenized_corpus(files, tok, out_dir / "corpus", cfg.corpus, False, dist, progress_bar)
-    valid_files = cfg.corpus.held_out_files()  # corpus.valid_files: held-out text, else a fraction held out
-    valid_corpus = (
-        tokenized_corpus(valid_files, tok, out_dir / VALID_CORPUS, cfg.corpus, False, dist, progress_bar)
-        if valid_files
-        else None
-    )
+    valid_corpus = held_out_corpus(cfg.corpus, tok, out_dir, False, dist, progress_bar)  # corpus.valid_files
     train_docs, valid_docs = held_out(corpus, cfg.corpus, cfg.train.seed, least=1, valid=valid_corpus)
     data = replace(cfg.corpus, sentence_task="none", masking="dynamic")
     pretrain_cfg = PretrainConfig(data=data, train=cfg.train)

@@ -74,13 +74,13 @@ from seq2bert.recipes.pretrain_causal import (
     words_per_token,
 )
 from seq2bert.recipes.pretrain_data import (
-    VALID_CORPUS,
     PretrainDataConfig,
     build_tokenizer,
     corpus_sentences,
     family_data,
     file_stamp,
     held_out,
+    held_out_corpus,
     inputs_of,
     masking_config,
     prepared_from,
@@ -485,12 +485,7 @@ def pretrain(
         tok.save(tok_dir)
     # 2. the corpus, tokenized once (and the held-out files, data.valid_files)
     corpus = tokenized_corpus(files, tok, out_dir / "corpus", cfg.data, causal, dist, progress_bar)
-    valid_files = cfg.data.held_out_files()
-    valid_corpus = (
-        tokenized_corpus(valid_files, tok, out_dir / VALID_CORPUS, cfg.data, causal, dist, progress_bar)
-        if valid_files
-        else None
-    )
+    valid_corpus = held_out_corpus(cfg.data, tok, out_dir, causal, dist, progress_bar)
     # 3. held-out documents, and the objective's batches and evaluation
     train_docs, valid_docs = held_out(
         corpus, cfg.data, cfg.train.seed, least=1 if causal else 2, valid=valid_corpus

@@ -355,6 +355,17 @@ def tokenized_corpus(
     return corpus
 
 
+def held_out_corpus(
+    data: PretrainDataConfig, tok: Tokenizer, out_dir: Path, causal: bool, dist: DistInfo, progress: bool
+) -> Corpus | None:
+    """data.valid_files tokenized once into ``out_dir``/valid-corpus, as ``tokenized_corpus`` does the
+    training text (None without held-out files: a fraction of the documents is held out, ``held_out``)."""
+    files = data.held_out_files()
+    if not files:
+        return None
+    return tokenized_corpus(files, tok, out_dir / VALID_CORPUS, data, causal, dist, progress)
+
+
 def held_out(
     corpus: Corpus, data: PretrainDataConfig, seed: int, least: int, valid: Corpus | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
