@@ -11,7 +11,10 @@ def from_pretrained(path: str | Path, device: str = "cpu"):
     """Load a seq2bert checkpoint (or a run directory's best checkpoint), or a Hugging Face directory of any
     family in the registry (seq2bert/models/registry.py) — a MarianMT model as our Transformer, a BERT as
     the class its config.json names (BertModel, BertForPreTraining, BertForMaskedLM, a task head) — as a
-    model in eval mode."""
+    model in eval mode. A model name of the Hugging Face Hub — ``"bert-base-uncased"``,
+    ``"sentence-transformers/all-MiniLM-L6-v2"``, ``"gpt2@main"``, ``name@<commit hash>`` — is read from the
+    huggingface_hub cache, downloaded there first if need be (seq2bert/models/hub.py; a local directory of
+    that name comes first). Every command and pipeline that takes a checkpoint directory takes a name too."""
     from seq2bert.models import registry
 
     return registry.load(path, device=device)[0]

@@ -38,8 +38,12 @@ def field_names(cls: type) -> list[str]:
 
 
 def _closest(key: str, valid: list[str], prefix: str) -> str:
+    """The valid keys nearest ``key`` — those about as near as the nearest (train.lrr: train.lr, not also
+    train.lora) — or all of them."""
     close = difflib.get_close_matches(key, valid, n=3, cutoff=0.5)
     if close:
+        nearest = difflib.SequenceMatcher(None, key, close[0]).ratio()
+        close = [c for c in close if difflib.SequenceMatcher(None, key, c).ratio() >= nearest - 0.1]
         return "did you mean " + " or ".join(prefix + c for c in close) + "?"
     return "valid keys: " + ", ".join(prefix + v for v in valid)
 

@@ -301,6 +301,11 @@ def resolve_checkpoint(path: str | Path) -> Path:
         return latest
     if not path.exists():
         raise CheckpointError(f"{path}: no such checkpoint or run directory")
+    if (path / "lora.safetensors").is_file():  # training/lora.py
+        raise CheckpointError(
+            f"{path}: a LoRA run's checkpoint (lora.safetensors: what trains, to resume the run); its merged "
+            "model is the run's best/"
+        )
     raise CheckpointError(
         f"{path}: not a checkpoint (no model.safetensors, best/ or checkpoint-<step>/ inside)"
     )

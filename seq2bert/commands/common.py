@@ -27,7 +27,8 @@ def add_bf16_arg(p: argparse.ArgumentParser) -> None:
     )
 
 
-MODEL_HELP = "a checkpoint, run or Hugging Face directory"  # the one name of every command's model argument
+# the one name of every command's model argument (a Hub name: models/hub.py)
+MODEL_HELP = "a checkpoint, run or Hugging Face directory, or a Hub model name (org/name[@revision])"
 
 
 def add_model_arg(p: argparse.ArgumentParser, what: str, *, dest: str = "model") -> None:

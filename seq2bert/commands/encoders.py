@@ -13,6 +13,7 @@ from seq2bert.errors import UserError
 def cmd_pretrain(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
+    from seq2bert.models import registry
     from seq2bert.recipes.pretrain import PretrainConfig, pretrain
     from seq2bert.report import format_table
 
@@ -23,9 +24,8 @@ def cmd_pretrain(args: argparse.Namespace) -> int:
         cfg = replace(cfg, data=replace(cfg.data, valid_files=[str(Path(f).resolve()) for f in args.valid]))
     if args.text_column:
         cfg = replace(cfg, data=replace(cfg.data, text_column=args.text_column))
-    if args.init:  # a directory (a name, when resolvable, is left to the checkpoint loader)
-        init = str(Path(args.init).resolve()) if Path(args.init).exists() else args.init
-        cfg = replace(cfg, init=replace(cfg.init, checkpoint=init))
+    if args.init:  # a directory made absolute, a Hub model name as given
+        cfg = replace(cfg, init=replace(cfg.init, checkpoint=registry.as_given(args.init)))
     if not cfg.data.files:
         raise UserError("pretrain: give text files or folders (or data.files in --config)")
     row = pretrain(cfg, args.out, resume=args.resume)
@@ -38,6 +38,7 @@ def cmd_pretrain(args: argparse.Namespace) -> int:
 def cmd_finetune(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
+    from seq2bert.models import registry
     from seq2bert.recipes.finetune import FinetuneConfig, finetune, from_scratch
     from seq2bert.report import format_table, task_columns
 
@@ -50,7 +51,7 @@ def cmd_finetune(args: argparse.Namespace) -> int:
     cfg = replace(
         cfg,
         data=data,
-        init=str(Path(args.init).resolve()) if args.init else cfg.init,
+        init=registry.as_given(args.init) if args.init else cfg.init,
         random_init=cfg.random_init or args.random_init,
         features=features,
     )
@@ -188,6 +189,13 @@ def cmd_classify(args: argparse.Namespace) -> int:
     items = [tuple(t.split("\t", 1)) if "\t" in t else t for t in texts]  # "A<TAB>B": a pair
     results = classify(items, model, top_k=1, int8=args.int8, bf16=BF16[args.bf16])
     for text, result in zip(texts, results, strict=True):
+        if isinstance(result, list):  # a multi-label model: the labels over its threshold, comma-separated
+            labels, scores = (
+                ",".join(r["label"] for r in result),
+                ",".join(f"{r['score']:.4f}" for r in result),
+            )
+            print(f"{labels}\t{scores}\t{text}")
+            continue
         print(f"{result['label']}\t{result['score']:.4f}\t{text}")
     return 0
 
@@ -386,7 +394,7 @@ def register(sub) -> None:
         "module registers (SEQ2BERT_PLUGINS=MODULE seq2bert finetune --task NAME …)",
     )
     p.add_argument("--task", help="the task (sets data.task)")
-    p.add_argument("--init", help="the BERT or GPT directory to start from (sets init)")
+    p.add_argument("--init", help="the BERT or GPT directory (or Hub model name) to start from (sets init)")
     p.add_argument("--data", metavar="DIR", help="the task's data folder (sets data.path)")
     p.add_argument("--random-init", action="store_true", help="the checkpoint's architecture, fresh weights")
     p.add_argument(

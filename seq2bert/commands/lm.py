@@ -52,8 +52,10 @@ def cmd_train_lm(args: argparse.Namespace) -> int:
         data = replace(data, valid_files=[str(Path(f).resolve()) for f in args.valid])
     if not data.files:
         raise UserError("train-lm: give text files or folders (or data.files in --config)")
-    if args.init:
-        cfg = replace(cfg, init=str(Path(args.init).resolve()) if Path(args.init).exists() else args.init)
+    if args.init:  # a directory made absolute, a Hub model name as given
+        from seq2bert.models import registry
+
+        cfg = replace(cfg, init=registry.as_given(args.init))
     row = train_lm(replace(cfg, data=data), args.out, resume=args.resume)
     print(format_table([row], LM_COLUMNS))
     return 0

@@ -61,7 +61,10 @@ def register(sub) -> None:
         '  curl -s localhost:8000/v1/classify -d \'{"texts": ["a gripping film"]}\'',
     )
     p.add_argument(
-        "models", nargs="+", metavar="DIR", help="checkpoint or run directories, each DIR or NAME=DIR"
+        "models",
+        nargs="+",
+        metavar="DIR",
+        help="checkpoint or run directories or Hub model names (org/name[@revision]), each DIR or NAME=DIR",
     )
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: loopback only)")
     p.add_argument("--port", type=int, default=8000, help="0 … 65535 (0: any free port; default: 8000)")

@@ -13,6 +13,7 @@ from seq2bert.errors import UserError
 def cmd_distill(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
+    from seq2bert.models import registry
     from seq2bert.recipes.distill import DistillConfig, distill
     from seq2bert.recipes.distill_corpus import distill_corpus
     from seq2bert.report import format_table
@@ -23,7 +24,7 @@ def cmd_distill(args: argparse.Namespace) -> int:
         data = replace(data, task=args.task)
     if args.data:
         data = replace(data, path=str(Path(args.data).resolve()))
-    teacher = str(Path(args.teacher).resolve()) if args.teacher else cfg.teacher
+    teacher = registry.as_given(args.teacher) if args.teacher else cfg.teacher
     cfg = replace(cfg, data=data, teacher=teacher)
     if args.corpus:  # general distillation on raw text
         if args.task or args.data:
@@ -119,7 +120,7 @@ def register(sub) -> None:
         "  seq2bert distill --teacher $MINILM --corpus ../shared/data/corpus --out runs/tiny4-general --set method=tinybert "
         "--set student.num_hidden_layers=4 --set student.hidden_size=256",
     )
-    p.add_argument("--teacher", help="the fine-tuned teacher's directory (sets teacher)")
+    p.add_argument("--teacher", help="the fine-tuned teacher's directory or Hub model name (sets teacher)")
     p.add_argument("--task", help="the task (sets data.task): a GLUE task, conll2003, squad, …")
     p.add_argument("--data", metavar="DIR", help="the task's data folder (sets data.path)")
     p.add_argument(

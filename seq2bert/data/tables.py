@@ -207,12 +207,21 @@ class TableWriter:
             out.write({"id": 0, "label": "positive"})
 
     A CSV's list or dict values are written as JSON; Parquet's columns are typed from the first rows written
-    (a batch of ``PARQUET_BATCH`` at a time)."""
+    (a batch of ``PARQUET_BATCH`` at a time), but those ``types`` gives ({column: pyarrow type}): a column
+    whose first values cannot tell its type (empty lists, None)."""
 
-    def __init__(self, path: Path, fieldnames: Sequence[str] | None = None, fmt: str | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        fieldnames: Sequence[str] | None = None,
+        fmt: str | None = None,
+        *,
+        types: dict | None = None,
+    ) -> None:
         self.path = Path(path)
         self.fmt = table_format(self.path, fmt, key="--out-format")
         self.fieldnames = list(fieldnames) if fieldnames is not None else None
+        self.types = dict(types or {})
         self._pending: list[Row] = []
         self._file = None
         self._writer: Any = None
@@ -252,7 +261,11 @@ class TableWriter:
 
         if not self._pending:
             return
-        table = pa.Table.from_pylist(self._pending, schema=self._writer.schema if self._writer else None)
+        schema = self._writer.schema if self._writer else None
+        if schema is None and self.types:
+            inferred = pa.Table.from_pylist(self._pending).schema
+            schema = pa.schema([f.with_type(self.types.get(f.name, f.type)) for f in inferred])
+        table = pa.Table.from_pylist(self._pending, schema=schema)
         if self._writer is None:
             self._writer = pq.ParquetWriter(self._tmp, table.schema)
         self._writer.write_table(table)

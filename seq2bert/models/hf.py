@@ -33,16 +33,38 @@ def read_config(path: Path) -> dict[str, Any]:
 
 
 def read_weights(path: str | Path) -> dict[str, torch.Tensor]:
-    """model.safetensors, or pytorch_model.bin read with weights_only=True (no pickled code runs)."""
+    """model.safetensors, or pytorch_model.bin read with weights_only=True (no pickled code runs); or the
+    shards a larger model is published in, listed by model.safetensors.index.json (pytorch_model.bin.index.json)."""
     path = Path(path)
-    if (path / "model.safetensors").is_file():
-        try:
-            return load_file(str(path / "model.safetensors"))
-        except Exception as e:  # safetensors raises its own error types
-            raise CheckpointError(f"{path / 'model.safetensors'}: unreadable ({e})") from None
-    if (path / "pytorch_model.bin").is_file():
-        return read_pickled_weights(path / "pytorch_model.bin")
+    for name, read in (("model.safetensors", read_safetensors), ("pytorch_model.bin", read_pickled_weights)):
+        if (path / name).is_file():
+            return read(path / name)
+        if (path / f"{name}.index.json").is_file():
+            return read_shards(path / f"{name}.index.json", read)
     raise CheckpointError(f"{path}: no model.safetensors (or pytorch_model.bin)")
+
+
+def read_safetensors(path: Path) -> dict[str, torch.Tensor]:
+    try:
+        return load_file(str(path))
+    except Exception as e:  # safetensors raises its own error types
+        raise CheckpointError(f"{path}: unreadable ({e})") from None
+
+
+def read_shards(index: Path, read) -> dict[str, torch.Tensor]:
+    """The weights of the shards ``index`` lists (its ``weight_map``: tensor name → file), each file read by
+    ``read``; a shard or a tensor the index names but the folder lacks is a one-line CheckpointError."""
+    weight_map = read_json(index).get("weight_map")
+    if not isinstance(weight_map, dict) or not weight_map:
+        raise CheckpointError(f"{index}: expected a weight_map of tensor names to shard files")
+    weights: dict[str, torch.Tensor] = {}
+    for shard in sorted(set(weight_map.values())):
+        if not (index.parent / shard).is_file():
+            raise CheckpointError(f"{index}: its shard {shard} is missing")
+        weights.update(read(index.parent / shard))
+    if missing := sorted(set(weight_map) - set(weights)):
+        raise CheckpointError(f"{index}: {missing[0]} is in no shard ({len(missing)} tensors missing)")
+    return weights
 
 
 def read_pickled_weights(path: Path) -> dict[str, torch.Tensor]:

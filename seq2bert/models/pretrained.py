@@ -24,7 +24,7 @@ from seq2bert.data.tokenization import Tokenizer
 from seq2bert.errors import CheckpointError, ConfigError
 from seq2bert.io import load_weights, read_json, resolve_checkpoint, save_weights, write_dir_atomically
 from seq2bert.models import family as families
-from seq2bert.models import quantized
+from seq2bert.models import hub, quantized
 from seq2bert.models.family import Family
 from seq2bert.models.hf import read_config, read_weights, write_model_files
 
@@ -83,7 +83,7 @@ def init_task_model(
     device: str | torch.device = "cpu",
 ) -> tuple[nn.Module, Any, list[str]]:
     """A task model (``architecture``, e.g. BertForSequenceClassification) whose encoder comes from the
-    directory ``path``; the head — and the pooler when the checkpoint has none — start from the family's
+    directory ``path`` (or a Hub model name, models/hub.py); the head — and the pooler when the checkpoint has none — start from the family's
     initialisation. A head in the checkpoint with the right shape and the same labels is kept (continuing
     a fine-tuning run); one of another shape, or trained for other ``id2label``, starts new.
     ``random_init``: the architecture and tokenizer of ``path`` with fresh weights (the baseline that shows
@@ -91,7 +91,7 @@ def init_task_model(
     probabilities for fine-tuning, say), validated.
 
     Returns the model (train mode), the tokenizer and the names of the parameters initialised new."""
-    path = Path(path)
+    path = hub.local_path(path)  # a directory, or a Hub name's folder in the cache
     tasks = [a for h, a in family.heads.items() if h in ("sequence", "similarity", "tokens", "qa", "choice")]
     if architecture not in tasks:
         raise CheckpointError(f"architecture {architecture!r}: expected one of {', '.join(tasks)}")
@@ -171,15 +171,21 @@ def init_lm_model(
 
 
 def write_hf_files(
-    family: Family, model: nn.Module, directory: Path, extra: dict[str, torch.Tensor] | None = None
+    family: Family,
+    model: nn.Module,
+    directory: Path,
+    state: dict[str, torch.Tensor] | None = None,
+    extra: dict[str, torch.Tensor] | None = None,
 ) -> None:
     """config.json and model.safetensors of ``model`` in transformers' layout, into an existing folder (a
-    checkpoint being written: the trainer renames the folder into place); ``extra``: tensors of transformers'
-    names stored beside the model's (a pooler the architecture ignores but a task reads)."""
+    checkpoint being written: the trainer renames the folder into place). ``state``: the weights to write in
+    place of ``model``'s state dict (a LoRA model's, merged: seq2bert/nn/lora.py); ``extra``: tensors of
+    transformers' names stored beside the model's (a pooler the architecture ignores but a task reads)."""
     architecture = family.architecture_of(model)
     config = {**family.write_config(model.config, architecture), "torch_dtype": "float32"}
-    state = family.write_state(model.state_dict(), model.config, architecture)
-    write_model_files(directory, config, {**state, **(extra or {})})
+    state = model.state_dict() if state is None else state
+    theirs = family.write_state(state, model.config, architecture)
+    write_model_files(directory, config, {**theirs, **(extra or {})})
     if family.save_files is not None:
         family.save_files(model, directory)
 
@@ -214,8 +220,10 @@ def save_hf(family: Family, model: nn.Module, path: str | Path, tokenizer: Any =
 
 # --- any checkpoint, of whichever family it is
 def checkpoint_dir(path: str | Path) -> Path:
-    """A checkpoint directory itself (anything with a config.json), or a run directory's best checkpoint."""
-    path = Path(path)
+    """A checkpoint directory itself (anything with a config.json), or a run directory's best checkpoint; or
+    of a model name of the Hugging Face Hub (``org/name[@revision]``), its folder in the huggingface_hub cache
+    (models/hub.py: a local directory always comes first)."""
+    path = hub.local_path(path)
     return path if (path / "config.json").is_file() else resolve_checkpoint(path)
 
 

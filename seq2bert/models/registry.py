@@ -33,6 +33,7 @@ from seq2bert.models.electra.pretrained import FAMILY as ELECTRA
 from seq2bert.models.elmo.model import FAMILY as ELMO
 from seq2bert.models.family import FAMILIES, Family, families, family_of, get, register
 from seq2bert.models.gpt.pretrained import GPT2, OPENAI_GPT
+from seq2bert.models.hub import as_given, local_path
 from seq2bert.models.mobilebert.pretrained import FAMILY as MOBILEBERT
 from seq2bert.models.pretrained import checkpoint_dir, family_at, load
 from seq2bert.models.rnn_lm.model import FAMILY as RNN_LM
@@ -50,6 +51,7 @@ __all__ = [
     "LMModelConfig",
     "ModelConfig",
     "TRANSLATION_FAMILIES",
+    "as_given",
     "build_model",
     "checkpoint_dir",
     "families",
@@ -57,6 +59,7 @@ __all__ = [
     "family_of",
     "get",
     "load",
+    "local_path",
     "model_config_from_dict",
     "model_section",
     "register",

@@ -44,5 +44,9 @@ class PositionwiseFeedForward(nn.Module):
         self.act = ACTIVATIONS[activation]
         self.dropout = nn.Dropout(activation_dropout)
 
+    def linear_roles(self) -> dict[str, tuple[tuple[str, int], ...]]:
+        """W_1 and W_2 (what LoRA adapts: nn/lora.py)."""
+        return {"w_1": (("ffn_in", self.w_1.out_features),), "w_2": (("ffn_out", self.w_2.out_features),)}
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.w_2(self.dropout(self.act(self.w_1(x))))  # Eq. 2

@@ -254,6 +254,15 @@ class MultiHeadAttention(nn.Module):
         self.out = nn.Linear(hv, d_model, bias=bias)  # W^O
         self.position = position  # no state-dict keys when None (or without parameters)
 
+    def linear_roles(self) -> dict[str, tuple[tuple[str, int], ...]]:
+        """Its Linear layers and the rows each projection holds in them (what LoRA adapts: nn/lora.py)."""
+        hk, hv = self.h * self.d_k, self.h * self.d_v
+        if self.cross:  # W^Q; [W^K W^V]
+            projections = {"q": (("query", hk),), "kv": (("key", hk), ("value", hv))}
+        else:  # [W^Q W^K W^V]
+            projections = {"qkv": (("query", hk), ("key", hk), ("value", hv))}
+        return {**projections, "out": (("output", self.out.out_features),)}
+
     def split_heads(self, x: torch.Tensor, d: int) -> torch.Tensor:
         """(B, T, h·d) → (B, h, T, d)."""
         B, T, _ = x.shape

@@ -33,7 +33,7 @@ ENCODER = None  # the head of the pipelines that read the encoder alone: whichev
 def _load(model, head: str | tuple[str, ...] | None, int8: bool = False):
     """(model with ``head`` — "masked_lm", "sequence", "tokens", "qa", "causal_lm", …; of several, the one
     the directory holds; ENCODER (None): the model config.json names, whose encoder the caller reads —,
-    tokenizer, its directory) of a checkpoint directory of any family in the registry, or of a ``(model,
+    tokenizer, its directory) of a checkpoint directory (or a Hub model name) of any family in the registry, or of a ``(model,
     tokenizer)`` pair. ``int8``: its Linear layers dynamically quantised (models/quantized.py; a copy of a
     pair's model), unless they are already (an int8 directory). A directory's model is loaded once and kept
     for the next call (``_kept``)."""
@@ -74,7 +74,9 @@ def has_head(net, head, named: str | None) -> bool:
 def _kept(model, head, int8: bool = False):
     """``_read`` of a directory, kept between calls: the last ``KEEP`` models loaded stay in memory, each read
     again only when a file in its directory changes (size or modification time). A model kept for one head
-    serves another it satisfies (a classifier kept for classify serves embed: its encoder)."""
+    serves another it satisfies (a classifier kept for classify serves embed: its encoder). A model name of
+    the Hugging Face Hub is read from its folder in the huggingface_hub cache (models/hub.py)."""
+    model = registry.local_path(model)
     directory = registry.checkpoint_dir(model).resolve()
     stamp = tuple((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(directory.iterdir()))
     named = None

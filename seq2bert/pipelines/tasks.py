@@ -1,5 +1,6 @@
-"""Pipelines of the fine-tuned task shapes: text classification (BERT's or GPT-1's), token classification
-(entities with character spans) and extractive question answering."""
+"""Pipelines of the fine-tuned task shapes: text classification (BERT's or GPT-1's; single-label, multi-label or
+regression), token classification (entities with character spans), extractive question answering and
+multiple choice."""
 
 from __future__ import annotations
 
@@ -9,11 +10,14 @@ from seq2bert.data import gpt_finetuning as gpt
 from seq2bert.data.batching import pad_sequences
 from seq2bert.data.finetuning import aligned_words
 from seq2bert.data.qa import strip_span
+from seq2bert.errors import CheckpointError, UserError
+from seq2bert.io import read_json
 from seq2bert.models import registry
 from seq2bert.pipelines.loading import (
     _device,
     _load,
     inference_precision,
+    length_batches,
     one_text,
     pad_id,
     positions,
@@ -53,7 +57,10 @@ def classify(
 
     Each text gets [{"label", "score"}, …]: the ``top_k`` most probable labels (softmax), best first —
     just the best one as a dict when ``top_k`` is 1; a regression model (one output, e.g. STS-B) gives
-    {"label": its label name, "score": the predicted value}. An encoder reads the texts in batches of similar
+    {"label": its label name, "score": the predicted value}; a multi-label model (config.json's problem_type
+    "multi_label_classification") gives [{"label", "score"}, …]: every label whose sigmoid probability reaches
+    the threshold config.json gives (``label_threshold``; 0.5 without one), best first, ``top_k`` of them at
+    most unless it is 1 or None — computed in fp32 unless bf16 is asked for, as a regression. An encoder reads the texts in batches of similar
     length; a classifier computes in bf16 where the device computes bf16 natively (``bf16="auto"``;
     loading.inference_precision), in fp32 with ``bf16=False``; a text whose two most probable labels are within
     ``BF16_TIE`` of each other in bf16 is classified again in fp32, so its label does not depend on bf16's
@@ -70,15 +77,20 @@ def classify(
     max_length = positions(net.config, max_length)
     labels = net.config.id2label
     out: list = [None] * len(texts)
-    if len(labels) == 1 and bf16 == "auto":  # regression: its value is the output, not a choice among labels
+    multi = getattr(net.config, "problem_type", None) == MULTI_LABEL
+    threshold = label_threshold(net.config, directory) if multi else None
+    if (len(labels) == 1 or multi) and bf16 == "auto":  # its values are the output, not a choice among labels
         bf16 = False
     with inference_precision(net, bf16, kept=directory is not None) as run:
         for indices, batch in _classifier_batches(net, tok, texts, batch_size, max_length):
             inputs = {k: v.to(_device(net)) for k, v in batch.items()}
             logits = run(**inputs).logits  # (B, K)
-            if logits.dtype == torch.bfloat16 and logits.size(-1) > 1:
+            if logits.dtype == torch.bfloat16 and logits.size(-1) > 1 and not multi:
                 logits = _near_ties_in_fp32(net, inputs, logits.float())
             for i, row in zip(indices, logits.float(), strict=True):
+                if multi:  # each label on its own: σ(z_k) ≥ threshold
+                    out[i] = _labels_over(row.sigmoid(), labels, threshold, top_k)
+                    continue
                 if row.numel() == 1:  # regression
                     out[i] = {"label": labels[0], "score": float(row[0])}
                     continue
@@ -89,6 +101,36 @@ def classify(
                 ]
                 out[i] = best[0] if top_k == 1 else best
     return out
+
+
+MULTI_LABEL = "multi_label_classification"
+THRESHOLD_KEYS = ("threshold", "multi_label_threshold")  # config.json's keys of a multi-label threshold
+
+
+def label_threshold(config, directory) -> float:
+    """The probability a multi-label model's label must reach to be given: the config's threshold (a
+    ``THRESHOLD_KEYS`` field of the config, or key of the directory's config.json; fine-tuning tunes it on
+    the validation set), else 0.5."""
+    found = next((getattr(config, k) for k in THRESHOLD_KEYS if getattr(config, k, None) is not None), None)
+    if found is None and directory is not None:
+        raw = read_json(registry.checkpoint_dir(directory) / "config.json")
+        found = next((raw[k] for k in THRESHOLD_KEYS if raw.get(k) is not None), None)
+    if found is None:
+        return 0.5
+    if isinstance(found, bool) or not isinstance(found, (int, float)) or not 0 <= found <= 1:
+        raise CheckpointError(
+            f"{directory}: config.json threshold: expected a probability in [0, 1], got {found!r}"
+        )
+    return float(found)
+
+
+def _labels_over(probs: torch.Tensor, labels: dict, threshold: float, top_k: int | None) -> list[dict]:
+    """[{"label", "score"}, …] of the labels whose probability reaches ``threshold``, best first."""
+    over = [(float(p), labels[k]) for k, p in enumerate(probs.tolist()) if p >= threshold]
+    over.sort(key=lambda x: -x[0])
+    if top_k not in (None, 1):
+        over = over[:top_k]
+    return [{"label": label, "score": p} for p, label in over]
 
 
 # bf16 moves a label's probability by up to about 0.02 (all-MiniLM-L6-v2 fine-tuned on SST-2: a sentence alone
@@ -155,28 +197,45 @@ def _decoder_inputs(net, tok, items: list, max_length: int) -> dict:
 
 
 @torch.no_grad()
-def tag(text: str, model, *, aggregate: bool = True, max_length: int = 512, int8: bool = False) -> list[dict]:
-    """Named entities (or any tags) of ``text`` with a BertForTokenClassification directory.
+def tag(
+    text: str,
+    model,
+    *,
+    aggregate: bool = True,
+    max_length: int = 512,
+    int8: bool = False,
+    batch_size: int = 32,
+) -> list[dict]:
+    """Named entities (or any tags) of ``text`` with a BertForTokenClassification directory; of a list of
+    texts, a list each (the texts read ``batch_size`` at a time, in batches of similar length).
 
     Each word — as the tokenizer's pre-tokenizer splits it — is labelled by its first sub-token (the
     fine-tuning convention). ``aggregate``: consecutive B-X, I-X, … words become one entity
     {"entity_group": "X", "score": mean word probability, "word": the text span, "start", "end"}, character
     offsets into ``text``; otherwise one {"entity", "score", "word", "start", "end"} per word not tagged O."""
-    if not isinstance(text, str):
-        texts = text_list(text, "tag: text (a string, or a list of them)")
-        return [tag(t, model, aggregate=aggregate, max_length=max_length, int8=int8) for t in texts]
+    single = isinstance(text, str)
+    texts = [text] if single else text_list(text, "tag: text (a string, or a list of them)")
     net, tok, _ = _load(model, "tokens", int8)
     max_length = positions(net.config, max_length)
-    enc = tok.encode(text, max_length=max_length, truncation="longest_first")
-    said_truncated([enc], max_length)
-    ids = torch.tensor([enc.ids], device=_device(net))
-    words = {k: v.to(ids.device) for k, v in _word_features(net, [enc], [text]).items()}
-    probs = (
-        net(ids, torch.ones_like(ids), torch.tensor([enc.type_ids], device=ids.device), **words)
-        .logits[0]
-        .float()
-        .softmax(-1)
-    )
+    encodings = tok.encode_batch(texts, max_length=max_length, truncation="longest_first").encodings
+    said_truncated(encodings, max_length)
+    out: list = [None] * len(texts)
+    device = _device(net)
+    for indices, batch in length_batches(encodings, batch_size, pad_id(tok, net.config)):
+        words = _word_features(net, [encodings[i] for i in indices], [texts[i] for i in indices])
+        inputs = {k: v.to(device) for k, v in {**batch, **words}.items()}
+        logits = net(
+            inputs.pop("input_ids"), inputs.pop("attention_mask"), inputs.pop("token_type_ids"), **inputs
+        ).logits  # (B, T, K)
+        for row, i in enumerate(indices):
+            probs = logits[row, : len(encodings[i])].float().softmax(-1)
+            out[i] = _entities(texts[i], encodings[i], probs, net.config.id2label, aggregate)
+    return out[0] if single else out
+
+
+def _entities(text: str, enc, probs: torch.Tensor, id2label: dict, aggregate: bool) -> list[dict]:
+    """The tagged words of ``text`` (its encoding ``enc``, the tags' probabilities of its tokens (T, K)), or
+    their entities when ``aggregate``."""
     words: dict[int, dict] = {}  # word index → its label, score and character span
     for i, w in enumerate(enc.word_ids):
         if w is None:
@@ -184,7 +243,7 @@ def tag(text: str, model, *, aggregate: bool = True, max_length: int = 512, int8
         start, end = enc.offsets[i]
         if w not in words:
             p, k = probs[i].max(-1)
-            words[w] = {"entity": net.config.id2label[int(k)], "score": float(p), "start": start, "end": end}
+            words[w] = {"entity": id2label[int(k)], "score": float(p), "start": start, "end": end}
         words[w]["end"] = end
     for w in words.values():  # a piece holding the space before its word (SentencePiece's "▁") starts on it
         w["start"], w["end"] = strip_span(text, w["start"], w["end"])
@@ -229,7 +288,6 @@ def tag(text: str, model, *, aggregate: bool = True, max_length: int = 512, int8
     ]
 
 
-@torch.no_grad()
 def answer(
     question: str,
     context: str,
@@ -243,29 +301,135 @@ def answer(
 ) -> dict:
     """The answer to ``question`` as a span of ``context`` with a BertForQuestionAnswering directory:
     {"answer", "score" (probability of the span among the n best), "start", "end"} (character offsets).
-    Long contexts are read in overlapping windows (data/qa.py). ``handle_impossible_answer``: "" when the
-    model prefers [CLS] (SQuAD v2)."""
+    Long contexts are read in overlapping windows (data/qa.py), one at a time. ``handle_impossible_answer``: ""
+    when the model prefers [CLS] (SQuAD v2)."""
+    question = one_text(question, "answer: question", empty=False)
+    context = one_text(context, "answer: context", empty=False)
+    return answers(
+        [(question, context)],
+        model,
+        batch_size=1,
+        max_seq_length=max_seq_length,
+        doc_stride=doc_stride,
+        max_answer_length=max_answer_length,
+        handle_impossible_answer=handle_impossible_answer,
+        int8=int8,
+    )[0]
+
+
+@torch.no_grad()
+def answers(
+    items,
+    model,
+    *,
+    batch_size: int = 32,
+    max_seq_length: int = 384,
+    doc_stride: int = 128,
+    max_answer_length: int = 30,
+    handle_impossible_answer: bool = False,
+    int8: bool = False,
+) -> list[dict]:
+    """``answer`` of each ``(question, context)`` of ``items``: the windows of all of them read ``batch_size``
+    at a time, longest first (each padded to its batch's longest), then each question's best span over its
+    own windows."""
     from seq2bert.data.qa import make_features, postprocess
     from seq2bert.data.squad import QAExample
 
-    question = one_text(question, "answer: question", empty=False)
-    context = one_text(context, "answer: context", empty=False)
+    items = text_list(items, "answers: items", pairs=True)
+    for i, item in enumerate(items):
+        if not isinstance(item, tuple):
+            raise UserError(f"answers: items[{i}]: expected a (question, context) tuple, got {item!r}")
+        one_text(item[0], f"answers: items[{i}] question", empty=False)
+        one_text(item[1], f"answers: items[{i}] context", empty=False)
     net, tok, _ = _load(model, "qa", int8)
     max_seq_length = positions(net.config, max_seq_length)
-    example = QAExample(id="q", title="", context=context, question=question, answers=[])
-    features = make_features([example], tok, max_seq_length=max_seq_length, doc_stride=doc_stride)
-    starts, ends = [], []
-    for f in features:
-        ids = torch.tensor([f.input_ids], device=_device(net))
-        o = net(ids, torch.ones_like(ids), torch.tensor([f.token_type_ids], device=ids.device))
-        starts.append(o.start_logits[0].float().cpu())
-        ends.append(o.end_logits[0].float().cpu())
+    examples = [
+        QAExample(id=str(i), title="", context=c, question=q, answers=[]) for i, (q, c) in enumerate(items)
+    ]
+    features = make_features(examples, tok, max_seq_length=max_seq_length, doc_stride=doc_stride)
+    starts: list = [None] * len(features)
+    ends: list = [None] * len(features)
+    order = sorted(range(len(features)), key=lambda i: -len(features[i].input_ids))
+    pad = pad_id(tok, net.config) or 0
+    for b in range(0, len(order), batch_size):
+        chunk = order[b : b + batch_size]
+        ids, mask = pad_sequences([features[i].input_ids for i in chunk], pad)  # (B, T)
+        types, _ = pad_sequences([features[i].token_type_ids for i in chunk], 0)
+        device = _device(net)
+        o = net(ids.to(device), mask.long().to(device), types.to(device))
+        for row, i in enumerate(chunk):
+            n = len(features[i].input_ids)
+            starts[i], ends[i] = o.start_logits[row, :n].float().cpu(), o.end_logits[row, :n].float().cpu()
     found = postprocess(
-        [example],
+        examples,
         features,
         starts,
         ends,
         max_answer_length=max_answer_length,
         version_2=handle_impossible_answer,
-    )["q"]
-    return {"answer": found.text, "score": found.probability, "start": found.start, "end": found.end}
+    )
+    return [
+        {"answer": f.text, "score": f.probability, "start": f.start, "end": f.end}
+        for f in (found[e.id] for e in examples)
+    ]
+
+
+@torch.no_grad()
+def choose(items, model, *, batch_size: int = 32, max_length: int = 512, int8: bool = False) -> list[dict]:
+    """The best choice of each ``(context, [choice, …])`` with a …ForMultipleChoice directory (BERT's SWAG
+    head, Sect. 4.4): each choice is read as the pair [CLS] context [SEP] choice [SEP] (as fine-tuning reads
+    it, data/finetuning.py ``encode_choices``) and scored; the scores' softmax over the choices gives
+    {"choice": the best one's index, "score": its probability, "scores": every choice's}. Items of similar
+    length are read together, ``batch_size`` at a time; one item (a tuple) gives one dict."""
+    if isinstance(items, tuple):
+        return choose([items], model, batch_size=batch_size, max_length=max_length, int8=int8)[0]
+    if items is None or isinstance(items, (str, dict)):
+        raise UserError(f"choose: items: expected a list of (context, [choice, …]) tuples, got {items!r}")
+    items = [_choice_item(i, item) for i, item in enumerate(items)]
+    net, tok, _ = _load(model, "choice", int8)
+    if registry.family_of(net).kind == "decoder":
+        raise UserError("choose: a decoder's multiple choice (GPT-1's double heads) is not supported here")
+    max_length = positions(net.config, max_length)
+    pairs = [(context, choice) for context, choices in items for choice in choices]
+    encodings = tok.encode_batch(pairs, max_length=max_length, truncation="longest_first").encodings
+    said_truncated(encodings, max_length)
+    starts = [0]
+    for _, choices in items:
+        starts.append(starts[-1] + len(choices))
+    rows = [encodings[starts[i] : starts[i + 1]] for i in range(len(items))]
+    order = sorted(range(len(items)), key=lambda i: (len(rows[i]), -max(len(e) for e in rows[i])))
+    pad = pad_id(tok, net.config)
+    out: list = [None] * len(items)
+    for b in range(0, len(order), batch_size):
+        chunk = order[b : b + batch_size]
+        for size in sorted({len(rows[i]) for i in chunk}):  # items with as many choices as each other
+            same = [i for i in chunk if len(rows[i]) == size]
+            flat = [e for i in same for e in rows[i]]
+            ids, mask = pad_sequences([e.ids for e in flat], pad or 0)  # (B·C, T)
+            types, _ = pad_sequences([e.type_ids for e in flat], 0)
+            shape = (len(same), size, -1)
+            logits = net(
+                ids.view(shape).to(_device(net)),
+                mask.long().view(shape).to(_device(net)),
+                types.view(shape).to(_device(net)),
+            ).logits.float()  # (B, C)
+            for i, row in zip(same, logits.softmax(-1), strict=True):
+                best = int(row.argmax())
+                out[i] = {"choice": best, "score": float(row[best]), "scores": row.tolist()}
+    return out
+
+
+def _choice_item(i: int, item) -> tuple[str, list[str]]:
+    """An item of ``choose``: (context, its choices: two or more strings)."""
+    if (
+        isinstance(item, (tuple, list))
+        and len(item) == 2
+        and isinstance(item[0], str)
+        and isinstance(item[1], (tuple, list))
+        and len(item[1]) >= 2
+        and all(isinstance(c, str) for c in item[1])
+    ):
+        return item[0], list(item[1])
+    raise UserError(
+        f"choose: items[{i}]: expected (context, [choice, …]) with two or more choices, got {item!r}"
+    )

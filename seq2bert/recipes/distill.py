@@ -295,7 +295,7 @@ def load_teacher(cfg: DistillConfig, device) -> tuple[nn.Module, Any, Any, str]:
     if not cfg.teacher:
         raise ConfigError("teacher: give the fine-tuned teacher's directory (--teacher DIR)")
     teacher, tok = registry.load(
-        ckpt.resolve_checkpoint(cfg.teacher), device=device
+        registry.checkpoint_dir(cfg.teacher), device=device
     )  # a run directory: its best/
     family = registry.family_of(teacher)
     head = cfg.data.spec.head

@@ -112,7 +112,7 @@ def distill_corpus(
     # 1. the teacher
     try:
         teacher, tok = registry.load(
-            ckpt.resolve_checkpoint(cfg.teacher), head="masked_lm" if mlm else "base", device=device
+            registry.checkpoint_dir(cfg.teacher), head="masked_lm" if mlm else "base", device=device
         )
     except CheckpointError as e:
         hint = " (DistilBERT's L_ce and L_mlm read a masked-LM head; method=tinybert reads the layers only)"
@@ -126,7 +126,7 @@ def distill_corpus(
     student = make_student(replace(cfg, student=replace(cfg.student, init="")), family, teacher, architecture)
     # 3. the corpus, masked single segments
     teacher_tokenizer = {
-        "teacher": [file_stamp(f) for f in sorted(ckpt.resolve_checkpoint(cfg.teacher).glob("*.json"))]
+        "teacher": [file_stamp(f) for f in sorted(registry.checkpoint_dir(cfg.teacher).glob("*.json"))]
     }
     prepared_from(out_dir, inputs_of(files, cfg.corpus, teacher_tokenizer, False), resume, dist)
     corpus = tokenized_corpus(files, tok, out_dir / "corpus", cfg.corpus, False, dist, progress_bar)

@@ -102,6 +102,7 @@ def export_onnx(directory: str | Path, out: str | Path, *, check: bool = True) -
         raise UserError(
             f"export: needs the optional extra onnx (pip install 'seq2bert[onnx]'): {e}"
         ) from None
+    directory = registry.local_path(directory)  # a Hub model name: its folder in the cache
     net, tok = registry.load(directory)
     if quantized.is_quantized(net):
         raise ConfigError(

@@ -51,6 +51,7 @@ from seq2bert.errors import ConfigError, DataError
 from seq2bert.models import registry
 from seq2bert.models.bilstm.config import FeaturesConfig
 from seq2bert.models.pretrained import init_task_model, load_hf_weights, write_hf_files
+from seq2bert.nn.lora import merge_lora
 from seq2bert.recipes.decoder_tasks import decoder_inputs, decoder_loss, task_head
 from seq2bert.recipes.scoring import encode, evaluate_checkpoint, fit_length, score, write_predictions
 from seq2bert.recipes.scratch import (
@@ -65,13 +66,17 @@ from seq2bert.recipes.scratch import (
 from seq2bert.tasks import registry as task_registry
 from seq2bert.tasks.data import FinetuneDataConfig, labelled_dev, read_task, subset, task_examples
 from seq2bert.training import checkpoint as ckpt
+from seq2bert.training import lora as lora_run
 from seq2bert.training.config import TrainConfig
 from seq2bert.training.distributed import cleanup, setup
 from seq2bert.training.run import (
     check_model_fits,
     check_out_dir,
     count_parameters,
+    folder_bytes,
+    peak_memory,
     seed_everything,
+    trainable_parameters,
     write_results,
     write_run_config,
 )
@@ -153,6 +158,16 @@ class FinetuneConfig:
             raise ConfigError(
                 f"features: read by a model trained from scratch (--model {' or '.join(readers)})"
             )
+        if self.train.lora.r and (self.model or self.random_init):
+            raise ConfigError(
+                "train.lora.r: LoRA adapts a pretrained checkpoint (--init); a model with random weights "
+                "(--model, random_init) trains every weight"
+            )
+        if self.train.lora.r and self.train.average_last > 1:
+            raise ConfigError(
+                "train.average_last: not with train.lora.r (the mean of the factors B and A over "
+                "checkpoints is not the mean of the weights)"
+            )
 
 
 def from_scratch(model: str) -> FinetuneConfig:
@@ -188,7 +203,7 @@ def before_start(cfg: FinetuneConfig, out_dir: Path) -> None:
         )
 
 
-@ckpt.holds_run_dir(check=before_start)
+@ckpt.holds_run_dir(check=before_start, lora=True)
 def finetune(
     cfg: FinetuneConfig, out_dir: str | Path, *, resume: bool = False, progress_bar: bool = True
 ) -> dict:
@@ -247,8 +262,14 @@ def finetune(
     if not cfg.random_init and new:
         log.info("new parameters (trained from scratch): %s", ", ".join(new))
     shape = task.decoder_shape if decoder else None
+    loaded = {id(p) for p in model.parameters()}
     if decoder:
         tok = decoder_inputs(model, tok)
+    lora = cfg.train.lora
+    if lora.r:  # LoRA: the head, the parameters new to the checkpoint and the low-rank B A train
+        added = [name for name, p in model.named_parameters() if id(p) not in loaded]  # GPT-1's token rows
+        lora_run.adapt(model, lora, (*family.head_modules, *new, *added), cfg.init)
+    trainable = trainable_parameters(model)
     pad = model.config.pad_token_id if decoder else tok.pad_token_id if tok.pad_token_id is not None else 0
     words = reads_words(model)
     train_features = encode(
@@ -314,29 +335,40 @@ def finetune(
         device=device,
         dist=dist,
         progress_bar=progress_bar,
-        save_model=partial(write_hf_files, family),
-        load_model=partial(load_hf_weights, family),
+        # a LoRA run's checkpoints hold what trains; its best/ is the merged model, a plain checkpoint
+        save_model=partial(lora_run.save_adapter, lora) if lora.r else partial(write_hf_files, family),
+        load_model=partial(lora_run.load_adapter, lora) if lora.r else partial(load_hf_weights, family),
+        save_best_model=partial(lora_run.write_merged, family) if lora.r else None,
         plot_curves=plot_training_curves,
     )
     log.info(
-        "%s on %s: %s parameters; %d training examples (%d features), %d dev",
+        "%s on %s: %s parameters (%s train); %d training examples (%d features), %d dev",
         architecture,
         data.task,
         f"{count_parameters(model):,}",
+        f"{trainable:,}",
         len(train_examples),
         len(train_features),
         len(dev_examples),
     )
     result = trainer.fit(resume=resume)
+    if lora.r:
+        merge_lora(model)  # the plain model again, as best/ holds it
+    last = result.last_checkpoint
     row = {
         "task": data.task,
         "init": "random" if cfg.random_init or cfg.model else cfg.init,
         **({"model": cfg.model} if cfg.model else {}),
         "params": count_parameters(model),
+        "trainable_parameters": trainable,
+        **({"lora": lora_run.settings(lora) | {"dropout": lora.dropout}} if lora.r else {}),
         "train_examples": len(train_examples),
         "steps": result.progress.step,
         "train_seconds": result.progress.train_seconds,
+        "seconds_per_step": result.progress.train_seconds / max(result.progress.step, 1),
         "tokens_per_s": result.tokens_per_second,
+        "checkpoint_bytes": folder_bytes(last) if last is not None else 0,  # a checkpoint-<step>/ to resume
+        **peak_memory(device),
         **({"lm_coef": cfg.lm_coef} if decoder else {}),
     }
     if dist.is_main and (out_dir / "best").is_dir():

@@ -125,9 +125,8 @@ def evaluate_checkpoint(
     """Dev metrics of a fine-tuned checkpoint directory (a run's best/, or any directory with run.json: a
     fine-tuning's or a task distillation's, whose ``data`` is read); ``data`` overrides the task and folder of
     its run.json. Writes predictions to ``out`` when given."""
-    checkpoint = (
-        ckpt.resolve_checkpoint(checkpoint) if (Path(checkpoint) / "best").is_dir() else Path(checkpoint)
-    )
+    checkpoint = registry.local_path(checkpoint)  # a Hub model name: its folder in the cache
+    checkpoint = ckpt.resolve_checkpoint(checkpoint) if (checkpoint / "best").is_dir() else checkpoint
     run = checkpoint / "run.json"
     recorded = ckpt.read_json(run).get("data") if run.is_file() else None  # fine-tuning's, distillation's
     trained = None if recorded is None else config_io.from_dict(FinetuneDataConfig, recorded, f"{run}: data.")

@@ -36,7 +36,7 @@ import numpy as np
 import torch
 from safetensors.torch import load_file
 
-from seq2bert.errors import CheckpointError, UserError
+from seq2bert.errors import CheckpointError, ConfigError, UserError
 from seq2bert.io import (  # noqa: F401 (re-exported)
     CHECKPOINT_RE,
     clean_leftovers,
@@ -213,22 +213,35 @@ def unmake(path: Path, made: list[Path]) -> None:
             return
 
 
-def holds_run_dir(recipe: Callable | None = None, *, check: Callable[[Any, Path], None] | None = None):
+def holds_run_dir(
+    recipe: Callable | None = None,
+    *,
+    check: Callable[[Any, Path], None] | None = None,
+    lora: bool = False,
+):
     """A recipe ``recipe(cfg, out_dir, …)`` run holding ``out_dir`` (run_dir_lock) from start to end; first
     ``check(cfg, out_dir)`` refuses what can be refused before the directory is made or anything allocated
-    (an ``out_dir`` among the inputs, a model too large for the machine: training/run.py). As a decorator:
+    (an ``out_dir`` among the inputs, a model too large for the machine: training/run.py). A recipe that
+    does not apply LoRA (``lora=False``) refuses ``train.lora.r`` > 0 first. As a decorator:
     ``@holds_run_dir`` or ``@holds_run_dir(check=…)``."""
     if recipe is None:
-        return functools.partial(holds_run_dir, check=check)
+        return functools.partial(holds_run_dir, check=check, lora=lora)
 
     @functools.wraps(recipe)
     def run(cfg, out_dir, *args, **kwargs):
+        if not lora and getattr(getattr(getattr(cfg, "train", None), "lora", None), "r", 0):
+            raise ConfigError(NO_LORA)
         if check is not None:
             check(cfg, Path(out_dir))
         with run_dir_lock(out_dir):
             return recipe(cfg, out_dir, *args, **kwargs)
 
     return run
+
+
+NO_LORA = (
+    "train.lora.r: this command trains every weight; LoRA is for `seq2bert finetune` (set train.lora.r=0)"
+)
 
 
 def check_fresh_run_dir(run_dir: Path) -> None:

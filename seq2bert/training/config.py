@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Literal
 
 from seq2bert.errors import ConfigError
+from seq2bert.nn.lora import ROLES
 
 SEED_MAX = 2**32 - 1  # NumPy's global generator takes seeds 0 … 2**32 − 1 (np.random.seed)
 
@@ -17,6 +19,44 @@ def check_seed(name: str, seed: int) -> None:
     when the configuration is read — never NumPy's ValueError once the run has begun."""
     if not 0 <= seed <= SEED_MAX:
         raise ConfigError(f"{name}: expected an integer from 0 to {SEED_MAX} (2**32 - 1), got {seed}")
+
+
+@dataclass
+class LoRAConfig:
+    """Low-rank adaptation (Hu et al. 2021; seq2bert/nn/lora.py) of a fine-tuning run: ``r`` > 0 freezes the
+    checkpoint's weights and trains B A of rank r beside each Linear layer of the ``targets`` roles (query,
+    key, value, output: W_q W_k W_v W_o; ffn_in, ffn_out: the feed-forward W_1 W_2), and the task's head.
+
+    ``alpha``: ΔW x is scaled by α/r. The paper sets α to the first r it tries and keeps it as r varies
+    (Sect. 4.1: "tuning α is roughly the same as tuning the learning rate"); the default 8 is that constant
+    for r = 8 (α/r = 1), and stays 8 when r changes. ``dropout``: on the input of the low-rank path. The
+    paper adapts W_q and W_v (Sect. 7.1, ``targets=[query, value]``); the default adapts every attention and
+    feed-forward Linear layer."""
+
+    r: int = 0  # 0: no LoRA, every weight trains
+    alpha: float = 8.0
+    dropout: float = 0.0
+    targets: list[str] = field(default_factory=lambda: list(ROLES))
+
+    def validate(self) -> None:
+        if self.r < 0:
+            raise ConfigError(f"r: the rank must be >= 0 (0: no LoRA), got {self.r}")
+        if not self.alpha > 0:
+            raise ConfigError(f"alpha: must be > 0, got {self.alpha}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ConfigError(f"dropout: must be in [0, 1), got {self.dropout}")
+        if not self.targets:
+            raise ConfigError(f"targets: expected some of {', '.join(ROLES)}, got none")
+        for target in self.targets:
+            if target not in ROLES:
+                close = difflib.get_close_matches(target, ROLES, n=1)
+                hint = f"did you mean {close[0]}? " if close else ""
+                raise ConfigError(
+                    f"targets: unknown target {target!r}; {hint}expected some of {', '.join(ROLES)}"
+                )
+
+    def __post_init__(self) -> None:
+        self.validate()
 
 
 @dataclass
@@ -62,6 +102,7 @@ class TrainConfig:
     nonfinite: Literal["stop", "skip"] = "stop"
     seed: int = 0
     device: str = "auto"  # auto: cuda when available, else cpu
+    lora: LoRAConfig = field(default_factory=LoRAConfig)  # r > 0: LoRA (seq2bert finetune)
 
     def validate(self) -> None:
         for f in fields(self):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import random
+import sys
 import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -32,6 +33,28 @@ def seed_everything(seed: int) -> None:
 def count_parameters(model: nn.Module) -> int:
     """Trainable and frozen parameters, each shared tensor once."""
     return sum(p.numel() for p in model.parameters())
+
+
+def trainable_parameters(model: nn.Module) -> int:
+    """The parameters the optimizer updates (requires_grad), each shared tensor once."""
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
+def peak_memory(device: torch.device) -> dict[str, int]:
+    """The most memory this process has held: its peak resident set (the whole process, loading included),
+    and on CUDA the most torch allocated on the device."""
+    import resource  # Unix
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    out = {"peak_rss_bytes": peak if sys.platform == "darwin" else peak * 1024}  # kilobytes on Linux
+    if device.type == "cuda":
+        out["cuda_max_allocated_bytes"] = torch.cuda.max_memory_allocated(device)
+    return out
+
+
+def folder_bytes(path: str | Path) -> int:
+    """The bytes of the files in ``path`` and below."""
+    return sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file())
 
 
 def write_run_config(directory: str | Path, cfg: Any) -> None:

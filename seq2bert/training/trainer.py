@@ -29,7 +29,8 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from seq2bert.config import atomic_write_text
-from seq2bert.errors import CheckpointError, DataError, RunFailure
+from seq2bert.errors import CheckpointError, ConfigError, DataError, RunFailure
+from seq2bert.nn.lora import lora_layers
 from seq2bert.precision import use_bf16
 from seq2bert.training import checkpoint as ckpt
 from seq2bert.training.config import TrainConfig
@@ -169,10 +170,14 @@ class Trainer:
         load_model: Callable[[nn.Module, Path], None] = ckpt.load_weights,
         plot_curves: Callable[[Path, Path], object] | None = None,
         on_start: Callable[[], None] | None = None,
+        save_best_model: Callable[[nn.Module, Path], None] | None = None,
     ):
         self.cfg = cfg
         self.on_start = on_start
         self.save_model, self.load_model = save_model, load_model  # the checkpoint's weight format
+        self.save_best_model = save_best_model or save_model  # best/'s (a LoRA run's: merged)
+        if cfg.lora.r and not lora_layers(model):
+            raise ConfigError(ckpt.NO_LORA)
         self.plot_curves = plot_curves
         self.dist = dist or DistInfo()
         self.device = device or torch.device("cpu")
@@ -224,7 +229,7 @@ class Trainer:
         if self.dist.is_main:
 
             def write(tmp: Path) -> None:
-                self.save_model(self.model, tmp)
+                self.save_best_model(self.model, tmp)
                 ckpt.write_progress(tmp, vars(self.progress))
                 if self.write_extra is not None:
                     self.write_extra(tmp)

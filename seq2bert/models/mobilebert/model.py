@@ -137,6 +137,11 @@ class BottleneckAttention(nn.Module):
         self.out = nn.Linear(d_model, d_model)  # W^O
         self.dropout = dropout
 
+    def linear_roles(self) -> dict[str, tuple[tuple[str, int], ...]]:
+        """W^Q, W^K, W^V and W^O (what LoRA adapts: seq2bert/nn/lora.py)."""
+        names = {"query": "query", "key": "key", "value": "value", "out": "output"}
+        return {attr: ((role, getattr(self, attr).out_features),) for attr, role in names.items()}
+
     def split_heads(self, x: torch.Tensor) -> torch.Tensor:
         """(B, T, h·d_k) → (B, h, T, d_k)."""
         return x.unflatten(-1, (self.h, self.d_k)).transpose(1, 2)
