@@ -334,3 +334,29 @@ def test_init_refuses_what_is_not_a_language_model_checkpoint(text, tmp_path, ca
     err = capsys.readouterr().err.strip()
     assert "no column 'text' (given by data.text_column); the file's columns: sentence, label" in err
     assert "\n" not in err
+
+
+def test_init_takes_a_model_name_from_the_hub_cache(text, tmp_path, monkeypatch):
+    """--init by name (models/hub.py): the checkpoint in huggingface_hub's cache, offline; the run records
+    the name as given."""
+    from huggingface_hub import constants
+
+    from seq2bert.models import hub
+    from tests.models.hub_cache import put_in_cache
+
+    source = checkpoint(tmp_path, text, "bert", "BertForMaskedLM")
+    cache = tmp_path / "hf" / "hub"
+    snapshot = put_in_cache(cache, "seq2bert-tests/tiny-bert", source, "4" * 40)
+    for key, value in (("HF_HOME", cache.parent), ("HF_HUB_CACHE", cache), ("HF_HUB_OFFLINE", "1")):
+        monkeypatch.setenv(key, str(value))
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(hub, "_RESOLVED", {})
+    out = tmp_path / "run"
+    assert run("pretrain", [text / "train.txt"], "seq2bert-tests/tiny-bert", out, *SHORT) == 0
+    assert (
+        json.loads((out / "best" / "run.json").read_text())["init"]["checkpoint"]
+        == "seq2bert-tests/tiny-bert"
+    )
+    assert json.loads((out / "results.json").read_text())["init"] == str(snapshot)
+    same_tokenizer_files(source, out / "best")
