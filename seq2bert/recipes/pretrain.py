@@ -435,6 +435,9 @@ def pretrain(
     else:  # the checkpoint's own family, head and objective
         family, lm_head, objective_kind = start.family, start.head, start.objective
         cfg = replace(cfg, data=pretrain_init.data_settings(start, cfg.data))
+        if objective_kind == "replaced_token_detection":  # ELECTRA's pair at its generator's own width
+            size = pretrain_electra.generator_size_of(start.path, start.config)
+            cfg = replace(cfg, electra=replace(cfg.electra, generator_size=size))
     cfg = replace(cfg, data=family_data(cfg.data, family.pretraining_data))  # its defaults for "auto"
     causal = objective_kind == "causal_lm"
     if objective_kind == "replaced_token_detection" and cfg.train.average_last > 1:
@@ -509,7 +512,11 @@ def pretrain(
         }
     # 4. the model and the engine
     seed_everything(cfg.train.seed)
-    if start is not None:  # the checkpoint's weights; a head it lacks initialised, said
+    if start is not None and objective.pretrainer_options is not None:  # ELECTRA's pair, both networks read
+        model_cfg, kept = start.config, None
+        model = family.pretrainer(model_cfg, **objective.pretrainer_options)
+        pretrain_electra.load_continued(family, model, start.path)
+    elif start is not None:  # the checkpoint's weights; a head it lacks initialised, said
         model_cfg = start.config
         model = start.model()
         kept = start.kept(model)  # the checkpoint's pooler, stored as it was

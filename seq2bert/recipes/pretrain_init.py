@@ -16,8 +16,9 @@ The objective is the checkpoint's (``continued_head``):
   BERT's 80/10/10, ALBERT's n-grams): the data section's "auto" settings.
 - the causal LM for the GPTs (and a BERT pretrained left to right, is_decoder), on contiguous blocks.
 
-ELECTRA's replaced token detection needs the generator, which a released discriminator does not ship: its
-discriminator continues as a masked LM (the head new), as transformers' ElectraForMaskedLM reads it.
+ELECTRA's replaced token detection needs the generator: a checkpoint of `seq2bert pretrain`, which keeps it
+beside the discriminator (``generator/``), continues the pair (at the generator's own width); a released
+discriminator, without one, continues as a masked LM (the head new), as transformers' ElectraForMaskedLM.
 
 The held-out loss is measured before the first step (the checkpoint as given) and after the last:
 ``valid_before_*`` beside ``valid_*`` in results.json (``held_out_before``). The recurrent LMs of
@@ -62,7 +63,8 @@ BEFORE = "valid_before.json"  # the held-out metrics of the checkpoint as given,
 @dataclass(frozen=True)
 class Start:
     """The checkpoint a continued pretraining starts from: its directory, family, config, the head trained
-    (``continued_head``), the objective ("masked_lm" or "causal_lm") and its tokenizer."""
+    (``continued_head``), the objective ("masked_lm", "causal_lm", or ELECTRA's pair's
+    "replaced_token_detection") and its tokenizer."""
 
     path: Path
     family: Family
@@ -151,6 +153,13 @@ def continued_head(family: Family, named: str | None, config: Any, source: Path)
         return "causal_lm"
     if "pretraining" in heads and family.pretraining_objective == "causal_lm":
         return "pretraining"
+    kept_apart = [source / d / "config.json" for d in family.head_dirs.values()]
+    if (
+        family.pretraining_objective == "replaced_token_detection"
+        and named == heads.get("pretraining")
+        and any(f.is_file() for f in kept_apart)
+    ):  # ELECTRA's discriminator with its generator beside it (a run of ours): the pair continues
+        return "pretraining"
     if (
         named is not None
         and named == heads.get("pretraining")
@@ -187,7 +196,10 @@ def open_checkpoint(init: str) -> Start:
         raise CheckpointError(f"--init {path}: its tokenizer has no end-of-text token to end documents with")
     if not causal and tokenizer.mask_token_id is None:
         raise CheckpointError(f"--init {path}: its tokenizer has no mask token for the masked LM")
-    return Start(path, family, config, head, "causal_lm" if causal else "masked_lm", tokenizer)
+    objective = "causal_lm" if causal else "masked_lm"
+    if head == "pretraining" and family.pretraining_objective == "replaced_token_detection":
+        objective = family.pretraining_objective
+    return Start(path, family, config, head, objective, tokenizer)
 
 
 # the settings of a new vocabulary, refused with --init: (key, the value that leaves the checkpoint's)

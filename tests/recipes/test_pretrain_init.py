@@ -360,3 +360,22 @@ def test_init_takes_a_model_name_from_the_hub_cache(text, tmp_path, monkeypatch)
     )
     assert json.loads((out / "results.json").read_text())["init"] == str(snapshot)
     same_tokenizer_files(source, out / "best")
+
+
+def test_an_electra_run_with_its_generator_continues_replaced_token_detection(text, tmp_path):
+    """A checkpoint of `seq2bert pretrain`'s ELECTRA keeps its generator (generator/): the pair continues, and
+    the held-out loss before is where the first run ended (the same held-out text and replacements)."""
+    first, second = tmp_path / "electra", tmp_path / "more"
+    small = ["--set", "model.hidden_size=32", "--set", "model.num_hidden_layers=2", "--set", "model.intermediate_size=64",
+             "--set", "model.num_attention_heads=2", "--set", "model.embedding_size=16"]  # fmt: skip
+    new = ["--out", str(first), "--set", "model.model_type=electra", *small, "--set", "data.vocab_size=120"]
+    assert main(["pretrain", str(text / "train.txt"), *new, *SHORT, "--set", "train.max_steps=2"]) == 0
+    assert run("pretrain", [text / "train.txt"], first, second, *SHORT) == 0
+    ours, before = (json.loads((d / "results.json").read_text()) for d in (second, first))
+    assert ours["valid_before_disc_loss"] == pytest.approx(before["valid_disc_loss"], rel=1e-6)
+    assert ours["valid_disc_loss"] != ours["valid_before_disc_loss"]
+    assert json.loads((second / "best" / "config.json").read_text())["architectures"] == [
+        "ElectraForPreTraining"
+    ]
+    a, b = weights(first / "best" / "generator"), weights(second / "checkpoint-4" / "generator")
+    assert a.keys() == b.keys() and any(not torch.equal(a[k], b[k]) for k in a)  # the generator trained too
