@@ -9,6 +9,7 @@ COLUMNS = [
     ("params", "params"),
     ("train_seconds", "train time"),
     ("tokens_per_s", "tokens/s"),
+    ("valid_before_perplexity", "valid ppl before"),  # continued pretraining: the checkpoint as given
     ("valid_perplexity", "valid ppl"),
     ("valid_word_perplexity", "valid word ppl"),
     ("test_token_accuracy", "test tok acc %"),
@@ -17,6 +18,7 @@ COLUMNS = [
     ("test_bleu_lowercase", "test BLEU (lc)"),
     ("test_bleu_beam5", "test BLEU beam 5"),
     ("test_bleu_lowercase_beam5", "test BLEU (lc) beam 5"),
+    ("valid_before_mlm_loss", "valid MLM loss before"),
     ("valid_mlm_loss", "valid MLM loss"),
     ("valid_mlm_accuracy", "valid MLM acc %"),
     ("valid_nsp_accuracy", "valid NSP acc %"),

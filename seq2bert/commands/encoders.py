@@ -13,12 +13,19 @@ from seq2bert.errors import UserError
 def cmd_pretrain(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
+    from seq2bert.models import registry
     from seq2bert.recipes.pretrain import PretrainConfig, pretrain
     from seq2bert.report import format_table
 
     cfg = load_config(PretrainConfig, args)
     if args.files:
         cfg = replace(cfg, data=replace(cfg.data, files=[str(Path(f).resolve()) for f in args.files]))
+    if args.valid:
+        cfg = replace(cfg, data=replace(cfg.data, valid_files=[str(Path(f).resolve()) for f in args.valid]))
+    if args.text_column:
+        cfg = replace(cfg, data=replace(cfg.data, text_column=args.text_column))
+    if args.init:  # a directory made absolute, a Hub model name as given
+        cfg = replace(cfg, init=replace(cfg.init, checkpoint=registry.as_given(args.init)))
     if not cfg.data.files:
         raise UserError("pretrain: give text files or folders (or data.files in --config)")
     row = pretrain(cfg, args.out, resume=args.resume)
@@ -346,7 +353,10 @@ def register(sub) -> None:
         epilog="examples:\n  seq2bert pretrain ../shared/data/corpus --out runs/bert-mini --set train.max_minutes=55\n"
         "  seq2bert pretrain books/ --out runs/b --set model.num_hidden_layers=2 --set data.masking=dynamic\n"
         "  seq2bert pretrain ../shared/data/corpus --out runs/gpt2-mini --set model.model_type=gpt2 "
-        "--set data.documents=file",
+        "--set data.documents=file\n"
+        "  seq2bert pretrain domain.txt --init MODEL_DIR --out runs/dapt   (continued pretraining: the\n"
+        "    checkpoint's objective, tokenizer and model; valid_before_* and valid_* in results.json)\n"
+        "  seq2bert pretrain ../shared/data/sst2/train.tsv --text-column sentence --init MODEL_DIR --out runs/tapt",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("files", nargs="*", help="text files, or folders of *.txt files")
@@ -358,6 +368,25 @@ def register(sub) -> None:
         default=[],
         metavar="KEY=VALUE",
         help="override one config key, e.g. --set model.num_hidden_layers=4 (repeatable)",
+    )
+    p.add_argument(
+        "--init",
+        metavar="MODEL",
+        help="continue this checkpoint's pretraining (its masked or causal LM) with its own tokenizer; "
+        "no vocabulary is trained (sets init.checkpoint)",
+    )
+    p.add_argument(
+        "--valid",
+        nargs="+",
+        metavar="FILE",
+        help="held-out text, scored before and after (sets data.valid_files; default: "
+        "data.valid_fraction of the documents of FILES)",
+    )
+    p.add_argument(
+        "--text-column",
+        metavar="COLUMN",
+        help="read this column of each file: a table's (CSV, TSV, JSON Lines, Parquet; each row a "
+        "document), or a CoNLL file's number (0: the words; sets data.text_column)",
     )
     p.add_argument("--out", required=True, help="run directory")
     p.add_argument("--resume", action="store_true", help="continue from the last checkpoint in --out")

@@ -24,6 +24,7 @@ LM_COLUMNS = [
     ("params", "params"),
     ("train_seconds", "train time"),
     ("tokens_per_s", "tokens/s"),
+    ("valid_before_perplexity", "valid ppl before (token)"),  # train-lm --init: the checkpoint as given
     ("valid_perplexity", "valid ppl (token)"),
     ("valid_word_perplexity", "valid ppl (word)"),
     ("valid_forward_perplexity", "valid ppl (forward)"),
@@ -51,6 +52,10 @@ def cmd_train_lm(args: argparse.Namespace) -> int:
         data = replace(data, valid_files=[str(Path(f).resolve()) for f in args.valid])
     if not data.files:
         raise UserError("train-lm: give text files or folders (or data.files in --config)")
+    if args.init:  # a directory made absolute, a Hub model name as given
+        from seq2bert.models import registry
+
+        cfg = replace(cfg, init=registry.as_given(args.init))
     row = train_lm(replace(cfg, data=data), args.out, resume=args.resume)
     print(format_table([row], LM_COLUMNS))
     return 0
@@ -146,12 +151,18 @@ def register(sub) -> None:
         "held-out perplexity per token and per word. --resume continues a killed run exactly.",
         epilog="examples:\n  seq2bert train-lm ../shared/data/corpus --out runs/lm --set train.max_minutes=55\n"
         "  seq2bert train-lm books/ --out runs/gru --set model.cell=gru --valid held-out.txt\n"
-        "  seq2bert train-lm books/ --out runs/elmo --set model.model_type=elmo   # ELMo's biLM (word softmax)",
+        "  seq2bert train-lm books/ --out runs/elmo --set model.model_type=elmo   # ELMo's biLM (word softmax)\n"
+        "  seq2bert train-lm domain.txt --init runs/lm --out runs/lm-domain   # continue a run on new text",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("files", nargs="*", help="text files, or folders of *.txt files")
     p.add_argument(
         "--valid", nargs="*", help="held-out text files (default: data.valid_fraction of the documents)"
+    )
+    p.add_argument(
+        "--init",
+        metavar="MODEL",
+        help="continue this language model (a train-lm run or checkpoint) with its own vocabulary (sets init)",
     )
     p.add_argument("--config", metavar="FILE", help="a YAML or JSON configuration")
     p.add_argument(

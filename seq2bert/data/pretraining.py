@@ -50,6 +50,7 @@ from seq2bert.config import atomic_write_text
 from seq2bert.data.instances import SENTENCE_TASKS, instance_table, packed_tokens, truncate_pair
 from seq2bert.data.masking import MaskingConfig, mask_tokens
 from seq2bert.data.paths import MISSING, kind_of, require_file
+from seq2bert.data.text_columns import column_paragraphs, is_table
 from seq2bert.data.text_files import lines_of
 from seq2bert.errors import DataError
 from seq2bert.io import write_dir_atomically
@@ -95,7 +96,8 @@ def gutenberg_body(path: Path) -> tuple[int, int]:
 
 def iter_paragraphs(path: Path, documents: str, skip_bad: bool, skipped: Skipped) -> Iterator[str | None]:
     """The paragraphs of one file in order, None at each document boundary: every blank line
-    (``documents="blank_line"``) or only the end of the file (``"file"``). Streams line by line; of a
+    (``documents="blank_line"``), every line (``"line"``: a file of sentences or short texts, each its own
+    document) or only the end of the file (``"file"``). Streams line by line; of a
     Project Gutenberg book only the text between its START and END markers is read."""
     with open(path, "rb") as f:
         if b"\x00" in f.read(8192):
@@ -120,6 +122,10 @@ def iter_paragraphs(path: Path, documents: str, skip_bad: bool, skipped: Skipped
                         f"{path}:{number}: not valid UTF-8 ({e.reason} at byte {e.start})"
                     ) from None
                 skipped.bad_lines += 1
+                continue
+            if line and documents == "line":
+                yield line
+                yield None
                 continue
             if line:
                 para.append(line)
@@ -261,6 +267,7 @@ def prepare_corpus(
     progress: bool = True,
     spaces: bool = False,
     paragraph_break: str = "\n\n",
+    text_column: str = "",
 ) -> dict:
     """Tokenize ``files`` once into ``out_dir`` (see the module docstring); returns corpus.json's content.
     Written into a temporary folder renamed at the end: an interrupted preparation leaves nothing half-made.
@@ -269,9 +276,12 @@ def prepare_corpus(
     is tokenized with its leading space, a paragraph after another after ``paragraph_break`` (a blank line)
     — so that the tokens of a document decode back to its text (what a byte-level BPE, GPT-2's, reads and
     writes; WordPiece ignores whitespace). A masked LM's byte-level corpus takes a space there too, so that
-    every word but a document's first carries its "Ġ", as in fine-tuning text."""
-    if documents not in ("blank_line", "file"):
-        raise DataError(f"documents: expected blank_line or file, got {documents!r}")
+    every word but a document's first carries its "Ġ", as in fine-tuning text.
+
+    ``text_column``: the files are tables or CoNLL files, and the text is this column of theirs (a table's
+    rows each a document; data/text_columns.py), ``documents`` unread."""
+    if documents not in ("blank_line", "file", "line"):
+        raise DataError(f"documents: expected blank_line, file or line, got {documents!r}")
     paths = [require_file(Path(f), "", "a text file to pretrain on") for f in files]
     paths = distinct_files(paths, "files")
     dtype = np.dtype(np.uint16 if tokenizer.vocab_size <= 65536 else np.uint32)
@@ -319,12 +329,18 @@ def prepare_corpus(
             for path in paths:
                 size, chars = path.stat().st_size, 0
                 later = False  # a paragraph after another in the same document
-                for para in iter_paragraphs(path, documents, skip_bad, skipped):
+                paragraphs = (
+                    column_paragraphs(path, text_column)
+                    if text_column
+                    else iter_paragraphs(path, documents, skip_bad, skipped)
+                )
+                split = split_sentences if not text_column or is_table(path) else lambda p: [p]
+                for para in paragraphs:  # a CoNLL file's paragraphs are its sentences already
                     if para is None:
                         pending.append(None)
                         later = False
                         continue
-                    sentences = split_sentences(para)
+                    sentences = split(para)
                     if spaces and sentences:
                         sentences = [
                             (paragraph_break if later else "") + sentences[0],
@@ -350,6 +366,7 @@ def prepare_corpus(
             "dtype": dtype.name,
             "vocab_size": tokenizer.vocab_size,
             "documents_mode": documents,
+            "text_column": text_column,
             "spaces": spaces,
             "paragraph_break": paragraph_break if spaces else None,
             "shards": shards,

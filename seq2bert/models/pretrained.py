@@ -150,16 +150,44 @@ def init_task_model(
     return model.to(device).train(), tokenizer, list(missing)
 
 
+def init_lm_model(
+    family: Family, path: str | Path, architecture: str, device: str | torch.device = "cpu"
+) -> tuple[nn.Module, list[str]]:
+    """A language model of ``architecture`` (a masked LM, the family's pretraining model, a GPT's LM head)
+    whose weights come from the directory ``path``, to continue its pretraining: the checkpoint's head when
+    it has this one; else the head — and the pooler a sentence head reads, when the checkpoint has none —
+    start from the family's initialisation, a decoder tied to the word embeddings as the family ties it;
+    the checkpoint's other heads (a classifier's) are dropped. Returns the model (train mode) and the names
+    of the parameters initialised new."""
+    path = Path(path)
+    cfg = family.read_config(read_config(path), str(path / "config.json"))
+    model = family.make(cfg, architecture)
+    # new_heads: a head is loaded only when the checkpoint has all of it, and other heads are dropped
+    state = family.read_state(read_weights(path), cfg, architecture, str(path), True)
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    if unexpected:  # read_state only returns keys of our layout
+        raise CheckpointError(f"{path}: unexpected keys {', '.join(unexpected)}")
+    if family.load_files is not None:
+        family.load_files(model, path)
+    return finite((model.to(device).train(), None), path)[0], list(missing)
+
+
 def write_hf_files(
-    family: Family, model: nn.Module, directory: Path, state: dict[str, torch.Tensor] | None = None
+    family: Family,
+    model: nn.Module,
+    directory: Path,
+    state: dict[str, torch.Tensor] | None = None,
+    extra: dict[str, torch.Tensor] | None = None,
 ) -> None:
     """config.json and model.safetensors of ``model`` in transformers' layout, into an existing folder (a
     checkpoint being written: the trainer renames the folder into place). ``state``: the weights to write in
-    place of ``model``'s state dict (a LoRA model's, merged: seq2bert/nn/lora.py)."""
+    place of ``model``'s state dict (a LoRA model's, merged: seq2bert/nn/lora.py); ``extra``: tensors of
+    transformers' names stored beside the model's (a pooler the architecture ignores but a task reads)."""
     architecture = family.architecture_of(model)
     config = {**family.write_config(model.config, architecture), "torch_dtype": "float32"}
     state = model.state_dict() if state is None else state
-    write_model_files(directory, config, family.write_state(state, model.config, architecture))
+    theirs = family.write_state(state, model.config, architecture)
+    write_model_files(directory, config, {**theirs, **(extra or {})})
     if family.save_files is not None:
         family.save_files(model, directory)
 

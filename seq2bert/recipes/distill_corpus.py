@@ -45,7 +45,14 @@ from seq2bert.recipes.distill import (
     make_student,
 )
 from seq2bert.recipes.pretrain import PretrainConfig, masked_instances
-from seq2bert.recipes.pretrain_data import file_stamp, held_out, inputs_of, prepared_from, tokenized_corpus
+from seq2bert.recipes.pretrain_data import (
+    file_stamp,
+    held_out,
+    held_out_corpus,
+    inputs_of,
+    prepared_from,
+    tokenized_corpus,
+)
 from seq2bert.training import checkpoint as ckpt
 from seq2bert.training.distributed import cleanup, setup
 from seq2bert.training.run import count_parameters, seed_everything, write_results, write_run_config
@@ -123,11 +130,21 @@ def distill_corpus(
     }
     prepared_from(out_dir, inputs_of(files, cfg.corpus, teacher_tokenizer, False), resume, dist)
     corpus = tokenized_corpus(files, tok, out_dir / "corpus", cfg.corpus, False, dist, progress_bar)
-    train_docs, valid_docs = held_out(corpus, cfg.corpus, cfg.train.seed, least=1)
+    valid_corpus = held_out_corpus(cfg.corpus, tok, out_dir, False, dist, progress_bar)  # corpus.valid_files
+    train_docs, valid_docs = held_out(corpus, cfg.corpus, cfg.train.seed, least=1, valid=valid_corpus)
     data = replace(cfg.corpus, sentence_task="none", masking="dynamic")
     pretrain_cfg = PretrainConfig(data=data, train=cfg.train)
     train, valid, indices = masked_instances(
-        pretrain_cfg, corpus, train_docs, valid_docs, tok, dist, "none", "next_sentence_label"
+        pretrain_cfg,
+        corpus,
+        train_docs,
+        valid_docs,
+        tok,
+        dist,
+        "none",
+        "next_sentence_label",
+        False,
+        valid_corpus,
     )
     # 4. the loss and the engine
     options = family.pretraining_options if mlm else {}  # the MLM head at the masked positions only

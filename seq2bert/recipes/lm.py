@@ -18,8 +18,15 @@ Read top to bottom:
    whitespace-separated word (comparable across vocabularies); for ELMo the forward and the backward
    perplexity (valid_forward_perplexity, valid_backward_perplexity) and their mean (valid_perplexity).
 
+With ``init`` (``--init RUN_OR_DIR``) the run continues a language model of this recipe — an LSTM LM, an
+ELMo biLM with its softmax — on new text, with the checkpoint's own vocabulary and weights (ULMFiT's
+target-task LM fine-tuning, Howard & Ruder 2018, Sect. 3.2): no tokenizer is trained and the model section is
+not read; the held-out perplexity of the checkpoint as given is measured before the first step
+(``valid_before_*`` in results.json, beside the final ``valid_*``).
+
     seq2bert train-lm ../shared/data/corpus --out runs/lm --set train.max_minutes=55
     seq2bert train-lm ../shared/data/corpus --out runs/elmo --set model.model_type=elmo
+    seq2bert train-lm my-domain.txt --init runs/lm --out runs/lm-domain
 """
 
 from __future__ import annotations
@@ -40,15 +47,16 @@ from seq2bert.data.characters import char_table
 from seq2bert.data.lm import BiStreamBatches, StreamBatches, TokenStream
 from seq2bert.data.pretraining import Corpus, prepare_corpus, shuffled, text_files
 from seq2bert.data.tokenization import Tokenizer
-from seq2bert.errors import ConfigError, DataError
+from seq2bert.errors import CheckpointError, ConfigError, DataError
 from seq2bert.io import save_tensors
 from seq2bert.models import registry
 from seq2bert.models.family import max_input_length
-from seq2bert.models.pretrained import load_hf_weights, write_hf_files
+from seq2bert.models.pretrained import checkpoint_dir, load_hf_weights, write_hf_files
 from seq2bert.models.registry import LMModelConfig
 from seq2bert.models.rnn_lm.config import RNNLMConfig
 from seq2bert.models.rnn_lm.model import detach
 from seq2bert.objectives.cross_entropy import IGNORE_INDEX
+from seq2bert.recipes.pretrain_init import copy_tokenizer_files, held_out_before
 from seq2bert.training import checkpoint as ckpt
 from seq2bert.training.config import TrainConfig
 from seq2bert.training.distributed import cleanup, setup
@@ -103,6 +111,7 @@ class LMDataConfig:
 class LMConfig:
     model: LMModelConfig = field(default_factory=RNNLMConfig)  # chosen by model.model_type (rnn-lm, elmo)
     data: LMDataConfig = field(default_factory=LMDataConfig)
+    init: str = ""  # a checkpoint or run of this recipe to continue (its model and vocabulary); "": new
     train: TrainConfig = field(
         default_factory=lambda: TrainConfig(
             lr=2e-3, weight_decay=0.0, clip_norm=0.25, max_epochs=1, metric="perplexity", log_every=50
@@ -364,9 +373,40 @@ def words_per_token(tok: Tokenizer, files: list[Path], limit: int = 2_000_000) -
 
 def before_start(cfg: LMConfig, out_dir: Path) -> None:
     """What a run refuses before its directory is made: an ``out_dir`` among its text files and folders, a
-    model larger than the machine's memory."""
-    check_out_dir(out_dir, (*cfg.data.files, *cfg.data.valid_files, cfg.data.tokenizer))
-    check_model_fits(lambda: registry.build_model(cfg.model), cfg.model, cfg.train.optimizer)
+    model larger than the machine's memory; with ``init``, a new vocabulary's or model's settings."""
+    check_out_dir(out_dir, (*cfg.data.files, *cfg.data.valid_files, cfg.data.tokenizer, cfg.init))
+    if cfg.init:
+        new = LMDataConfig()
+        for key in ("tokenizer", "tokenizer_kind", "vocab_size", "input_words", "lowercase"):
+            if getattr(cfg.data, key) != getattr(new, key):
+                raise ConfigError(
+                    f"data.{key}: --init continues the checkpoint with its own vocabulary; a new "
+                    "vocabulary's settings cannot be given with it"
+                )
+        if cfg.model != RNNLMConfig():
+            raise ConfigError(
+                "model: --init continues the checkpoint's own model; the model section is unread"
+            )
+        init_model(cfg.init)
+    else:
+        check_model_fits(lambda: registry.build_model(cfg.model), cfg.model, cfg.train.optimizer)
+
+
+def init_model(path: str) -> tuple[torch.nn.Module, Tokenizer]:
+    """The language model (train mode) and tokenizer of a checkpoint of this recipe, to continue: an LSTM LM,
+    or an ELMo biLM with its softmax (``pretraining``); another family is a one-line error."""
+    family = registry.family_at(path)
+    if not family.stream_lm:
+        other = (
+            "pretrain --init" if family.huggingface and family.kind != "encoder-decoder" else "no LM recipe"
+        )
+        raise CheckpointError(
+            f"--init {path}: a {family.model_type} checkpoint, not a language model of train-lm ({other})"
+        )
+    model, tok = registry.load(path, head="pretraining" if "pretraining" in family.heads else "causal_lm")
+    if tok is None:
+        raise CheckpointError(f"--init {path}: no tokenizer in the checkpoint")
+    return model.train(), tok
 
 
 @ckpt.holds_run_dir(check=before_start)
@@ -381,15 +421,20 @@ def train_lm(cfg: LMConfig, out_dir: str | Path, *, resume: bool = False, progre
     valid_files = text_files(cfg.data.valid_files, "data.valid_files")
     dist, device = setup(cfg.train.device)
     seed_everything(cfg.train.seed)
-    # 1. the tokenizer, kept with the run
+    # 1. the tokenizer, kept with the run (with init: the checkpoint's, and its model)
     tok_dir = out_dir / "tokenizer"
-    tok = (
-        Tokenizer.load(tok_dir)
-        if (tok_dir / "tokenizer.json").is_file()
-        else build_tokenizer(cfg.data, files, cfg.model)
-    )
+    start, tok = init_model(cfg.init) if cfg.init else (None, None)
+    if tok is None:
+        tok = (
+            Tokenizer.load(tok_dir)
+            if (tok_dir / "tokenizer.json").is_file()
+            else build_tokenizer(cfg.data, files, cfg.model)
+        )
     tok.save(tok_dir)
-    model_cfg = model_config(cfg.model, tok, vocabulary(cfg.data, cfg.model)[1])
+    if start is not None:
+        model_cfg = start.config
+    else:
+        model_cfg = model_config(cfg.model, tok, vocabulary(cfg.data, cfg.model)[1])
     # 2. the corpus, tokenized once, and the held-out part
     corpus = prepared(files, tok, out_dir / "corpus", cfg.data, progress_bar)
     if valid_files:
@@ -424,7 +469,11 @@ def train_lm(cfg: LMConfig, out_dir: str | Path, *, resume: bool = False, progre
     # 3. the model: a biLM with its softmax (the "pretraining" head), or the LM itself
     family = registry.family_of(model_cfg)
     seed_everything(cfg.train.seed)
-    model = family.make(model_cfg, family.architecture_for("pretraining") if bilm else None)
+    model = (
+        start
+        if start is not None
+        else family.make(model_cfg, family.architecture_for("pretraining") if bilm else None)
+    )
     torch.manual_seed(cfg.train.seed + dist.rank)
     # 4. truncated BPTT: the state after segment i starts segment i + 1 (reset at each epoch's first segment)
     carried: dict = {"state": None}
@@ -454,6 +503,8 @@ def train_lm(cfg: LMConfig, out_dir: str | Path, *, resume: bool = False, progre
 
     def write_extra(directory: Path) -> None:
         tok.save(directory)
+        if cfg.init:  # the checkpoint's own tokenizer files, as they are
+            copy_tokenizer_files(checkpoint_dir(cfg.init), directory)
         write_run_config(directory, cfg)
         state = carried["state"]
         if state is not None:  # the state the next segment starts from, for an exact resume
@@ -487,13 +538,16 @@ def train_lm(cfg: LMConfig, out_dir: str | Path, *, resume: bool = False, progre
         f"{train.tokens():,}",
         f"{valid.tokens():,}",
     )
+    before = held_out_before(trainer, evaluate, out_dir, resume, dist.is_main) if cfg.init else {}
     result = trainer.fit(resume=resume)
     row = {
         "model": model_cfg.describe(),
+        **({"init": str(checkpoint_dir(cfg.init))} if cfg.init else {}),
         "params": count_parameters(model),
         "steps": result.progress.step,
         "train_seconds": result.progress.train_seconds,
         "tokens_per_s": result.tokens_per_second,
+        **{f"valid_before_{k}": v for k, v in before.items()},
         **{f"valid_{k}": v for k, v in result.progress.last_eval.items()},
         "run_dir": str(out_dir),
     }

@@ -27,12 +27,19 @@ Read top to bottom:
    replaced_token_detection  the masked LM's instances (single segments: ELECTRA's sentence task is none), a
               generator's samples in the masked positions and a discriminator over every position
               (recipes/pretrain_electra.py, the ``electra`` section); loss = L_MLM + λ L_Disc;
+With ``init.checkpoint`` (``--init DIR``) the run continues a checkpoint's own objective on the new text with
+its own tokenizer, in place of steps 1 and 4's new vocabulary and model (recipes/pretrain_init.py): the held-out
+loss of the checkpoint as given (``valid_before_*``) and at the end in results.json. Held-out text is
+data.valid_files (``--valid FILE``) when given, else data.valid_fraction of the documents; data.text_column
+(``--text-column``) reads a column of a .tsv / .csv (each row a document) or of a CoNLL file.
+
 4. every checkpoint is a Hugging Face directory (BertForPreTraining, GPT2LMHeadModel, …: config.json,
    model.safetensors, the tokenizer's files) plus the trainer state, so transformers' ``from_pretrained``
    reads it and ``seq2bert pretrain … --resume`` continues a killed run exactly.
 
     seq2bert pretrain ../shared/data/corpus --out runs/bert-mini --set train.max_minutes=55
     seq2bert pretrain ../shared/data/corpus --out runs/gpt2-mini --set model.model_type=gpt2
+    seq2bert pretrain ../shared/data/sst2/train.tsv --text-column sentence --init MODEL_DIR --out runs/tapt
 """
 
 from __future__ import annotations
@@ -49,6 +56,7 @@ from torch import nn
 
 from seq2bert.data.lm import Blocks, TokenStream
 from seq2bert.data.pretraining import Corpus, PretrainingData
+from seq2bert.data.text_columns import check_column
 from seq2bert.data.tokenization import KINDS as TOKENIZER_KINDS
 from seq2bert.data.tokenization import Tokenizer
 from seq2bert.errors import ConfigError, DataError
@@ -57,7 +65,7 @@ from seq2bert.models.family import Family, PretrainingTerms, max_input_length, n
 from seq2bert.models.pretrained import load_hf_weights, write_hf_files, write_tokenizer
 from seq2bert.nn.embeddings import init_sinusoidal_
 from seq2bert.objectives.cross_entropy import IGNORE_INDEX
-from seq2bert.recipes import pretrain_electra
+from seq2bert.recipes import pretrain_electra, pretrain_init
 from seq2bert.recipes.pretrain_causal import (
     SampleConfig,
     continuations,
@@ -72,6 +80,7 @@ from seq2bert.recipes.pretrain_data import (
     family_data,
     file_stamp,
     held_out,
+    held_out_corpus,
     inputs_of,
     masking_config,
     prepared_from,
@@ -79,6 +88,7 @@ from seq2bert.recipes.pretrain_data import (
     with_end_of_text,
 )
 from seq2bert.recipes.pretrain_electra import ElectraSettings
+from seq2bert.recipes.pretrain_init import Start
 from seq2bert.training import checkpoint as ckpt
 from seq2bert.training.config import TrainConfig
 from seq2bert.training.distributed import DistInfo, cleanup, setup
@@ -107,6 +117,9 @@ class InitConfig:
     step 1,000) without leaving its plateau sooner."""
 
     positions: str = "normal"
+    # a checkpoint (or run) directory whose pretraining continues: its objective, tokenizer and model, the
+    # model section unread (recipes/pretrain_init.py; `seq2bert pretrain FILES --init DIR`)
+    checkpoint: str = ""
 
     def validate(self) -> None:
         if self.positions not in ("normal", "sinusoidal"):
@@ -251,10 +264,12 @@ def masked_instances(
     sentence_task: str,
     label_key: str,
     span_boundaries: bool = False,
+    valid_corpus: Corpus | None = None,
 ) -> tuple[PretrainingData, PretrainingData, list[int]]:
     """Instances of ``sentence_task`` with masked tokens, drawn per pass (``label_key``: the model's name for
     the pair labels; ``span_boundaries``: the batches carry each masked token's span boundaries, for
-    SpanBERT's SBO): the training ones, the held-out ones and the held-out instances scored."""
+    SpanBERT's SBO): the training ones, the held-out ones (of ``valid_corpus``, data.valid_files, when given)
+    and the held-out instances scored."""
     sentences = corpus_sentences(corpus, train_docs) if cfg.data.phrase_ngrams else []
     masking = masking_config(cfg.data, tok, sentences)
     masking_kind = cfg.data.masking if cfg.data.masking != "auto" else "static"
@@ -282,7 +297,7 @@ def masked_instances(
             f"in {len(train_docs)} documents"
         )
     valid = PretrainingData(
-        corpus,
+        valid_corpus or corpus,
         valid_docs,
         masking,
         batch_size=cfg.data.batch_size,
@@ -295,23 +310,40 @@ def masked_instances(
 
 
 def masked_lm(
-    train: PretrainingData, valid: PretrainingData, indices: list[int], device, family: Family
+    train: PretrainingData,
+    valid: PretrainingData,
+    indices: list[int],
+    device,
+    family: Family,
+    start: Start | None = None,
 ) -> Objective:
     """BERT's objective and its variants': MLM + the instances' sentence task (the family's forward options
-    and where its output keeps each loss: Family.pretraining_options, pretraining_terms)."""
-    options = family.pretraining_options
+    and where its output keeps each loss: Family.pretraining_options, pretraining_terms; of a continued
+    checkpoint's masked LM, ``start``'s)."""
+    options = (
+        family.pretraining_options if start is None else start.forward_options(family.pretraining_options)
+    )
+    terms = family.pretraining_terms if start is None else start.terms()
     return Objective(
         plan=train,
         loss=lambda m, batch: m(**batch, **options).loss,
-        evaluate=lambda m: evaluate_pretraining(m, valid, indices, device, options, family.pretraining_terms),
+        evaluate=lambda m: evaluate_pretraining(m, valid, indices, device, options, terms),
         metric="mlm_accuracy",
     )
 
 
 def causal_lm(
-    cfg: PretrainConfig, corpus: Corpus, train_docs, valid_docs, tok: Tokenizer, dist: DistInfo, device
+    cfg: PretrainConfig,
+    corpus: Corpus,
+    train_docs,
+    valid_docs,
+    tok: Tokenizer,
+    dist: DistInfo,
+    device,
+    valid_corpus: Corpus | None = None,
 ) -> Objective:
-    """GPT's objective: contiguous blocks of the documents' stream, each document followed by its end of text."""
+    """GPT's objective: contiguous blocks of the documents' stream, each document followed by its end of text
+    (held out: ``valid_docs`` of ``valid_corpus``, data.valid_files, when given)."""
     L, B, eot = cfg.data.max_seq_length, cfg.data.batch_size, tok.eos_token_id
     train = Blocks(
         TokenStream(corpus, train_docs, eot),
@@ -322,7 +354,13 @@ def causal_lm(
         world=dist.world_size,
         source="the training documents",
     )
-    valid = Blocks(TokenStream(corpus, valid_docs, eot), L, B, shuffle=False, source="the held-out documents")
+    valid = Blocks(
+        TokenStream(valid_corpus or corpus, valid_docs, eot),
+        L,
+        B,
+        shuffle=False,
+        source="the held-out documents",
+    )
     indices = list(range(min(len(valid), cfg.data.max_valid_instances)))
     words = words_per_token(tok, valid.stream, len(indices) * L)
     return Objective(
@@ -361,10 +399,20 @@ def replaced_token_detection(
 
 def before_start(cfg: PretrainConfig, out_dir: Path) -> None:
     """What a run refuses before its directory is made: an ``out_dir`` among its text files and folders, a
-    model larger than the machine's memory."""
+    model larger than the machine's memory; with init.checkpoint, the settings it cannot be given with."""
     d = cfg.data
-    check_out_dir(out_dir, (*d.files, d.tokenizer, d.phrases, d.entities))
-    check_model_fits(lambda: registry.build_model(cfg.model), cfg.model, cfg.train.optimizer)
+    check_out_dir(
+        out_dir, (*d.files, *d.valid_files, d.tokenizer, d.phrases, d.entities, cfg.init.checkpoint)
+    )
+    if d.text_column:  # each file has the column (a table's header names it)
+        for path in (*d.text_files(), *d.held_out_files()):
+            check_column(path, d.text_column)
+    if cfg.init.checkpoint:
+        pretrain_init.check_settings(cfg, bert_mini())
+        start = pretrain_init.open_checkpoint(cfg.init.checkpoint)
+        check_model_fits(lambda: registry.build_model(start.config), start.config, cfg.train.optimizer)
+    else:
+        check_model_fits(lambda: registry.build_model(cfg.model), cfg.model, cfg.train.optimizer)
 
 
 @ckpt.holds_run_dir(check=before_start)
@@ -372,22 +420,34 @@ def pretrain(
     cfg: PretrainConfig, out_dir: str | Path, *, resume: bool = False, progress_bar: bool = True
 ) -> dict:
     """Pretrain; returns a results row (parameters, steps, tokens/s, the objective's held-out metrics; for a
-    causal LM also ``samples``)."""
+    causal LM also ``samples``). With init.checkpoint, continue that checkpoint's pretraining
+    (recipes/pretrain_init.py): the row also has the held-out metrics of the checkpoint as given,
+    ``valid_before_*``."""
     out_dir = Path(out_dir)
     if not resume:
         ckpt.check_fresh_run_dir(out_dir)
     files = cfg.data.text_files()
-    family = registry.family_of(cfg.model)  # the builder, checkpoint layout and objective of the model
-    lm_head = left_to_right(family, cfg.model, cfg.data.sentence_task)  # a causal LM's, or None
+    start = pretrain_init.open_checkpoint(cfg.init.checkpoint) if cfg.init.checkpoint else None
+    if start is None:
+        family = registry.family_of(cfg.model)  # the builder, checkpoint layout and objective of the model
+        lm_head = left_to_right(family, cfg.model, cfg.data.sentence_task)  # a causal LM's, or None
+        objective_kind = "causal_lm" if lm_head else family.pretraining_objective
+    else:  # the checkpoint's own family, head and objective
+        family, lm_head, objective_kind = start.family, start.head, start.objective
+        cfg = replace(cfg, data=pretrain_init.data_settings(start, cfg.data))
+        if objective_kind == "replaced_token_detection":  # ELECTRA's pair at its generator's own width
+            size = pretrain_electra.generator_size_of(start.path, start.config)
+            cfg = replace(cfg, electra=replace(cfg.electra, generator_size=size))
     cfg = replace(cfg, data=family_data(cfg.data, family.pretraining_data))  # its defaults for "auto"
-    causal = lm_head is not None
-    if family.pretraining_objective == "replaced_token_detection" and cfg.train.average_last > 1:
+    causal = objective_kind == "causal_lm"
+    if objective_kind == "replaced_token_detection" and cfg.train.average_last > 1:
         raise ConfigError(
             "train.average_last: ELECTRA's pair is not averaged (model.safetensors is one network)"
         )
     if not causal:
         task, label_key, sbo = sentence_task(family, cfg.data.sentence_task)
-    positions = max_input_length(cfg.model)
+    model_section = cfg.model if start is None else start.config
+    positions = max_input_length(model_section)
     if positions is not None and cfg.data.max_seq_length > positions:
         raise ConfigError(
             f"data.max_seq_length: {cfg.data.max_seq_length} is longer than the model's {positions} positions"
@@ -395,19 +455,22 @@ def pretrain(
     dist, device = setup(cfg.train.device)
     seed_everything(cfg.train.seed)
     # what the tokenizer and corpus below are made from: one left by another attempt is made again
-    tokenizer_source = (
-        {"file": file_stamp(Path(cfg.data.tokenizer))}
-        if cfg.data.tokenizer
-        else {
+    if start is not None:
+        tokenizer_source = start.source()
+    elif cfg.data.tokenizer:
+        tokenizer_source = {"file": file_stamp(Path(cfg.data.tokenizer))}
+    else:
+        tokenizer_source = {
             "trained": family.model_type,
             "vocab_size": cfg.data.vocab_size,
             "lowercase": cfg.data.lowercase,
         }
-    )
     prepared_from(out_dir, inputs_of(files, cfg.data, tokenizer_source, causal), resume, dist)
     # 1. the tokenizer (kept with the run: a resumed run must see the same ids)
     tok_dir = out_dir / "tokenizer"
-    if (tok_dir / "tokenizer.json").is_file():
+    if start is not None:  # the checkpoint's own: no new vocabulary
+        tok = start.tokenizer
+    elif (tok_dir / "tokenizer.json").is_file():
         tok = Tokenizer.load(tok_dir)
     elif (
         family.train_tokenizer is not None and not cfg.data.tokenizer
@@ -421,21 +484,26 @@ def pretrain(
             cfg.data, files, family.tokenizer if family.tokenizer in TOKENIZER_KINDS else "wordpiece"
         )
         tok = with_end_of_text(tok) if causal else tok
-    if dist.is_main:
+    if dist.is_main and start is None:
         tok.save(tok_dir)
-    # 2. the corpus, tokenized once
+    # 2. the corpus, tokenized once (and the held-out files, data.valid_files)
     corpus = tokenized_corpus(files, tok, out_dir / "corpus", cfg.data, causal, dist, progress_bar)
+    valid_corpus = held_out_corpus(cfg.data, tok, out_dir, causal, dist, progress_bar)
     # 3. held-out documents, and the objective's batches and evaluation
-    train_docs, valid_docs = held_out(corpus, cfg.data, cfg.train.seed, least=1 if causal else 2)
+    train_docs, valid_docs = held_out(
+        corpus, cfg.data, cfg.train.seed, least=1 if causal else 2, valid=valid_corpus
+    )
     if causal:
-        objective = causal_lm(cfg, corpus, train_docs, valid_docs, tok, dist, device)
+        objective = causal_lm(cfg, corpus, train_docs, valid_docs, tok, dist, device, valid_corpus)
         special = dict(bos_token_id=tok.eos_token_id, eos_token_id=tok.eos_token_id)
     else:
-        data = masked_instances(cfg, corpus, train_docs, valid_docs, tok, dist, task, label_key, sbo)
-        if family.pretraining_objective == "replaced_token_detection":
+        data = masked_instances(
+            cfg, corpus, train_docs, valid_docs, tok, dist, task, label_key, sbo, valid_corpus
+        )
+        if objective_kind == "replaced_token_detection":
             objective = replaced_token_detection(cfg, *data, device, family, tok)
         else:
-            objective = masked_lm(*data, device, family)
+            objective = masked_lm(*data, device, family, start)
         # a model that names its first and last tokens (RoBERTa: <s>, </s>) takes the tokenizer's
         special = {
             k: v
@@ -443,13 +511,23 @@ def pretrain(
             if getattr(cfg.model, k, None) is not None and v is not None
         }
     # 4. the model and the engine
-    model_cfg = replace(cfg.model, vocab_size=tok.vocab_size, pad_token_id=tok.pad_token_id, **special)
     seed_everything(cfg.train.seed)
-    if objective.pretrainer_options is not None:  # more than the "pretraining" head: ELECTRA's pair
+    if start is not None and objective.pretrainer_options is not None:  # ELECTRA's pair, both networks read
+        model_cfg, kept = start.config, None
         model = family.pretrainer(model_cfg, **objective.pretrainer_options)
+        pretrain_electra.load_continued(family, model, start.path)
+    elif start is not None:  # the checkpoint's weights; a head it lacks initialised, said
+        model_cfg = start.config
+        model = start.model()
+        kept = start.kept(model)  # the checkpoint's pooler, stored as it was
     else:
-        model = family.make(model_cfg, family.architecture_for(lm_head or "pretraining"))
-    cfg.init.apply(model, getattr(model_cfg, "initializer_range", 0.02))  # BERT's N(0, 0.02²) scale
+        kept = None
+        model_cfg = replace(cfg.model, vocab_size=tok.vocab_size, pad_token_id=tok.pad_token_id, **special)
+        if objective.pretrainer_options is not None:  # more than the "pretraining" head: ELECTRA's pair
+            model = family.pretrainer(model_cfg, **objective.pretrainer_options)
+        else:
+            model = family.make(model_cfg, family.architecture_for(lm_head or "pretraining"))
+        cfg.init.apply(model, getattr(model_cfg, "initializer_range", 0.02))  # BERT's N(0, 0.02²) scale
     torch.manual_seed(cfg.train.seed + dist.rank)
     train_cfg = cfg.train
     if train_cfg.metric == "main":
@@ -457,6 +535,8 @@ def pretrain(
 
     def write_extra(directory: Path) -> None:
         write_tokenizer(family, tok, directory, model_cfg)  # the family's files (tokenizer_config.json)
+        if start is not None:
+            start.write_tokenizer_files(directory)  # the checkpoint's own, as they are
         write_run_config(directory, cfg)
 
     trainer = Trainer(
@@ -472,7 +552,7 @@ def pretrain(
         device=device,
         dist=dist,
         progress_bar=progress_bar,
-        save_model=objective.save_model or partial(write_hf_files, family),
+        save_model=objective.save_model or partial(write_hf_files, family, extra=kept),
         load_model=objective.load_model or partial(load_hf_weights, family),
         plot_curves=plot_training_curves,
     )
@@ -483,13 +563,18 @@ def pretrain(
         f"{corpus.info['tokens']:,}",
         corpus.num_documents,
     )
+    before = {}
+    if start is not None:  # the held-out loss of the checkpoint as given
+        before = pretrain_init.held_out_before(trainer, objective.evaluate, out_dir, resume, dist.is_main)
     result = trainer.fit(resume=resume)
     row = {
         "model": f"{family.model_type} ({model_cfg.num_hidden_layers}/{model_cfg.hidden_size})",
+        **({"init": str(start.path)} if start is not None else {}),
         "params": count_parameters(model),
         "steps": result.progress.step,
         "train_seconds": result.progress.train_seconds,
         "tokens_per_s": result.tokens_per_second,
+        **{f"valid_before_{k}": v for k, v in before.items()},
         **{f"valid_{k}": v for k, v in result.progress.last_eval.items()},
         "run_dir": str(out_dir),
     }

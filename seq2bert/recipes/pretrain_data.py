@@ -36,11 +36,18 @@ class PretrainDataConfig:
     """Where the text comes from and how instances are made (defaults: the original BERT recipe at 128)."""
 
     files: list[str] = field(default_factory=list)  # text files or folders of them (*.txt, recursively)
+    # held-out text (files or folders, read as ``files`` are), all of it scored; empty: valid_fraction of the
+    # documents of ``files`` held out
+    valid_files: list[str] = field(default_factory=list)
+    # a column to read in place of plain text: a table's (CSV, TSV, JSON Lines, Parquet, by name; each row a
+    # document) or a CoNLL file's (numbered, 0: the word; -DOCSTART- between documents): data/text_columns.py
+    text_column: str = ""
     # a vocab.txt, tokenizer.json, vocab.json + merges.txt or folder; empty: train one of the model's kind
     tokenizer: str = ""
     vocab_size: int = 30522
     lowercase: bool | None = None  # None: the kind's own (WordPiece uncased; GPT-2's BPE keeps the case)
-    documents: Literal["blank_line", "file"] = "blank_line"
+    # a blank line ends a document, or the end of the file, or every line (a file of short texts, one a line)
+    documents: Literal["blank_line", "file", "line"] = "blank_line"
     skip_bad: bool = False
     shard_tokens: int = 50_000_000
     max_seq_length: int = 128  # BERT: the longest instance; GPT: the length of a block
@@ -130,6 +137,9 @@ class PretrainDataConfig:
         if not out:
             raise DataError("data.files: no text files to pretrain on")
         return out
+
+    def held_out_files(self) -> list[Path]:
+        return text_files(self.valid_files, "data.valid_files")
 
 
 KNOWLEDGE_STAGES = "knowledge_schedule: needs masking=dynamic (static masking repeats its passes)"
@@ -256,6 +266,7 @@ def masking_config(
 
 
 PREPARED = "prepared.json"  # what a run's tokenizer/ and corpus/ were made from
+VALID_CORPUS = "valid-corpus"  # data.valid_files, tokenized
 
 
 def file_stamp(path: Path) -> list:
@@ -267,9 +278,12 @@ def file_stamp(path: Path) -> list:
 
 
 def inputs_of(files: list[Path], data: PretrainDataConfig, tokenizer: dict, causal: bool) -> dict:
-    """The fingerprint of a prepared corpus: its text files, the tokenizer's source and how the text is read."""
+    """The fingerprint of a prepared corpus: its text files (and held-out ones), the tokenizer's source and how
+    the text is read."""
     return {
         "files": [file_stamp(f) for f in files],
+        **({"valid_files": [file_stamp(f) for f in data.held_out_files()]} if data.valid_files else {}),
+        **({"text_column": data.text_column} if data.text_column else {}),
         "tokenizer": tokenizer,
         "documents": data.documents,
         "skip_bad": data.skip_bad,
@@ -285,7 +299,7 @@ def prepared_from(out_dir: Path, inputs: dict, resume: bool, dist: DistInfo) -> 
     its inputs have changed since."""
     path = out_dir / PREPARED
     before = read_json(path) if path.is_file() else None
-    parts = [out_dir / "tokenizer", out_dir / "corpus"]
+    parts = [out_dir / "tokenizer", out_dir / "corpus", out_dir / VALID_CORPUS]
     if resume:
         if before is not None and before != json.loads(json.dumps(inputs)):
             log.warning(
@@ -327,6 +341,7 @@ def tokenized_corpus(
                 shard_tokens=data.shard_tokens,
                 skip_bad=data.skip_bad,
                 progress=progress,
+                text_column=data.text_column,
                 **spaces,
             )
         barrier(dist)
@@ -340,11 +355,31 @@ def tokenized_corpus(
     return corpus
 
 
+def held_out_corpus(
+    data: PretrainDataConfig, tok: Tokenizer, out_dir: Path, causal: bool, dist: DistInfo, progress: bool
+) -> Corpus | None:
+    """data.valid_files tokenized once into ``out_dir``/valid-corpus, as ``tokenized_corpus`` does the
+    training text (None without held-out files: a fraction of the documents is held out, ``held_out``)."""
+    files = data.held_out_files()
+    if not files:
+        return None
+    return tokenized_corpus(files, tok, out_dir / VALID_CORPUS, data, causal, dist, progress)
+
+
 def held_out(
-    corpus: Corpus, data: PretrainDataConfig, seed: int, least: int
+    corpus: Corpus, data: PretrainDataConfig, seed: int, least: int, valid: Corpus | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """(training, held-out) documents: data.valid_fraction of them, drawn with ``seed``; fewer than ``least``
-    held out (BERT draws a held-out B from another held-out document: 2), the first training ones, said."""
+    held out (BERT draws a held-out B from another held-out document: 2), the first training ones, said.
+    With ``valid`` (data.valid_files' corpus): every document of ``corpus`` trains, every one of ``valid`` is
+    held out."""
+    if valid is not None:
+        if valid.num_documents < least:
+            raise DataError(
+                f"{', '.join(data.valid_files)}: {valid.num_documents} held-out document(s); this objective "
+                f"needs at least {least} (data.valid_files)"
+            )
+        return np.arange(corpus.num_documents), np.arange(valid.num_documents)
     order = shuffled(corpus.num_documents, np.random.default_rng(seed))
     n_valid = int(round(data.valid_fraction * corpus.num_documents))
     if corpus.num_documents - n_valid < 2:

@@ -29,7 +29,8 @@ import torch
 from torch import nn
 
 from seq2bert.data.pretraining import PretrainingData
-from seq2bert.errors import ConfigError
+from seq2bert.errors import CheckpointError, ConfigError
+from seq2bert.io import read_json
 from seq2bert.models.electra.pretrained import GENERATOR
 from seq2bert.models.family import Family
 from seq2bert.models.pretrained import load_hf_weights, write_hf_files
@@ -100,6 +101,24 @@ def evaluate(model, data: PretrainingData, indices: list[int], device, disc_weig
         "replaced_fraction": 100.0 * counts["replaced"] / max(real_total, 1),
     }
     return {**result, "loss": result["mlm_loss"] + disc_weight * result["disc_loss"]}
+
+
+def generator_size_of(directory: Path, discriminator: Any) -> float:
+    """The ``generator_size`` of the pair a checkpoint holds: its generator's width over the discriminator's."""
+    generator = read_json(Path(directory) / GENERATOR / "config.json")
+    return generator["hidden_size"] / discriminator.hidden_size
+
+
+def load_continued(family: Family, model: nn.Module, directory: Path) -> None:
+    """The pair of a checkpoint whose pretraining continues (``load_pair``); weights that do not fit are a
+    one-line error."""
+    try:
+        load_pair(family, model, directory)
+    except RuntimeError as e:
+        first = next((line.strip() for line in str(e).splitlines()[1:] if line.strip()), str(e))
+        raise CheckpointError(
+            f"{directory}: the generator does not fit electra.generator_size ({first})"
+        ) from None
 
 
 def save_pair(family: Family, tokenizer: Any, model: nn.Module, directory: Path) -> None:
