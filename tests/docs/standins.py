@@ -116,9 +116,10 @@ def write_conll(folder: Path, rng) -> None:
         (folder / f"{split}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def write_squad(folder: Path, rng) -> None:
-    folder.mkdir(parents=True)
-    for split, n in (("train", 8), ("dev", 4)):
+def data_of_squad(rng):
+    """split, n → a SQuAD v1.1 file's JSON of n questions about where a university is."""
+
+    def squad(split: str, n: int) -> dict:
         paragraphs = []
         for i in range(n):
             place = str(rng.choice(["Paris", "Berlin", "Singapore"]))
@@ -126,9 +127,17 @@ def write_squad(folder: Path, rng) -> None:
             answer = {"text": place, "answer_start": context.index(place, context.index("university"))}
             qas = [{"id": f"{split}{i}", "question": "Where is the university?", "answers": [answer]}]
             paragraphs.append({"context": context, "qas": qas})
-        data = {"version": "1.1", "data": [{"title": "t", "paragraphs": paragraphs}]}
+        return {"version": "1.1", "data": [{"title": "t", "paragraphs": paragraphs}]}
+
+    return squad
+
+
+def write_squad(folder: Path, rng) -> None:
+    folder.mkdir(parents=True)
+    squad = data_of_squad(rng)
+    for split, n in (("train", 8), ("dev", 4)):
         with gzip.open(folder / f"{split}-v1.1.json.gz", "wt", encoding="utf-8") as f:
-            json.dump(data, f)
+            json.dump(squad(split, n), f)
 
 
 def write_corpus(folder: Path, rng) -> None:
@@ -144,6 +153,53 @@ def write_wikitext(folder: Path, rng) -> None:
     (folder / "wiki.test.tokens").write_text(f" \n = Robert <unk> = \n \n {body} \n", encoding="utf-8")
 
 
+def write_stsb(folder: Path, rng) -> None:
+    folder.mkdir(parents=True)
+    header = "index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore"
+    for split, n in (("train", 16), ("dev", 8)):
+        rows = [header]
+        for k in range(n):
+            a = sentences(rng, 1)[0]
+            b = a if k % 2 else sentences(rng, 1)[0]
+            rows.append(
+                f"{k}\tmain-captions\tMSRvid\t2012test\t{k}\tnone\tnone\t{a}\t{b}\t{5.0 * (k % 2):.3f}"
+            )
+        (folder / f"{split}.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+
+
+def own_files(workspace: Path, rng) -> None:
+    """The user's own files the README's generic-task examples name: reviews.csv (text, label), pairs.jsonl
+    (question, answer, label), scores.parquet (text, text2, score), topics.csv (text, topics "a|b"), quiz.csv
+    (question, a–d, answer), my-squad.json, each with its -dev file."""
+    from seq2bert.data.tables import TableWriter
+
+    def review(k: int) -> dict:
+        words = list(rng.choice(WORDS[:12], size=4)) + [str(rng.choice(GOOD if k % 2 else BAD)), "film"]
+        return {"text": " ".join(words), "label": "good" if k % 2 else "bad"}
+
+    tables = {
+        "reviews": review,
+        "pairs": lambda k: {"question": sentences(rng, 1)[0], "answer": sentences(rng, 1)[0], "label": k % 2},
+        "scores": lambda k: {"text": sentences(rng, 1)[0], "text2": sentences(rng, 1)[0], "score": k % 5 + 0.5},
+        "topics": lambda k: {"text": review(k)["text"], "topics": ["sport", "sport|news", "news"][k % 3]},
+        "quiz": lambda k: {"question": sentences(rng, 1)[0], **{c: str(rng.choice(WORDS)) for c in "abcd"},
+                           "answer": k % 4},
+    }  # fmt: skip
+    extensions = {"reviews": "csv", "pairs": "jsonl", "scores": "parquet", "topics": "csv", "quiz": "csv"}
+    for name, row in tables.items():
+        for suffix, n in (("", 16), ("-dev", 8)):
+            with TableWriter(workspace / f"{name}{suffix}.{extensions[name]}") as table:
+                table.write_all(row(k) for k in range(n))
+    for name in ("reviews-test", "new-reviews"):
+        with TableWriter(workspace / f"{name}.csv") as table:
+            table.write_all(review(k) for k in range(6))
+    squad = data_of_squad(rng)
+    for suffix, n in (("", 8), ("-dev", 4)):
+        (workspace / f"my-squad{suffix}.json").write_text(
+            json.dumps(squad(suffix or "train", n)), encoding="utf-8"
+        )
+
+
 def shared_data(root: Path) -> Path:
     """``root/shared/data``: every data set the examples name, a few dozen lines each."""
     data, rng = root / "shared" / "data", np.random.default_rng(0)
@@ -152,6 +208,7 @@ def shared_data(root: Path) -> Path:
     write_mrpc(data / "mrpc", rng)
     write_conll(data / "conll2003", rng)
     write_squad(data / "squad", rng)
+    write_stsb(data / "stsb", rng)
     write_corpus(data / "corpus", rng)
     write_wikitext(data / "wikitext2", rng)
     return data
@@ -234,3 +291,4 @@ def readme_workspace(workspace: Path, data: Path, minilm: Path) -> None:
         translation_run(workspace / "runs" / f"m30k-{model_type}", model_type, data)
     elmo_files(workspace)
     marian_dir(workspace)
+    own_files(workspace, np.random.default_rng(2))
