@@ -26,6 +26,7 @@ BEAM_COMMANDS = {  # command → its other required arguments
     "align": ["run/", "a b c"],
     "generate": ["gpt2/"],
     "sample": ["lm/"],
+    "predict": ["run/", "rows.csv", "--out", "out.jsonl"],
 }
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from seq2bert.commands.common import BF16, add_bf16_arg
+from seq2bert.commands.common import BF16, add_bf16_arg, add_model_arg
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
@@ -63,9 +63,7 @@ def register(sub) -> None:
         "  seq2bert predict all-MiniLM-L6-v2/ sentences.csv --out vectors.parquet",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument(
-        "model", metavar="RUN_OR_DIR", help="a fine-tuning run directory or a checkpoint directory"
-    )
+    add_model_arg(p, "a fine-tuning run (its best/ and the columns it read) or a model to predict with")
     p.add_argument("file", metavar="FILE", help="the rows: CSV, TSV, JSON Lines or Parquet (by extension)")
     p.add_argument("--out", required=True, help="OUT.jsonl, OUT.csv, OUT.tsv or OUT.parquet")
     p.add_argument("--column", help="the text's column (default: the run's, else text); choice: the context")
@@ -93,7 +91,7 @@ def register(sub) -> None:
         "--max-new-tokens", type=int, default=50, help="generate: tokens per continuation (default: 50)"
     )
     p.add_argument(
-        "--num-beams", type=int, default=1, help="translate, generate: beam size (default: greedy)"
+        "--num-beams", "--beam", type=int, default=1, help="translate, generate: beam size (default: greedy)"
     )
     p.add_argument(
         "--words",
