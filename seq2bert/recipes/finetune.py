@@ -74,7 +74,7 @@ from seq2bert.recipes.scratch import (
     reads_features,
     reads_words,
 )
-from seq2bert.recipes.sentence_embedding import EmbeddingConfig, train_embeddings
+from seq2bert.recipes.sentence_embedding import EmbeddingConfig, dropout_overrides, train_embeddings
 from seq2bert.tasks import registry as task_registry
 from seq2bert.tasks.data import (
     FinetuneDataConfig,
@@ -204,12 +204,6 @@ def from_scratch(model: str) -> FinetuneConfig:
         lr=1e-3, weight_decay=0.0, schedule="constant", clip_norm=5.0, max_epochs=5, metric="main"
     )
     return FinetuneConfig(model=model, warmup_ratio=0.0, train=train)
-
-
-def dropout_overrides(cfg: FinetuneConfig) -> dict[str, float]:
-    """The dropout probabilities set for this run, in place of the checkpoint's (BertConfig field names)."""
-    names = ("hidden_dropout_prob", "attention_probs_dropout_prob")
-    return {name: getattr(cfg, name) for name in names if getattr(cfg, name) is not None}
 
 
 def main_metric(data: FinetuneDataConfig) -> str:

@@ -176,10 +176,16 @@ def write_sentence_modules(directory: Path, pooling: str, normalize: bool, hidde
 
 
 # --- the run
+def dropout_overrides(cfg) -> dict[str, float]:
+    """The dropout probabilities set for a run (a FinetuneConfig), in place of the checkpoint's (BertConfig
+    field names)."""
+    names = ("hidden_dropout_prob", "attention_probs_dropout_prob")
+    return {name: getattr(cfg, name) for name in names if getattr(cfg, name) is not None}
+
+
 def train_embeddings(cfg, out_dir: Path, *, resume: bool = False, progress_bar: bool = True) -> dict:
     """Train ``cfg.init``'s encoder (a recipes/finetune.py ``FinetuneConfig`` of the sentence-embedding task)
     on ``cfg.data``'s files; returns the results row (the validation metrics of the best checkpoint)."""
-    from seq2bert.recipes.finetune import dropout_overrides  # finetune's dispatch imports this module
 
     out_dir, data, task, settings = Path(out_dir), cfg.data, cfg.data.spec, cfg.embedding
     if not cfg.init:
