@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import os
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
@@ -112,6 +113,18 @@ def text_value(where: str, row: Row, column: str, *, allow_empty: bool = False) 
     if not allow_empty and not found.strip():
         raise DataError(f"{where}: column {column!r} is empty (expected a text)")
     return found
+
+
+def number_value(where: str, row: Row, column: str, expected: str = "a label") -> float:
+    """The finite number in ``row[column]`` (a CSV's text "4.2", a JSON number; not a bool), or one line."""
+    found = value(where, row, column)
+    try:
+        number = float(found) if not isinstance(found, bool) else math.nan
+    except (TypeError, ValueError):
+        number = math.nan
+    if not math.isfinite(number):
+        raise DataError(f"{where}: column {column!r} holds {found!r}, not a number (expected {expected})")
+    return number
 
 
 # --- readers, one per format: each yields (where, row)

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -34,7 +33,7 @@ from typing import Any
 
 from seq2bert.data.glue import TextExample
 from seq2bert.data.swag import ChoiceExample
-from seq2bert.data.tables import Row, columns, require_columns, rows, text_value, value
+from seq2bert.data.tables import Row, columns, number_value, require_columns, rows, text_value, value
 from seq2bert.errors import DataError
 
 logger = logging.getLogger(__name__)
@@ -177,14 +176,7 @@ def read_scores(path: Path, settings: Any) -> list[TextExample]:
 
 
 def _score(where: str, row: Row, column: str) -> float:
-    found = value(where, row, column)
-    try:
-        score = float(found) if not isinstance(found, bool) else math.nan
-    except (TypeError, ValueError):
-        score = math.nan
-    if not math.isfinite(score):
-        raise DataError(f"{where}: column {column!r} holds {found!r}, expected a number")
-    return score
+    return number_value(where, row, column, "a number: the regression target")
 
 
 def read_label_sets(path: Path, settings: Any) -> list[TextExample]:

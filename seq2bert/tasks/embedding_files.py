@@ -21,7 +21,6 @@ a number or out of [0, 5], a file of sentences without one.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,7 +29,7 @@ import torch.nn.functional as F
 
 from seq2bert.data.paths import require_file
 from seq2bert.data.pretraining import Skipped, iter_paragraphs, split_sentences, text_files
-from seq2bert.data.tables import columns, require_columns, rows, text_value, value
+from seq2bert.data.tables import columns, number_value, require_columns, rows, text_value
 from seq2bert.errors import DataError
 from seq2bert.evaluation.tasks import classification_metrics
 from seq2bert.tasks.task import Task
@@ -99,15 +98,7 @@ def read_books(folder: Path) -> list[EmbeddingExample]:
 
 def _score(where: str, row: dict, column: str) -> float:
     """The number in ``row[column]``: a float in [0, 5] (a CSV's text "4.2", a JSON number)."""
-    found = value(where, row, column)
-    try:
-        score = float(found) if not isinstance(found, bool) else math.nan
-    except (TypeError, ValueError):
-        score = math.nan
-    if math.isnan(score):
-        raise DataError(
-            f"{where}: column {column!r} holds {found!r}, not a number (expected a similarity score)"
-        )
+    score = number_value(where, row, column, "a similarity score")
     if not 0.0 <= score <= MAX_STS_SCORE:
         raise DataError(
             f"{where}: column {column!r} holds {score:g}, out of range (expected a similarity in [0, 1], "

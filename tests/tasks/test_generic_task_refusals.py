@@ -31,7 +31,7 @@ CASES = {
     "empty text": ("text-classification", {"train.csv": GOOD + " ,good\n"}, [],
                    "{d}/train.csv:4: column 'text' is empty (expected a text)"),
     "regression label not a number": ("regression", {"train.csv": "text,label\na film,3.5\na film,high\n"}, [],
-                                      "{d}/train.csv:3: column 'label' holds 'high', expected a number"),
+                                      "{d}/train.csv:3: column 'label' holds 'high', not a number (expected a number: the regression target)"),
     "label that is no label": ("text-classification",
                                {"train.jsonl": '{"text": "a film", "label": "good"}\n{"text": "a film", "label": null}\n'},
                                [], "{d}/train.jsonl:2: column 'label' holds None, expected one label"),
