@@ -77,6 +77,15 @@ def cpu_kind(flags: frozenset[str] | None = None) -> str:
     return "no AVX2"
 
 
+def describe_device(device: torch.device | str) -> str:
+    """The device and what decides its bf16 speed, e.g. ``the CPU (AMX: bf16 native)``."""
+    device = torch.device(device)
+    native = "bf16 native" if native_bf16(device) else "bf16 not native"
+    if device.type == "cuda":
+        return f"{torch.cuda.get_device_name(device)} ({native})"
+    return f"the CPU ({cpu_kind()}: {native})"
+
+
 def describe_machine(device: torch.device | str, bf16: bool) -> str:
     """One line for a results table: the processor, its cores, the precision a run used and torch's version,
     e.g. ``AMD EPYC (AVX-512 BF16), 2 cores · bf16 autocast · torch 2.13.0+cpu``."""

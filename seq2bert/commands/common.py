@@ -27,6 +27,28 @@ def add_bf16_arg(p: argparse.ArgumentParser) -> None:
     )
 
 
+INT8_DECODING_HELP = (
+    "decode with int8 weights: every Linear layer and the output layer int8 with a scale per row, the "
+    "activations in bf16 where the CPU computes it natively, else fp32"
+)
+
+
+def add_int8_decoding_arg(p: argparse.ArgumentParser, help: str = INT8_DECODING_HELP) -> None:
+    """A decoding command's --int8: the model's int8 weight-only twin (models/weight_only.py)."""
+    p.add_argument("--int8", action="store_true", help=help)
+
+
+def add_draft_arg(p: argparse.ArgumentParser, what: str) -> None:
+    """A decoding command's --draft: speculative decoding's draft model (decoding/speculative.py)."""
+    p.add_argument(
+        "--draft",
+        metavar="DIR",
+        help=f"speculative decoding: {what} of the same vocabulary (a distilled student) proposes tokens the "
+        "model checks — the same output as without it (greedy: token for token; sampling: in distribution), "
+        "in fewer passes of the model; --num-draft-tokens per pass",
+    )
+
+
 # the one name of every command's model argument (a Hub name: models/hub.py)
 MODEL_HELP = "a checkpoint, run or Hugging Face directory, or a Hub model name (org/name[@revision])"
 

@@ -9,7 +9,9 @@ from pathlib import Path
 from seq2bert.commands.common import (
     BF16,
     add_bf16_arg,
+    add_draft_arg,
     add_generation_args,
+    add_int8_decoding_arg,
     add_model_arg,
     generation_settings,
     load_config,
@@ -70,6 +72,10 @@ def cmd_sample(args: argparse.Namespace) -> int:
     model, tok = registry.load(args.model, head="causal_lm")
     if tok is None:
         raise UserError(f"{args.model}: no tokenizer in the directory")
+    draft = None if args.draft is None else registry.load(args.draft, head="causal_lm")[0]
+    greedy = args.temperature == 0  # `sample`'s own spelling of greedy decoding
+    if greedy:
+        args.temperature = 1.0
     settings = generation_settings(args)
     # a prompt past the context keeps its end (as `generate`'s); an empty one starts a new document at [EOS]
     ids = prompt_ids(model, tok, [args.prompt], settings["max_new_tokens"])[0] if args.prompt else []
@@ -77,10 +83,12 @@ def cmd_sample(args: argparse.Namespace) -> int:
     for i in range(args.n):
         out = model.generate(
             prompt,
+            int8=args.int8,
+            draft=draft,
             **{
                 **settings,
-                "do_sample": args.temperature > 0,
-                "temperature": args.temperature or 1.0,
+                "do_sample": not greedy,
+                "temperature": args.temperature,
                 "seed": None if args.seed is None else args.seed + i,
             },
         )
@@ -99,7 +107,12 @@ def cmd_generate(args: argparse.Namespace) -> int:
     # --stop '\n': backslash escapes read as Python reads them in a string
     stops = [s.encode("latin-1", "backslashreplace").decode("unicode_escape") for s in args.stop]
     settings = dict(
-        generation_settings(args), stop=stops or None, batch_size=args.batch_size, bf16=BF16[args.bf16]
+        generation_settings(args),
+        stop=stops or None,
+        batch_size=args.batch_size,
+        bf16=BF16[args.bf16],
+        int8=args.int8,
+        draft=args.draft,
     )
     if len(prompts) == 1 and args.num_beams == 1:  # streamed: each piece printed as it is generated
 
@@ -187,6 +200,10 @@ def register(sub) -> None:
         helps={"temperature": "sample from p^(1/T); 0: greedy (the most probable token)"},
     )
     p.add_argument("-n", type=int, default=1, help="how many samples")
+    add_int8_decoding_arg(
+        p, "sample with int8 weights: every Linear layer and the output layer int8 with a scale per row"
+    )
+    add_draft_arg(p, "a smaller language model")
     p.set_defaults(func=cmd_sample)
 
     p = sub.add_parser(
@@ -217,6 +234,8 @@ def register(sub) -> None:
     )
     p.add_argument("--batch-size", type=int, default=16, help="prompts decoded together (left-padded)")
     add_bf16_arg(p)
+    add_int8_decoding_arg(p)
+    add_draft_arg(p, "a smaller language model")
     p.set_defaults(func=cmd_generate)
 
     p = sub.add_parser(

@@ -23,6 +23,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         read_timeout=args.read_timeout,
         max_connections=args.max_connections,
         show_paths=args.show_paths,
+        int8=args.int8,
+        drafts=tuple(args.draft),
     )
     counts = (
         "max_batch_size",
@@ -102,5 +104,19 @@ def register(sub) -> None:
         "--show-paths",
         action="store_true",
         help="/v1/models and the errors show the models' absolute paths (default: relative ones, names)",
+    )
+    p.add_argument(
+        "--int8",
+        action="store_true",
+        help="translate and generate decode with int8 weights (a scale per row; activations in bf16 where "
+        "native, else fp32)",
+    )
+    p.add_argument(
+        "--draft",
+        action="append",
+        default=[],
+        metavar="[NAME=]DIR",
+        help="speculative decoding: a smaller model of the same vocabulary proposes tokens the served model "
+        "NAME checks (the same output; repeatable; a bare DIR: the one model that translates or generates)",
     )
     p.set_defaults(func=cmd_serve)

@@ -12,6 +12,8 @@ from seq2bert.commands.common import (
     add_config_args,
     add_data_dir_args,
     add_decoding_args,
+    add_draft_arg,
+    add_int8_decoding_arg,
     add_model_arg,
     add_source_length_arg,
     data_dir_overrides,
@@ -122,7 +124,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     import torch
 
     from seq2bert.data.parallel import read_parallel
-    from seq2bert.pipelines.loading import inference_precision, int8_model
+    from seq2bert.pipelines.loading import inference_precision
     from seq2bert.recipes.translation import evaluate, load, load_pairs
     from seq2bert.report import format_metrics, format_table
 
@@ -144,8 +146,6 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         print(format_table([rescore_run(args.checkpoint)]))
         return 0
     model, tok, run = load(args.checkpoint)
-    if args.int8:
-        model = int8_model(model)
     if args.source:
         pairs = read_parallel(args.source, args.target).pairs
         label = args.source
@@ -157,16 +157,16 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         if not pairs:
             raise UserError(f"{args.checkpoint}: the run has no {args.split} split; give --source/--target")
     decoding = decoding_of(args)
-    with inference_precision(model, BF16[args.bf16], kept=True) as net:  # the copy translate runs
+    # the copy translate runs
+    with inference_precision(model, BF16[args.bf16], kept=True, int8=args.int8) as net:
         result = evaluate((net, tok, run), pairs, decoding=decoding, by_length=args.by_length)
         weight = next(net.parameters())
         precision = (
-            "int8"
-            if args.int8
-            else "bf16 autocast"
+            "bf16 autocast"
             if torch.is_autocast_enabled(weight.device.type)
             else str(weight.dtype).removeprefix("torch.")
         )
+        precision = f"int8 weights, {precision} activations" if args.int8 else precision
     buckets = result.pop("bleu_by_length", None)
     search = "greedy" if decoding.num_beams == 1 else f"beam {decoding.num_beams}"
     print(format_metrics(result, title=f"{args.checkpoint} on {label} ({search}, {precision})"))
@@ -197,17 +197,18 @@ def cmd_translate(args: argparse.Namespace) -> int:
         texts = read_lines(args.input)
     else:
         texts = stdin_lines()
+    if args.show_alignment and args.draft:
+        raise UserError("--show-alignment decodes with the model alone; leave out --draft")
     if args.show_alignment:
         from seq2bert.models.alignment import align, loaded
-        from seq2bert.pipelines.loading import inference_precision, int8_model
+        from seq2bert.pipelines.loading import inference_precision
         from seq2bert.viz.attention import plot_alignment
 
         out = Path(args.show_alignment)
         model, tok = loaded(args.checkpoint)
-        model = int8_model(model) if args.int8 else model
         for i, text in enumerate(texts):
             try:  # in the precision translate decodes in (bf16 where native: the model's bf16-weights copy)
-                with inference_precision(model, BF16[args.bf16], kept=True) as net:
+                with inference_precision(model, BF16[args.bf16], kept=True, int8=args.int8) as net:
                     a = align(
                         net,
                         text,
@@ -230,6 +231,7 @@ def cmd_translate(args: argparse.Namespace) -> int:
         int8=args.int8,
         bf16=BF16[args.bf16],
         max_source_length=args.max_source_length,
+        draft=args.draft,
     ):
         print(line)
     return 0
@@ -393,11 +395,7 @@ def register(sub) -> None:
     p.add_argument("--out", help="fine-tuned BERT: write the dev predictions to this JSONL file")
     add_user_file_args(p)  # --task sentence-embedding --valid FILE: any encoder's embeddings on pairs
     add_decoding_args(p)
-    p.add_argument(
-        "--int8",
-        action="store_true",
-        help="translation: score the model with its Linear layers dynamically quantised to int8 (CPU)",
-    )
+    add_int8_decoding_arg(p, "translation: score the model decoding with int8 weights (a scale per row)")
     p.add_argument(
         "--bf16",
         choices=tuple(BF16),
@@ -425,11 +423,8 @@ def register(sub) -> None:
     )
     add_decoding_args(p)
     add_source_length_arg(p)
-    p.add_argument(
-        "--int8",
-        action="store_true",
-        help="decode with the Linear layers dynamically quantised to int8 (CPU)",
-    )
+    add_int8_decoding_arg(p)
+    add_draft_arg(p, "a smaller translation model")
     add_bf16_arg(p)
     p.set_defaults(func=cmd_translate)
 

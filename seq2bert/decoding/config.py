@@ -179,6 +179,14 @@ class GenerationConfig:
         metavar="ALPHA",
     )
 
+    # speculative decoding (Leviathan et al. 2023; speculative.py), with a draft model: γ
+    num_draft_tokens: int = option(
+        4,
+        "speculative decoding (with a draft model): the tokens it proposes per pass of the model",
+        ge=1,
+        metavar="K",
+    )
+
     def __post_init__(self) -> None:
         words = tuple(tuple(w) for w in self.bad_words_ids)
         if any(not w or any(not isinstance(i, int) or i < 0 for i in w) for w in words):

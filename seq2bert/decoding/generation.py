@@ -63,19 +63,23 @@ def generate(
     *,
     stopping: StoppingCriterion | None = None,
     streamer: Streamer | None = None,
+    draft: IncrementalDecoder | None = None,
 ) -> GenerationOutput:
     """Decode a batch: input_ids, attention_mask (B, S) (None: the tokens ≠ ``pad_token_id`` are real) →
     ``GenerationOutput``. Right-padded sources for an encoder-decoder, left-padded prompts for a
     decoder-only model (protocol.py). ``stopping`` ends a row (e.g. ``StopStrings``); ``streamer`` is
-    called with each step's tokens (B,) — greedy decoding and sampling only (stopping.py)."""
-    name, strategy = select(config)
+    called with each step's tokens (B,) — greedy decoding and sampling only (stopping.py). ``draft``: a
+    smaller model of the same vocabulary proposing tokens that ``model`` checks (speculative decoding,
+    speculative.py): greedy decoding's tokens, sampling's distribution, fewer passes of ``model``."""
+    name, strategy = select(config, drafted=draft is not None)
     if streamer is not None and not strategy.streams:
         raise ConfigError(
             f"streamer: {name} search (num_beams={config.num_beams}) knows its tokens only at the end; "
             "stream with num_beams=1"
         )
+    extra = {"draft": draft} if draft is not None else {}
     hypotheses = strategy.search(
-        model, input_ids, attention_mask, config, stopping=stopping, streamer=streamer
+        model, input_ids, attention_mask, config, stopping=stopping, streamer=streamer, **extra
     )
     if config.decoder_start_token_id is not None:
         prompt = torch.full((input_ids.size(0), 1), config.decoder_start_token_id, device=input_ids.device)
@@ -159,9 +163,10 @@ class Decoding:
             **other,
         )
 
-    def ids(self, model, tok, input_ids: torch.Tensor, mask: torch.Tensor) -> list[list[int]]:
-        """The best translation of each source, without [BOS] / [EOS] / padding."""
-        return generate(model, input_ids, mask, self.generation_config(tok)).token_ids()
+    def ids(self, model, tok, input_ids: torch.Tensor, mask: torch.Tensor, draft=None) -> list[list[int]]:
+        """The best translation of each source, without [BOS] / [EOS] / padding (``draft``: speculative
+        decoding's draft model)."""
+        return generate(model, input_ids, mask, self.generation_config(tok), draft=draft).token_ids()
 
 
 GREEDY = Decoding()

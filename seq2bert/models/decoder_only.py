@@ -14,6 +14,7 @@ and gets
     start(prompt, mask)      the prompt (but its last column, protocol.py) runs once through the stack, its keys
                              and values kept in one LayerCache per layer
     step(tokens, state)      one new token per row at its next position: its logits and the grown cache
+    step_many, rewind        k tokens per row at once, and forgetting the last n (speculative decoding)
     reorder(state, index)    rows ``index`` of the caches (in place), the mask and the positions (beam search)
     generate(…)              the prompt followed by the new tokens, as transformers' generate returns them
 
@@ -35,6 +36,7 @@ from seq2bert.decoding.config import GenerationConfig
 from seq2bert.decoding.config import settings as config_settings
 from seq2bert.decoding.protocol import StepOutput
 from seq2bert.decoding.stopping import StopStrings, Streamer
+from seq2bert.models.weight_only import int8_twin, parameter_dtype
 from seq2bert.nn.layers import LayerCache
 
 # model.generate's defaults where GenerationConfig has none or another: transformers' (max_length 20 tokens,
@@ -101,6 +103,25 @@ class DecoderOnlyLM:
         logits = self.lm_head(hidden)  # (N, V)
         return StepOutput(logits, DecoderState(state.caches, mask, state.positions + 1), hidden)
 
+    def step_many(self, tokens: torch.Tensor, state: DecoderState) -> StepOutput:
+        """tokens (N, k) fed at once at the next k positions → logits (N, k, V) and the state after them, with
+        the last hidden states (N, k, d) (speculative decoding: decoding/speculative.py)."""
+        N, k = tokens.shape
+        mask = torch.cat([state.attention_mask, state.attention_mask.new_ones(N, k)], dim=1)
+        positions = state.positions[:, None] + torch.arange(k, device=tokens.device)  # (N, k)
+        out = self.transformer(tokens, mask, position_ids=positions, past_key_values=state.caches)
+        hidden = out.last_hidden_state  # (N, k, d)
+        return StepOutput(self.lm_head(hidden), DecoderState(state.caches, mask, state.positions + k), hidden)
+
+    def rewind(self, state: DecoderState, n: int) -> DecoderState:
+        """The state before the last ``n`` tokens fed (the caches shrink in place)."""
+        if n == 0:
+            return state
+        T = state.attention_mask.size(1)
+        return DecoderState(
+            [cache.rewind(n) for cache in state.caches], state.attention_mask[:, : T - n], state.positions - n
+        )
+
     def reorder(self, state: DecoderState, index: torch.Tensor) -> DecoderState:
         """Rows ``index`` (N,) of the state; the caches are reordered in place (KVCache.reorder)."""
         return DecoderState(
@@ -127,6 +148,8 @@ class DecoderOnlyLM:
         stop_strings: str | list[str] | None = None,
         tokenizer: Any = None,
         streamer: Streamer | None = None,
+        int8: bool = False,
+        draft: Any = None,
         **settings: Any,
     ) -> torch.Tensor:
         """The left-padded prompts input_ids (B, P) followed by the new tokens: (B · R, P + L), R =
@@ -140,21 +163,38 @@ class DecoderOnlyLM:
         ends when a new token completes one of them in its text (needs ``tokenizer``, as transformers' does;
         seq2bert/decoding/stopping.py). ``streamer``: called after every step with the tokens (B,) just
         chosen — greedy or sampling only. Without ``attention_mask`` the mask is inferred as transformers
-        infers it (``inferred_attention_mask``). Invalid settings raise ConfigError, a ValueError.
+        infers it (``inferred_attention_mask``). ``int8``: decoded by the model's int8 weight-only twin
+        (models/weight_only.py: int8 Linear weights and LM head, activations in the model's dtype), made once
+        and kept until the weights change. ``draft``: a smaller language model of the same vocabulary for
+        speculative decoding (seq2bert/decoding/speculative.py): greedy decoding's tokens or sampling's
+        distribution, in fewer passes of this model. Invalid settings raise ConfigError, a ValueError.
         ``seq2bert.decoding.generate`` with ``generation_config(…)`` gives the hypotheses and their scores
         too."""
+        if int8:
+            twin = int8_twin(self, parameter_dtype(self))
+            return twin.generate(
+                input_ids,
+                attention_mask,
+                stop_strings=stop_strings,
+                tokenizer=tokenizer,
+                streamer=streamer,
+                draft=draft,
+                **settings,
+            )
         stopping = None if stop_strings is None else StopStrings(tokenizer, stop_strings)
         config = self.generation_config(**config_settings(settings, LM_DEFAULTS))
         if attention_mask is None:
             c = self.config
             pad = c.pad_token_id if c.pad_token_id is not None else c.eos_token_id  # transformers' [PAD]
             attention_mask = inferred_attention_mask(input_ids, pad, c.eos_token_id)
-        was_training = self.training
-        self.eval()
+        modes = [(m, m.training) for m in (self, draft) if isinstance(m, torch.nn.Module)]
+        for m, _ in modes:
+            m.eval()
         try:
             out = generation.generate(
-                self, input_ids, attention_mask, config, stopping=stopping, streamer=streamer
+                self, input_ids, attention_mask, config, stopping=stopping, streamer=streamer, draft=draft
             )
             return out.sequences
         finally:
-            self.train(was_training)
+            for m, training in modes:
+                m.train(training)

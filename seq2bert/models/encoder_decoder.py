@@ -36,6 +36,7 @@ from seq2bert.decoding.protocol import StepOutput
 from seq2bert.decoding.sampling import sample
 from seq2bert.models.outputs import DecoderOutput, Seq2SeqLMOutput
 from seq2bert.models.pretrained import SavePretrained
+from seq2bert.models.weight_only import int8_twin, parameter_dtype
 from seq2bert.objectives.cross_entropy import linear_cross_entropy, sequence_cross_entropy
 
 
@@ -205,6 +206,11 @@ class EncoderDecoder(SavePretrained, nn.Module):
         hidden = None if out.hidden_states is None else out.hidden_states[:, -1]
         return StepOutput(out.logits[:, -1], out.state, hidden)
 
+    def step_many(self, tokens: torch.Tensor, state: Any) -> StepOutput:
+        """tokens (B, k) fed at once → logits (B, k, V) and the state after them (speculative decoding)."""
+        out = self.decode(tokens, state)
+        return StepOutput(out.logits, out.state, out.hidden_states)
+
     # --- generation
     def generation_config(self, **settings: Any) -> GenerationConfig:
         """A GenerationConfig with this model's special ids (and forced [EOS], when its config sets one) and
@@ -221,7 +227,13 @@ class EncoderDecoder(SavePretrained, nn.Module):
         return GenerationConfig(**{**special, **settings})
 
     def generate(
-        self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, **settings: Any
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        *,
+        int8: bool = False,
+        draft: Any = None,
+        **settings: Any,
     ) -> torch.Tensor:
         """Token ids (B · R, 1 + L) as transformers' ``generate`` returns them for an encoder-decoder: each row
         [decoder start] y_1 … [EOS] then padding, L the longest hypothesis, R = ``num_return_sequences``.
@@ -230,7 +242,14 @@ class EncoderDecoder(SavePretrained, nn.Module):
         transformers' ``top_k=50`` by default: greedy for one beam, else beam search with transformers'
         length penalty (score / |Y|^length_penalty), or another strategy (seq2bert/decoding/strategies.py);
         at most ``max_new_tokens`` tokens, the last of them the config's ``forced_eos_token_id`` when it has
-        one (Marian's). ``seq2bert.decoding.generate`` with ``self.generation_config(…)`` gives the
-        hypotheses and their scores as well."""
+        one (Marian's). ``int8``: decoded by the model's int8 weight-only twin (models/weight_only.py: int8
+        Linear weights, activations in the model's dtype), made once and kept until the weights change.
+        ``draft``: a smaller model of the same vocabulary (a Transformer) for speculative decoding
+        (seq2bert/decoding/speculative.py): greedy decoding's tokens or sampling's distribution.
+        ``seq2bert.decoding.generate`` with ``self.generation_config(…)`` gives the hypotheses and their
+        scores as well."""
+        if int8:
+            twin = int8_twin(self, parameter_dtype(self))
+            return twin.generate(input_ids, attention_mask, draft=draft, **settings)
         config = self.generation_config(**config_settings(settings, {"max_new_tokens": 64, "top_k": 50}))
-        return generation.generate(self, input_ids, attention_mask, config).sequences
+        return generation.generate(self, input_ids, attention_mask, config, draft=draft).sequences

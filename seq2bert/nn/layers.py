@@ -63,6 +63,11 @@ class LayerCache:
         cross = self.cross_attn.reorder(index) if source else self.cross_attn
         return LayerCache(self.self_attn.reorder(index), cross)
 
+    def rewind(self, n: int) -> LayerCache:
+        """Forget the last ``n`` decoded steps (the self-attention's; the source's keys stay)."""
+        self.self_attn.rewind(n)
+        return self
+
 
 @dataclass
 class QueryStream:

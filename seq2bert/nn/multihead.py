@@ -138,6 +138,14 @@ class KVCache:
         self.length = n
         return self.key, self.value
 
+    def rewind(self, n: int) -> KVCache:
+        """Forget the last ``n`` steps (speculative decoding drops the proposals it did not keep); the room
+        stays, and the next steps are written over them."""
+        if not 0 <= n <= self.length:
+            raise ValueError(f"rewind: {n} steps asked, the cache holds {self.length}")
+        self.length -= n
+        return self
+
     def _grown(self, x: torch.Tensor, capacity: int, dtype: torch.dtype) -> torch.Tensor:
         """(B, h, capacity, d) of ``dtype`` holding x's filled part."""
         out = x.new_empty(*x.shape[:2], capacity, x.size(3), dtype=dtype)

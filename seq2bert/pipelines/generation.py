@@ -3,7 +3,7 @@ model."""
 
 from __future__ import annotations
 
-import copy
+import contextlib
 from pathlib import Path
 
 import torch
@@ -18,7 +18,6 @@ from seq2bert.pipelines.loading import (
     _device,
     _load,
     inference_precision,
-    int8_model,
     log,
     model_pair,
     text_list,
@@ -36,12 +35,16 @@ def translate(
     int8: bool = False,
     bf16: bool | str = "auto",
     max_source_length: int | None = None,
+    draft=None,
     **settings,
 ) -> str | list[str]:
     """Translations of ``texts`` (greedy, or beam search with ``decoding=Decoding(num_beams=5)`` or
     ``num_beams=5``: ``settings`` are GenerationConfig's, seq2bert/decoding/config.py, over the recipes'
-    ``Decoding``) by a checkpoint (path) or a loaded model with its tokenizer; ``int8``: with dynamically
-    quantised Linears.
+    ``Decoding``) by a checkpoint (path) or a loaded model with its tokenizer; ``int8``: decoded by the
+    model's int8 weight-only twin (int8 Linear weights, activations in bf16 where native, else fp32;
+    models/weight_only.py). ``draft``: a smaller Transformer of the same vocabularies (a directory or a
+    model), whose proposals the model checks (speculative decoding: the same translations greedily, in
+    fewer passes of the model; decoding/speculative.py); it runs in the model's precision.
     A string is one sentence (its translation, a string); an empty text translates to "". A source longer
     than ``max_source_length`` tokens (default: the model's positions, else 512; models/alignment.py
     ``source_limit``) is truncated with a warning, and no translation outgrows the decoder's positions.
@@ -61,31 +64,47 @@ def translate(
             int8=int8,
             bf16=bf16,
             max_source_length=max_source_length,
+            draft=draft,
         )[0]
     texts = text_list(texts, "translate: texts (a string, or a list of them)")
     kept = isinstance(checkpoint_or_model, (str, Path))
     if kept:
         encoder_decoder(checkpoint_or_model)
-        model, tokenizer, _ = _load(checkpoint_or_model, ENCODER, int8)
+        model, tokenizer, _ = _load(checkpoint_or_model, ENCODER)
     else:
         if not isinstance(checkpoint_or_model, torch.nn.Module):  # a (model, tokenizer) pair
             checkpoint_or_model, tokenizer = model_pair(checkpoint_or_model)
         model, tokenizer = loaded(checkpoint_or_model, tokenizer)
-        model = int8_model(copy.deepcopy(model)) if int8 else model
     device = next(model.parameters()).device
     limit = source_limit(model.config, max_source_length)
     decoding = within_positions(decoding, model.config)
     out: list[str] = [""] * len(texts)
     order = sorted((i for i in range(len(texts)) if texts[i].strip()), key=lambda i: len(texts[i]))
-    with inference_precision(model, bf16, kept=kept) as net:
+    with (
+        inference_precision(model, bf16, kept=kept, int8=int8) as net,
+        drafted(draft, ENCODER, bf16, int8) as small,
+    ):
         for b in range(0, len(order), batch_size):
             idx = order[b : b + batch_size]
             rows = source_ids(tokenizer, [texts[i] for i in idx], limit)
             input_ids, mask = pad_sequences(rows, tokenizer.pad_token_id)
-            found = decoding.ids(net, tokenizer, input_ids.to(device), mask.to(device))
+            found = decoding.ids(net, tokenizer, input_ids.to(device), mask.to(device), draft=small)
             for i, text in zip(idx, tokenizer.decode_batch(found), strict=True):
                 out[i] = text
     return out
+
+
+@contextlib.contextmanager
+def drafted(draft, head, bf16: bool | str, int8: bool):
+    """The draft model of speculative decoding (a directory, a model or a (model, tokenizer) pair; None:
+    none) in the precision its model runs in."""
+    if draft is None:
+        yield None
+        return
+    kept = isinstance(draft, (str, Path))
+    net = _load(draft, head)[0] if kept else draft[0] if isinstance(draft, tuple) else draft
+    with inference_precision(net, bf16, kept=kept, int8=int8) as small:
+        yield small
 
 
 # --- text generation: decoder-only language models (GPT, GPT-2)
@@ -156,6 +175,8 @@ def generate(
     batch_size: int = 16,
     on_text=None,
     bf16: bool | str = "auto",
+    int8: bool = False,
+    draft=None,
     **settings,
 ) -> str | list[str]:
     """The continuation of each prompt by a language model directory (GPT, GPT-2, BERT with is_decoder; its
@@ -166,7 +187,9 @@ def generate(
     of length. ``on_text``: called with each piece of text as it is generated (complete characters only,
     seq2bert/data/text_stream.py) — one prompt, one beam. The model of a directory is loaded once and kept
     for the next call (pipelines/loading.py); it decodes in bf16 where the device computes bf16 natively
-    (``bf16="auto"``, as ``translate``), in fp32 with ``bf16=False``."""
+    (``bf16="auto"``, as ``translate``), in fp32 with ``bf16=False``; ``int8``: by its int8 weight-only twin
+    (as ``translate``); ``draft``: a smaller language model of the same vocabulary (a directory or a model)
+    for speculative decoding, as ``translate``'s."""
     from seq2bert.data.text_stream import TextStream
     from seq2bert.decoding.config import TEXT_DEFAULTS, GenerationConfig
     from seq2bert.decoding.config import settings as config_settings
@@ -194,7 +217,10 @@ def generate(
 
     out: list[str] = [""] * len(prompts)
     order = sorted(range(len(rows)), key=lambda i: len(rows[i]))
-    with inference_precision(net, bf16, kept=isinstance(model, (str, Path))) as run:
+    with (
+        inference_precision(net, bf16, kept=isinstance(model, (str, Path)), int8=int8) as run,
+        drafted(draft, "causal_lm", bf16, int8) as small,
+    ):
         for b in range(0, len(order), batch_size):
             idx = order[b : b + batch_size]
             input_ids, mask = pad_sequences([rows[i] for i in idx], config.pad_token_id, left=True)
@@ -205,6 +231,7 @@ def generate(
                 config,
                 stopping=stopping,
                 streamer=streamer,
+                draft=small,
             )
             for i, text in zip(idx, tok.decode_batch(found.token_ids()), strict=True):
                 out[i] = text

@@ -19,7 +19,8 @@ from seq2bert.errors import CheckpointError, UserError
 from seq2bert.io import read_json
 from seq2bert.models import quantized, registry
 from seq2bert.models.family import max_input_length
-from seq2bert.precision import use_bf16
+from seq2bert.models.weight_only import int8_twin
+from seq2bert.precision import describe_device, use_bf16
 
 log = logging.getLogger("seq2bert.pipelines")
 
@@ -180,18 +181,25 @@ _COPYING = threading.Lock()  # serve's threads may ask for the same copy at once
 
 
 @contextlib.contextmanager
-def inference_precision(net, bf16: bool | str = "auto", *, kept: bool = False) -> Iterator:
+def inference_precision(
+    net, bf16: bool | str = "auto", *, kept: bool = False, int8: bool = False
+) -> Iterator:
     """The model a pipeline runs and the precision it computes in (a context that yields the model).
 
     bf16 when ``bf16`` is true (with a warning where the device only emulates it), or "auto" and the device
     computes bf16 natively (a CPU with AVX-512 BF16 or AMX, a CUDA device with bf16); fp32 otherwise, and
-    always for an int8 model (its quantised Linears take fp32 activations). In bf16, a model the pipelines
-    keep loaded (``kept``: read from a directory) runs as a copy with bf16 weights, made once and kept beside
-    it — every layer, LayerNorm and residual sum included, computes in bf16 and nothing is cast per call,
-    where autocast casts the activations between fp32 and bf16 around each LayerNorm and residual sum; a
-    recurrent model, and a model the caller passed in (whose weights may change between calls), run under
-    bf16 autocast instead, in one region per call (each weight cast once). Both stay at cosine ≥ 0.999 to
-    fp32 on SST-2 sentences with all-MiniLM-L6-v2 (tests/test_pipelines.py; benchmarks/inference.py)."""
+    always for a dynamically quantised int8 model (its quantised Linears take fp32 activations). In bf16, a
+    model the pipelines keep loaded (``kept``: read from a directory) runs as a copy with bf16 weights, made
+    once and kept beside it — every layer, LayerNorm and residual sum included, computes in bf16 and nothing
+    is cast per call, where autocast casts the activations between fp32 and bf16 around each LayerNorm and
+    residual sum; a recurrent model, and a model the caller passed in (whose weights may change between
+    calls), run under bf16 autocast instead, in one region per call (each weight cast once). Both stay at
+    cosine ≥ 0.999 to fp32 on SST-2 sentences with all-MiniLM-L6-v2 (tests/test_pipelines.py;
+    benchmarks/inference.py).
+
+    ``int8`` (the decoding pipelines): the model's int8 weight-only twin (models/weight_only.py: int8 Linear
+    weights and output layer, a scale per row), its activations in the precision chosen above, made once
+    and kept beside the model until its weights change. The path taken is logged (``describe``)."""
     if bf16 not in (True, False, "auto"):
         raise UserError(f"bf16: expected true, false or 'auto', got {bf16!r}")
     use = use_bf16(bf16, _device(net))
@@ -201,7 +209,13 @@ def inference_precision(net, bf16: bool | str = "auto", *, kept: bool = False) -
                 "bf16 with an int8 model: its quantised Linears take fp32 activations; computing in fp32"
             )
         use = False
+    if int8 and not quantized.is_quantized(net):
+        twin = int8_twin(net, torch.bfloat16 if use else torch.float32)
+        _said(net, f"int8 weights, {'bf16' if use else 'fp32'} activations")
+        yield twin
+        return
     if not use:
+        _said(net, "int8 (dynamic)" if quantized.is_quantized(net) else "fp32")
         yield net
         return
     if kept and not any(isinstance(m, torch.nn.RNNBase) for m in net.modules()):
@@ -209,10 +223,24 @@ def inference_precision(net, bf16: bool | str = "auto", *, kept: bool = False) -
             if net not in _BF16_COPIES:
                 _BF16_COPIES[net] = bf16_copy(net)
             half = _BF16_COPIES[net]
+        _said(net, "bf16 weights")
         yield half
         return
+    _said(net, "bf16 autocast")
     with torch.autocast(_device(net).type, dtype=torch.bfloat16):
         yield net
+
+
+_SAID: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # a model → the paths already logged
+
+
+def _said(net, path: str) -> None:
+    """Log, once per model and path, the precision a pipeline runs it in and why."""
+    said = _SAID.setdefault(net, set())
+    if path not in said:
+        said.add(path)
+        device = _device(net)
+        log.info("%s: %s on %s", type(net).__name__, path, describe_device(device))
 
 
 def bf16_copy(net: torch.nn.Module) -> torch.nn.Module:

@@ -42,6 +42,28 @@ def model_names(paths: list[str]) -> list[tuple[str, str]]:
     return out
 
 
+def draft_names(drafts, models) -> list[tuple[str, str]]:
+    """(served model name, draft directory) of each ``--draft DIR`` or ``--draft NAME=DIR``: a bare DIR drafts
+    for the one served model that translates or generates."""
+    from seq2bert.errors import UserError
+
+    decoders = [m.name for m in models if {"translate", "generate"} & set(m.pipelines)]
+    out = []
+    for arg in drafts:
+        name, sep, path = arg.partition("=")
+        if not sep or "/" in name:
+            if len(decoders) != 1:
+                raise UserError(
+                    f"--draft {arg}: {len(decoders)} served models translate or generate "
+                    f"({', '.join(decoders) or 'none'}); name the one it drafts for: --draft NAME=DIR"
+                )
+            name, path = decoders[0], arg
+        elif name not in {m.name for m in models}:
+            raise UserError(f"--draft {arg}: no served model is named {name!r}")
+        out.append((name, path))
+    return out
+
+
 def run(paths: list[str], *, host: str = "127.0.0.1", port: int = 8000, settings=None) -> None:
     """Bind ``host``:``port`` (a busy port is one line, before any model loads), load the models of
     ``paths`` and serve them until interrupted."""
@@ -63,7 +85,7 @@ def run(paths: list[str], *, host: str = "127.0.0.1", port: int = 8000, settings
     try:
         models = []
         for name, path in named:
-            served = ServedModel.load(name, path)
+            served = ServedModel.load(name, path, int8=settings.int8)
             log.info(
                 "%s: %s (%s), serving %s",
                 name,
@@ -72,6 +94,9 @@ def run(paths: list[str], *, host: str = "127.0.0.1", port: int = 8000, settings
                 ", ".join(served.pipelines),
             )
             models.append(served)
+        for name, path in draft_names(settings.drafts, models):
+            next(m for m in models if m.name == name).drafted_by(path)
+            log.info("%s: speculative decoding with the draft %s", name, path)
         app = create_app(models, settings)
     except BaseException:
         sock.close()

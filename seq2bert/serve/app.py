@@ -66,6 +66,8 @@ class Settings:
     read_timeout: float = 10.0  # seconds a request's headers, and then its body, may take to arrive
     max_connections: int = 128  # open connections; more are answered 503 and closed at once
     show_paths: bool = False  # /v1/models and the errors show the directories' absolute paths
+    int8: bool = False  # translate and generate decode with int8 weights (models/weight_only.py)
+    drafts: tuple[str, ...] = ()  # --draft [NAME=]DIR: speculative decoding's draft of a served model
 
 
 class ApiError(Exception):

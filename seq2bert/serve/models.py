@@ -33,6 +33,8 @@ from seq2bert.io import read_json
 from seq2bert.models import registry
 from seq2bert.models.alignment import align
 from seq2bert.pipelines import answer, classify, embed, fill_mask, generate, loading, tag, translate
+from seq2bert.pipelines.generation import drafted
+from seq2bert.pipelines.loading import ENCODER
 from seq2bert.viz.inspect import DECIMALS, alignment_maps, attends, attention_maps, rounded, select
 
 PIPELINES = ("translate", "classify", "tag", "qa", "fill-mask", "embed", "generate", "attention")
@@ -82,17 +84,20 @@ class ServedModel:
     pipelines: list[str] = field(default_factory=list)
     pair: tuple | None = None  # an encoder-decoder's (model, tokenizer), loaded once
     attends: bool = True  # whether the model has attention weights to show (a Seq2Seq, a BiLSTM: no)
+    int8: bool = False  # translate and generate decode with the model's int8 weight-only twin
+    draft: str | None = None  # translate and generate decode speculatively with this draft directory
 
     @classmethod
-    def load(cls, name: str, path: str | Path) -> ServedModel:
-        """The model of ``path`` (a checkpoint or run directory) with every pipeline it serves loaded."""
+    def load(cls, name: str, path: str | Path, *, int8: bool = False) -> ServedModel:
+        """The model of ``path`` (a checkpoint or run directory) with every pipeline it serves loaded;
+        ``int8``: its decoding pipelines run its int8 weight-only twin (made here, once)."""
         directory = registry.checkpoint_dir(path)
         family, architecture, pipelines = served_pipelines(directory)
         if not pipelines:
             raise CheckpointError(
                 f"{path}: a {architecture} serves none of the pipelines ({', '.join(PIPELINES)})"
             )
-        served = cls(name, directory, family.model_type, architecture or "", pipelines)
+        served = cls(name, directory, family.model_type, architecture or "", pipelines, int8=int8)
         if family.kind == "encoder-decoder":
             served.pair = registry.load(directory)
             served.attends = has_attention(*served.pair)
@@ -103,7 +108,20 @@ class ServedModel:
                     served.attends = attends(loading._base(net))
         if not served.attends:
             served.pipelines = [p for p in pipelines if p != "attention"]
+        if int8 and "translate" in served.pipelines:
+            with served.decoder():  # the twin made now, not by the first request
+                pass
         return served
+
+    def drafted_by(self, draft: str) -> None:
+        """Decode speculatively with the draft model of directory ``draft`` (loaded now, in the precision
+        this model decodes in); a model that neither translates nor generates refuses."""
+        if not {"translate", "generate"} & set(self.pipelines):
+            raise UserError(f"--draft: {self.name} neither translates nor generates")
+        self.draft = str(registry.checkpoint_dir(draft))
+        head = ENCODER if "translate" in self.pipelines else "causal_lm"
+        with drafted(self.draft, head, "auto", self.int8):
+            pass
 
     def describe(self, show_paths: bool = False) -> dict:
         """The listing of GET /v1/models: the directory relative to the working directory, or its last two
@@ -144,7 +162,9 @@ class ServedModel:
             return each(lambda x: answer(*x, model, max_answer_length=kw["max_answer_length"]), items)
         if pipeline == "generate":
             settings = {k: v for k, v in kw.items() if v is not None}
-            return each(lambda prompt: generate(prompt, model, **settings), items)
+            return each(
+                lambda prompt: generate(prompt, model, int8=self.int8, draft=self.draft, **settings), items
+            )
         if pipeline == "attention":
             return each(lambda x: self.attention(*x, kw), items)
         raise UserError(f"{pipeline}: not a pipeline ({', '.join(PIPELINES)})")
@@ -152,9 +172,11 @@ class ServedModel:
     def translations(self, texts: list[str], kw: dict) -> list[dict]:
         settings = {k: v for k, v in kw.items() if k != "alignment"}
         decoding = Decoding.of(**settings)
-        with self.decoder() as (model, tokenizer):
+        with self.decoder() as (model, tokenizer, draft):
             if not kw["alignment"]:
-                found = translate(model, texts, tokenizer=tokenizer, decoding=decoding, bf16=False)
+                found = translate(
+                    model, texts, tokenizer=tokenizer, decoding=decoding, bf16=False, draft=draft
+                )
                 return [{"translation": t} for t in found]
             out = []
             for text in texts:
@@ -173,10 +195,14 @@ class ServedModel:
     def decoder(self):
         """(model, tokenizer) of an encoder-decoder as ``seq2bert.translate`` runs a directory: its bf16-weights
         copy where bf16 is native, made once (a recurrent model: under autocast), else the fp32 model — one
-        precision for a translation with its alignment or without, and for its attention maps."""
+        precision for a translation with its alignment or without, and for its attention maps; and the draft
+        model (None: none) in that precision."""
         model, tokenizer = self.pair
-        with loading.inference_precision(model, "auto", kept=True) as net:
-            yield net, tokenizer
+        with (
+            loading.inference_precision(model, "auto", kept=True, int8=self.int8) as net,
+            drafted(self.draft, ENCODER, "auto", self.int8) as small,
+        ):
+            yield net, tokenizer, small
 
     def attention(self, text: str, pair: str | None, kw: dict) -> dict:
         """Every layer's and head's weights (or ``kw["layer"]``'s) over the first ``kw["max_tokens"]`` tokens:
@@ -186,7 +212,7 @@ class ServedModel:
         if self.pair is not None:
             if pair is not None:
                 raise UserError("pair: a translation model reads one text")
-            with self.decoder() as (model, tokenizer):
+            with self.decoder() as (model, tokenizer, _):
                 a = align(
                     model, text, tokenizer=tokenizer, max_source_length=max_tokens, setting="max_tokens"
                 )

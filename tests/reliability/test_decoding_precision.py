@@ -20,9 +20,9 @@ def decoded_with(monkeypatch):
     seen = []
     real = Decoding.ids
 
-    def ids(self, model, tok, input_ids, mask):
+    def ids(self, model, tok, input_ids, mask, draft=None):
         seen.append((next(model.parameters()).dtype, torch.is_autocast_enabled("cpu")))
-        return real(self, model, tok, input_ids, mask)
+        return real(self, model, tok, input_ids, mask, draft)
 
     monkeypatch.setattr(Decoding, "ids", ids)
     return seen
@@ -72,7 +72,12 @@ def test_evaluate_scores_a_translation_model_in_int8_or_bf16(translation_runs, b
     """`seq2bert evaluate --int8 / --bf16 true` scores the model as `translate --int8` / the bf16 default
     decode it (fp32 by default: the precision results.json reports); a fine-tuned BERT refuses both."""
     run = str(translation_runs["transformer"])
-    for flags, precision in (([], "float32"), (["--int8"], "int8"), (["--bf16", "true"], "bfloat16")):
+    for flags, precision in (
+        ([], "float32"),
+        (["--int8"], "int8 weights, float32 activations"),
+        (["--bf16", "true"], "bfloat16"),
+        (["--int8", "--bf16", "true"], "int8 weights, bfloat16 activations"),
+    ):
         assert main(["evaluate", run, *flags]) == 0
         out = capsys.readouterr().out
         assert f"(greedy, {precision})" in out and "bleu" in out.lower()

@@ -242,6 +242,15 @@ class Transformer(EncoderDecoder):
         )
 
     @staticmethod
+    def rewind(state: TransformerState, n: int) -> TransformerState:
+        """The state before the last ``n`` target tokens fed (speculative decoding: the self-attention caches
+        shrink in place; the source side stays)."""
+        if n == 0:
+            return state
+        caches = [c.rewind(n) for c in state.caches]
+        return TransformerState(state.memory, state.mask, caches, state.t - n, state.group)
+
+    @staticmethod
     def repeat(state: TransformerState, k: int) -> TransformerState:
         """Each decoder row becomes k consecutive rows that share one copy of its source (beam search)."""
         if state.group != 1:

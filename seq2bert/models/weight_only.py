@@ -1,0 +1,67 @@
+"""A model's int8 weight-only twin for decoding (seq2bert/nn/weight_only.py): every Linear layer — the
+attention and feed-forward projections, the output projection / LM head (a tied one gets its own int8
+copy) — with int8 weights and a scale per output row; embeddings, LayerNorms and biases stay in the
+activations' precision (bf16 or fp32).
+
+    twin = int8_twin(model, torch.bfloat16)     made once, kept beside the model until its weights change
+    twin.generate(...)                          the same searches; a quarter of fp32's weight bytes per step
+
+A recurrent model's cells (nn.LSTM, nn.GRU) keep their float weights: only their Linear layers (outputs,
+attention) become int8.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+import weakref
+
+import torch
+from torch import nn
+
+from seq2bert.nn.weight_only import Int8Linear, int8_linears
+
+_TWINS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model → {dtype: (fingerprint, twin)}
+_MAKING = threading.Lock()
+
+
+def weight_only_int8(model: nn.Module, dtype: torch.dtype = torch.float32) -> nn.Module:
+    """A copy of ``model`` in eval mode with int8 weight-only Linear layers whose activations, embeddings and
+    LayerNorms are ``dtype``; each float parameter is cast as it is copied (no second fp32 copy is made)."""
+    memo = {
+        id(p): nn.Parameter(p.detach().to(dtype), requires_grad=False)
+        for p in model.parameters()
+        if p.is_floating_point()
+    }
+    twin = copy.deepcopy(model, memo).to(dtype).eval()
+    if not int8_linears(twin, dtype):
+        raise ValueError(f"{type(model).__name__}: no Linear layer to make int8")
+    return twin
+
+
+def parameter_dtype(model: nn.Module) -> torch.dtype:
+    """The dtype of the model's first floating parameter (fp32 when it has none)."""
+    return next((p.dtype for p in model.parameters() if p.is_floating_point()), torch.float32)
+
+
+def is_weight_only_int8(model: nn.Module) -> bool:
+    return any(isinstance(m, Int8Linear) for m in model.modules())
+
+
+def _fingerprint(model: nn.Module) -> tuple:
+    """What changes when the weights do: each parameter's storage and in-place version counter."""
+    return tuple((p.data_ptr(), p._version) for p in model.parameters())
+
+
+def int8_twin(model: nn.Module, dtype: torch.dtype = torch.float32) -> nn.Module:
+    """``weight_only_int8(model, dtype)``, made once and kept beside ``model`` (weakly: it goes with the
+    model) until one of the model's parameters is replaced or changed in place (an optimizer step). A model
+    that is int8 already is its own twin."""
+    if is_weight_only_int8(model):
+        return model
+    key = _fingerprint(model)
+    with _MAKING:
+        kept = _TWINS.setdefault(model, {})
+        if dtype not in kept or kept[dtype][0] != key:
+            kept[dtype] = (key, weight_only_int8(model, dtype))
+        return kept[dtype][1]

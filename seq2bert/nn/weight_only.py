@@ -1,0 +1,105 @@
+"""Weight-only int8 Linear layers: decoding reads every weight once per step, so it runs at the speed memory
+hands the weights over, and int8 weights are a quarter of fp32's bytes (half of bf16's).
+
+Each output row j of a weight W ∈ R^{out×in} is stored as int8 with one scale (per-channel, symmetric, zero
+point 0):
+
+    s_j = max_i |W_ji| / 127,   W_q,ji = round(W_ji / s_j) ∈ {−127 … 127},   W ≈ s ⊙ W_q          (1)
+
+and the layer computes, with the activations x in their own precision (bf16 or fp32; never quantised),
+
+    y = x W_qᵀ ⊙ s + b                                                                           (2)
+
+where the scale is applied to the output, after the integer weights were widened inside the matmul: the
+kernel (torch's ``aten._weight_int8pack_mm`` on a CPU) never writes the widened weights to memory. On
+another device, or where that kernel refuses the shapes, (2) is computed as x (s ⊙ W_q)ᵀ + b from a
+dequantised copy made for the call (correct everywhere; the speed is the CPU kernel's).
+
+The error of (1) is at most s_j / 2 per weight; tests/nn/test_weight_only.py checks (2) against the
+dequantised fp32 matmul and the original layer within the bounds this gives.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+QMAX = 127  # symmetric: −127 … 127 (−128 is never produced, so negation is exact)
+
+
+def quantize_rows(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Eq. 1: weight (out, in) → int8 weights (out, in) and fp32 scales (out,); a zero row gets scale 1."""
+    w = weight.detach().float()
+    scale = w.abs().amax(dim=1) / QMAX  # (out,)
+    scale = torch.where(scale > 0, scale, torch.ones_like(scale))
+    q = torch.round(w / scale[:, None]).clamp(-QMAX, QMAX).to(torch.int8)  # (out, in)
+    return q, scale
+
+
+# torch's CPU kernel reads bf16 activations 16 at a time along the inner dimension and crashes (torch 2.13,
+# AVX-512) on any other width: those layers take the dequantising path
+BF16_WIDTH = 16
+
+
+def int8_matmul(x: torch.Tensor, weight: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    """Eq. 2 without the bias: x (M, in), int8 weight (out, in), scale (out,) of x's dtype → (M, out)."""
+    if _kernel_takes(x):
+        return torch.ops.aten._weight_int8pack_mm(x.contiguous(), weight, scale)
+    return x @ (weight.to(x.dtype) * scale[:, None]).T  # dequantised for the call
+
+
+def _kernel_takes(x: torch.Tensor) -> bool:
+    """Whether torch's CPU kernel computes Eq. 2 for activations x (M, in)."""
+    if x.device.type != "cpu" or x.dtype not in (torch.float32, torch.bfloat16, torch.float16):
+        return False
+    return x.dtype != torch.bfloat16 or x.size(-1) % BF16_WIDTH == 0
+
+
+class Int8Linear(nn.Module):
+    """A Linear layer whose weight is int8 with a scale per output row (Eqs. 1–2): x (…, in) → (…, out) in
+    x's dtype. Inference only: the weights are buffers, nothing trains."""
+
+    def __init__(self, weight: torch.Tensor, scale: torch.Tensor, bias: torch.Tensor | None = None):
+        super().__init__()
+        if weight.dtype != torch.int8 or weight.dim() != 2 or scale.shape != weight.shape[:1]:
+            raise ValueError("Int8Linear: expected an int8 weight (out, in) and a scale (out,)")
+        self.in_features, self.out_features = weight.size(1), weight.size(0)
+        self.register_buffer("weight", weight)
+        self.register_buffer("scale", scale)  # kept in the dtype of the activations it multiplies
+        self.register_buffer("bias", bias)
+
+    @classmethod
+    def from_linear(cls, linear: nn.Linear, dtype: torch.dtype | None = None) -> Int8Linear:
+        """The int8 twin of ``linear`` (its weight quantised by Eq. 1); scale and bias in ``dtype`` (default:
+        the linear's), the dtype of the activations it will be given."""
+        dtype = dtype or linear.weight.dtype
+        q, scale = quantize_rows(linear.weight)
+        bias = None if linear.bias is None else linear.bias.detach().to(dtype)
+        return cls(q, scale.to(dtype), bias)
+
+    def dequantized(self) -> torch.Tensor:
+        """s ⊙ W_q (out, in) in fp32: the weight this layer multiplies by."""
+        return self.weight.float() * self.scale.float()[:, None]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.dtype != self.scale.dtype:  # e.g. fp32 activations into a bf16 model's layer
+            x = x.to(self.scale.dtype)
+        y = int8_matmul(x.reshape(-1, self.in_features), self.weight, self.scale)  # (M, out)
+        y = y.view(*x.shape[:-1], self.out_features)
+        return y if self.bias is None else y + self.bias
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}, out_features={self.out_features}, int8 weights"
+
+
+def int8_linears(module: nn.Module, dtype: torch.dtype | None = None) -> int:
+    """Every nn.Linear inside ``module`` replaced by its Int8Linear twin (in place; a Linear whose weight is
+    tied to an embedding gets its own int8 copy, the embedding stays as it was) → how many were replaced."""
+    count = 0
+    for name, child in list(module.named_children()):
+        if type(child) is nn.Linear:
+            setattr(module, name, Int8Linear.from_linear(child, dtype))
+            count += 1
+        else:
+            count += int8_linears(child, dtype)
+    return count

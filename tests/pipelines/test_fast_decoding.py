@@ -1,0 +1,103 @@
+"""The decoding front ends with int8 weights and a draft model: the pipelines (translate, generate), the
+commands (translate, generate, sample) and the server give the same outputs with a draft as without it,
+int8 runs the int8 twin and says so, and the bad combinations are one-line refusals."""
+
+import logging
+
+import pytest
+
+from seq2bert.cli import main
+from seq2bert.errors import UserError
+from seq2bert.models import registry
+from seq2bert.pipelines import generate, translate
+from seq2bert.serve import draft_names
+from seq2bert.serve.models import ServedModel
+from tests.serve.conftest import checkpoints as served_checkpoints
+
+checkpoints = served_checkpoints
+PROMPTS = ["the quick brown", "a", "over the lazy dog and the"]
+SOURCES = ["s1 s2 s3", "s4", "s2 s5 s1 s3"]
+
+
+@pytest.mark.parametrize("int8", [False, True])
+def test_generate_with_a_draft_gives_the_models_own_text(checkpoints, int8):
+    gpt = str(checkpoints["gpt"])
+    plain = generate(PROMPTS, gpt, max_new_tokens=10, bf16=False, int8=int8)
+    assert generate(PROMPTS, gpt, max_new_tokens=10, bf16=False, int8=int8, draft=gpt) == plain
+    assert generate(PROMPTS, gpt, max_new_tokens=10, int8=int8, draft=gpt, num_draft_tokens=2) == generate(
+        PROMPTS, gpt, max_new_tokens=10, int8=int8
+    )
+
+
+def test_translate_with_a_draft_gives_the_models_own_translations(checkpoints):
+    run = str(checkpoints["translation"])
+    plain = translate(run, SOURCES, bf16=False)
+    assert translate(run, SOURCES, bf16=False, draft=run) == plain
+    assert translate(run, SOURCES, int8=True, draft=run) == translate(run, SOURCES, int8=True)
+
+
+def test_int8_decoding_says_what_it_runs(checkpoints, caplog):
+    pair = registry.load(checkpoints["gpt"], head="causal_lm")  # a model not decoded before: said once
+    with caplog.at_level(logging.INFO, logger="seq2bert.pipelines"):
+        generate(PROMPTS[:1], pair, max_new_tokens=3, bf16=False, int8=True)
+        generate(PROMPTS[:1], pair, max_new_tokens=3, bf16=False, int8=True)
+    said = [r.getMessage() for r in caplog.records if "int8 weights, fp32 activations" in r.getMessage()]
+    assert said == [
+        "GPT2LMHeadModel: int8 weights, fp32 activations on the CPU" + said[0].split("the CPU")[1]
+    ]
+
+
+def test_the_commands_take_draft_and_int8(checkpoints, capsys):
+    gpt, run = str(checkpoints["gpt"]), str(checkpoints["translation"])
+    outputs = []
+    for extra in ([], ["--draft", gpt], ["--draft", gpt, "--int8", "--num-draft-tokens", "3"]):
+        assert main(["generate", gpt, *PROMPTS, "--max-new-tokens", "8", "--bf16", "false", *extra]) == 0
+        outputs.append(capsys.readouterr().out)
+    assert outputs[0] == outputs[1] and outputs[0].count("\n") == 3
+    outputs = []
+    for extra in ([], ["--draft", run]):
+        assert main(["translate", run, *SOURCES, "--bf16", "false", *extra]) == 0
+        outputs.append(capsys.readouterr().out)
+    assert outputs[0] == outputs[1]
+    outputs = []
+    for extra in ([], ["--draft", gpt]):  # --temperature 0: greedy
+        sample = ["sample", gpt, "--prompt", "the quick", "--temperature", "0", "--max-new-tokens", "9"]
+        assert main([*sample, *extra]) == 0
+        outputs.append(capsys.readouterr().out)
+    assert outputs[0] == outputs[1] and outputs[0].strip()
+    assert main(["sample", gpt, "--draft", gpt, "--int8", "--seed", "1", "--max-new-tokens", "5"]) == 0
+    assert main(["translate", run, "s1", "--draft", run, "--show-alignment", "a.png"]) == 2
+    assert "leave out --draft" in capsys.readouterr().err
+
+
+def test_a_draft_of_another_vocabulary_is_one_line(checkpoints, capsys):
+    assert main(["generate", str(checkpoints["gpt"]), "a b", "--draft", str(checkpoints["translation"])]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_server_decodes_with_its_draft(checkpoints):
+    gpt = ServedModel.load("gpt", checkpoints["gpt"], int8=True)
+    options = (("max_new_tokens", 6),)
+    plain = gpt.run("generate", PROMPTS, options)
+    gpt.drafted_by(str(checkpoints["gpt"]))
+    assert gpt.draft is not None and gpt.run("generate", PROMPTS, options) == plain
+    m30k = ServedModel.load("m30k", checkpoints["translation"])
+    options = (("alignment", False), ("num_beams", 1))
+    plain = m30k.run("translate", SOURCES, options)
+    m30k.drafted_by(str(checkpoints["translation"]))
+    assert m30k.run("translate", SOURCES, options) == plain
+    with pytest.raises(UserError, match="neither translates nor generates"):
+        ServedModel.load("sst2", checkpoints["sequence"]).drafted_by(str(checkpoints["gpt"]))
+
+
+def test_serve_names_the_model_a_draft_is_for(checkpoints):
+    gpt, m30k = (ServedModel("gpt", checkpoints["gpt"], pipelines=["generate"]),
+                 ServedModel("m30k", checkpoints["translation"], pipelines=["translate"]))  # fmt: skip
+    sst2 = ServedModel("sst2", checkpoints["sequence"], pipelines=["classify"])
+    assert draft_names(["small/"], [gpt, sst2]) == [("gpt", "small/")]
+    assert draft_names(["m30k=tiny/"], [gpt, m30k]) == [("m30k", "tiny/")]
+    with pytest.raises(UserError, match="2 served models translate or generate"):
+        draft_names(["small/"], [gpt, m30k])
+    with pytest.raises(UserError, match="no served model is named 'bert'"):
+        draft_names(["bert=small/"], [gpt, m30k])
