@@ -26,6 +26,18 @@ def cmd_distill(args: argparse.Namespace) -> int:
         data = replace(data, path=str(Path(args.data).resolve()))
     teacher = registry.as_given(args.teacher) if args.teacher else cfg.teacher
     cfg = replace(cfg, data=data, teacher=teacher)
+    kind = registry.family_at(registry.checkpoint_dir(teacher)).kind if teacher else None
+    if kind == "encoder-decoder":  # a translation run's student: a draft for speculative decoding
+        return distill_translation(args, cfg)
+    if kind == "decoder":  # a language model's student on text
+        if not args.corpus or args.task or args.data:
+            raise UserError(f"{args.teacher}: a language model; give the text to distil on (--corpus FILE…)")
+        from seq2bert.recipes.distill import distill_language_model
+
+        cfg = replace(cfg, corpus=replace(cfg.corpus, files=[str(Path(f).resolve()) for f in args.corpus]))
+        row = distill_language_model(cfg, args.out, resume=args.resume)
+        print(format_table([row], DECODER_COLUMNS))
+        return 0
     if args.corpus:  # general distillation on raw text
         if args.task or args.data:
             raise UserError(
@@ -38,6 +50,62 @@ def cmd_distill(args: argparse.Namespace) -> int:
     row = distill(cfg, args.out, resume=args.resume)
     print(format_table([row], distill_columns(row)))
     return 0
+
+
+def distill_translation(args: argparse.Namespace, distill_cfg) -> int:
+    """A student of a translation run: the run's own pairs, settings and tokenizer; the student's depth
+    (student.num_hidden_layers), the loss weights (loss.*) and train.* from --set."""
+    from dataclasses import replace
+
+    from seq2bert import config as config_io
+    from seq2bert.models import registry
+    from seq2bert.recipes.distill_decoder import student_config
+    from seq2bert.recipes.translation import DistillSection, TranslationConfig, read_run_config, train
+    from seq2bert.report import format_table
+    from seq2bert.training.checkpoint import latest_checkpoint
+
+    if args.task or args.data or args.corpus:
+        raise UserError(
+            f"{args.teacher}: a translation run, whose student learns on the run's own pairs; "
+            "leave out --task, --data and --corpus"
+        )
+    last = latest_checkpoint(Path(args.out)) if args.resume else None
+    if last is not None and (last / "run.json").is_file():  # resume what was started
+        cfg = config_io.load(TranslationConfig, last / "run.json")
+    else:
+        run = read_run_config(registry.checkpoint_dir(distill_cfg.teacher))
+        if run is None:
+            raise UserError(
+                f"{args.teacher}: the teacher is a translation run of seq2bert (with its run.json)"
+            )
+        model = student_config(run.model, distill_cfg.student.num_hidden_layers)
+        cfg = replace(run, model=model, distill=DistillSection(distill_cfg.teacher, dict(distill_cfg.loss)))
+        cfg = config_io.apply_overrides(cfg, [o for o in args.overrides if o.startswith("train.")])
+    row = train(cfg, args.out, resume=args.resume)
+    print(format_table([row], TRANSLATION_COLUMNS))
+    return 0
+
+
+DECODER_COLUMNS = [
+    ("layers", "layers"),
+    ("params", "params"),
+    ("teacher_params", "teacher params"),
+    ("steps", "steps"),
+    ("train_seconds", "train time"),
+    ("tokens_per_s", "tokens/s"),
+    ("valid_perplexity", "held-out ppl"),
+    ("teacher_perplexity", "teacher ppl"),
+    ("valid_accuracy", "next-token acc %"),
+    ("teacher_accuracy", "teacher acc %"),
+]
+TRANSLATION_COLUMNS = [
+    ("model", "model"),
+    ("params", "params"),
+    ("steps", "steps"),
+    ("train_seconds", "train time"),
+    ("test_bleu", "test BLEU"),
+    ("teacher_test_bleu", "teacher BLEU"),
+]
 
 
 CORPUS_COLUMNS = [

@@ -36,6 +36,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from seq2bert.objectives.cross_entropy import IGNORE_INDEX
+
 
 def layer_map(student_layers: int, teacher_layers: int) -> list[int]:
     """g(m) = m · N / M for m = 1 … M (Sect. 4.3, uniform): the teacher layer (1-based, as hidden_states
@@ -236,5 +238,49 @@ class Distiller(nn.Module):
                 attention_mse(student_stack.layer(m - 1).attention_scores(s.hidden_states[m - 1]), a_t, mask)
                 for m, a_t in enumerate(teacher_scores, 1)
             )
+        self.parts = {k: float(v.detach()) for k, v in parts.items()}
+        return sum(getattr(w, k) * v for k, v in parts.items())
+
+
+class NextTokenDistiller(nn.Module):
+    """Word-level knowledge distillation of a decoder (Kim & Rush 2016, Sect. 3.1; Hinton et al. 2015): at each
+    target position the student learns the teacher's next-token distribution as soft targets, beside the
+    data's own next token,
+
+        L = α_soft · T² · Σ_t CE(softmax(z^t_t / T), softmax(z^s_t / T)) / n + α_hard · NLL(y)
+
+    the mean over the n positions that have a label. The student of a GPT (a causal LM, ``shift``: the logits
+    at t predict the label at t + 1, as transformers shifts them) or of a Transformer (the logits at t predict
+    label t). The teacher stays frozen in evaluation mode; the student's parameters are the trainable ones.
+    What speculative decoding asks of a draft (decoding/speculative.py) is exactly this: the teacher's next
+    token, as often as possible."""
+
+    def __init__(self, student: nn.Module, teacher: nn.Module, weights: DistillWeights, *, shift: bool):
+        super().__init__()
+        weights.validate()
+        if weights.cos or weights.attention or weights.hidden:
+            raise ValueError("a decoder's student learns the soft and hard terms only")
+        self.student, self.teacher, self.weights, self.shift = student, teacher, weights, shift
+        teacher.requires_grad_(False)
+        teacher.eval()
+        self.parts: dict[str, float] = {}
+
+    def train(self, mode: bool = True) -> NextTokenDistiller:
+        super().train(mode)
+        self.teacher.eval()
+        return self
+
+    def forward(self, **batch) -> torch.Tensor:
+        """The weighted loss of one batch (the student's inputs with ``labels``; the teacher reads the same)."""
+        w = self.weights
+        s = self.student(**batch)  # logits (B, T, V) and the hard term, the student's own loss
+        parts = {"hard": s.loss} if w.hard else {}
+        if w.soft:
+            with torch.no_grad():
+                teacher_logits = self.teacher(**batch).logits
+            labels, zs, zt = batch["labels"], s.logits, teacher_logits
+            if self.shift:  # position t predicts label t + 1
+                labels, zs, zt = labels[:, 1:], zs[:, :-1], zt[:, :-1]
+            parts["soft"] = soft_cross_entropy(zs, zt, w.temperature, labels.ne(IGNORE_INDEX))
         self.parts = {k: float(v.detach()) for k, v in parts.items()}
         return sum(getattr(w, k) * v for k, v in parts.items())

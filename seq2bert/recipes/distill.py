@@ -51,6 +51,7 @@ from seq2bert.io import read_json, save_tensors
 from seq2bert.models import registry
 from seq2bert.models.pretrained import init_task_model, load_hf_weights, write_hf_files
 from seq2bert.objectives.distillation import Distiller, DistillWeights, layer_map
+from seq2bert.recipes import distill_decoder
 from seq2bert.recipes.distill_augment import candidates_for
 from seq2bert.recipes.pretrain_data import PretrainDataConfig
 from seq2bert.recipes.scoring import encode, fit_length, score, write_predictions
@@ -337,7 +338,11 @@ def before_start(cfg: DistillConfig, out_dir: Path) -> None:
         teacher = family.read_config(read_json(directory / "config.json"), str(directory / "config.json"))
     except UserError:
         return
-    build = partial(family.make, student_config(teacher, cfg.student))
+    if distill_decoder.is_decoder_teacher(family):
+        config = distill_decoder.student_config(teacher, cfg.student.num_hidden_layers)
+    else:
+        config = student_config(teacher, cfg.student)
+    build = partial(family.make, config)
     check_model_fits(build, cfg.student, cfg.train.optimizer, key="student", reference=teacher)
 
 
@@ -477,3 +482,7 @@ def distill(
         write_results(out_dir, row)
     cleanup()
     return row
+
+
+# a causal LM's student on text (recipes/distill_decoder.py), holding its run directory as every recipe does
+distill_language_model = ckpt.holds_run_dir(distill_decoder.distill_causal, check=before_start)

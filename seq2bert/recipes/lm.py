@@ -65,6 +65,7 @@ from seq2bert.training.run import (
     check_out_dir,
     count_parameters,
     seed_everything,
+    trained,
     write_results,
     write_run_config,
 )
@@ -544,9 +545,7 @@ def train_lm(cfg: LMConfig, out_dir: str | Path, *, resume: bool = False, progre
         "model": model_cfg.describe(),
         **({"init": str(checkpoint_dir(cfg.init))} if cfg.init else {}),
         "params": count_parameters(model),
-        "steps": result.progress.step,
-        "train_seconds": result.progress.train_seconds,
-        "tokens_per_s": result.tokens_per_second,
+        **trained(result),
         **{f"valid_before_{k}": v for k, v in before.items()},
         **{f"valid_{k}": v for k, v in result.progress.last_eval.items()},
         "run_dir": str(out_dir),

@@ -97,6 +97,7 @@ from seq2bert.training.run import (
     check_out_dir,
     count_parameters,
     seed_everything,
+    trained,
     write_results,
     write_run_config,
 )
@@ -571,9 +572,7 @@ def pretrain(
         "model": f"{family.model_type} ({model_cfg.num_hidden_layers}/{model_cfg.hidden_size})",
         **({"init": str(start.path)} if start is not None else {}),
         "params": count_parameters(model),
-        "steps": result.progress.step,
-        "train_seconds": result.progress.train_seconds,
-        "tokens_per_s": result.tokens_per_second,
+        **trained(result),
         **{f"valid_before_{k}": v for k, v in before.items()},
         **{f"valid_{k}": v for k, v in result.progress.last_eval.items()},
         "run_dir": str(out_dir),

@@ -40,6 +40,7 @@ from seq2bert.models.registry import ModelConfig, build_model
 from seq2bert.models.seq2seq.config import RecurrentConfig, Seq2SeqConfig
 from seq2bert.objectives.cross_entropy import IGNORE_INDEX
 from seq2bert.pipelines import translate  # noqa: F401 (re-exported)
+from seq2bert.recipes import distill_decoder
 from seq2bert.training import checkpoint as ckpt
 from seq2bert.training.config import TrainConfig
 from seq2bert.training.distributed import cleanup, setup
@@ -68,15 +69,27 @@ class TranslationTrainConfig(TrainConfig):
 
 
 @dataclass
+class DistillSection:
+    """A student of a translation run (`seq2bert distill --teacher RUN`, recipes/distill_decoder.py): trained
+    on the teacher's next-token distributions (soft targets) beside the data's tokens, with the teacher's
+    tokenizer, started from its embeddings and layers g(m); ``model`` is the student's config. ``loss``:
+    soft, hard, temperature (DistilBERT's 5, 2, 2 by default)."""
+
+    teacher: str = ""
+    loss: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
 class TranslationConfig:
-    """A whole run: the model (any encoder-decoder of the registry, chosen by ``model.model_type``), the data
-    and the training engine."""
+    """A whole run: the model (any encoder-decoder of the registry, chosen by ``model.model_type``), the data,
+    the training engine and, for a student, its teacher (``distill``)."""
 
     model: ModelConfig = field(default_factory=Seq2SeqConfig)
     data: DataConfig = field(default_factory=DataConfig)
     train: TranslationTrainConfig = field(
         default_factory=lambda: TranslationTrainConfig(metric="exact_match")
     )
+    distill: DistillSection = field(default_factory=DistillSection)
 
 
 EVAL_METRICS = ("loss", "perplexity", "token_accuracy", "exact_match", "bleu", "bleu_lowercase")
@@ -321,8 +334,11 @@ def train(
     pairs = load_pairs(cfg.data)  # a file without pairs is an error naming it
     tok_dir = out_dir / "tokenizer"
     resumed_tok = resume and (tok_dir / "tokenizer.json").is_file()
-    # the vocabulary the killed run trained with
-    tok = Tokenizer.load(tok_dir) if resumed_tok else build_tokenizer(cfg.data, pairs["train"])
+    teacher = None
+    if cfg.distill.teacher:  # a student: the teacher's vocabulary
+        teacher, tok, _ = load(cfg.distill.teacher, device)
+    else:  # the vocabulary the killed run trained with
+        tok = Tokenizer.load(tok_dir) if resumed_tok else build_tokenizer(cfg.data, pairs["train"])
     model_cfg = config_io.from_dict(
         type(cfg.model),
         {
@@ -339,7 +355,10 @@ def train(
     if dist.is_main and not resumed_tok:
         tok.save(tok_dir)
     seed_everything(cfg.train.seed)  # the weights depend on the seed only, not on the data pipeline
-    model = build_model(model_cfg)
+    model = student = build_model(model_cfg)
+    if teacher is not None:  # the student's start, and the distillation's loss around it
+        distill_decoder.start_from_teacher(student, teacher)
+        model = distill_decoder.distiller(student, teacher, cfg.distill.loss, shift=False)
     torch.manual_seed(cfg.train.seed + dist.rank)  # one dropout stream per process
     train_enc = encode_pairs(tok, pairs["train"], cfg.data.max_length)
     plan = make_plan(
@@ -354,6 +373,8 @@ def train(
     ls, ss = cfg.train.label_smoothing, cfg.train.scheduled_sampling
 
     def loss_fn(m, batch):
+        if teacher is not None:  # soft targets and the data's tokens (objectives/distillation.py)
+            return m(**batch)
         if not ss.enabled:  # teacher forcing
             return m(
                 **batch, label_smoothing=ls, return_logits=False
@@ -368,7 +389,7 @@ def train(
         plan=plan,
         collate=make_collate(train_enc, tok),
         out_dir=out_dir,
-        evaluate=lambda m: evaluate_pairs(m, tok, valid, cfg.data, device=device),
+        evaluate=lambda m: evaluate_pairs(student, tok, valid, cfg.data, device=device),
         write_extra=write_checkpoint_extras(cfg, model_cfg, tok),
         loss_fn=loss_fn,
         device=device,
@@ -378,6 +399,8 @@ def train(
         # what this directory is trained with, once training begins: a failed start or a refused --resume
         # leaves no run.json, or the one it had (check_same_run)
         on_start=lambda: config_io.save(cfg, out_dir / "run.json"),
+        save_model=lambda m, d: ckpt.save_weights(student, d),
+        load_model=lambda m, d: ckpt.load_weights(student, d),
     )
     epsilon = epsilon_schedule(ss, trainer.total_steps)
     if ss.enabled:
@@ -391,7 +414,7 @@ def train(
     result = trainer.fit(resume=resume)
     row = {
         "model": model_label(model_cfg),
-        "params": count_parameters(model),
+        "params": count_parameters(student),
         "steps": result.progress.step,
         "train_seconds": result.progress.train_seconds,
         "tokens_per_s": result.tokens_per_second,
@@ -401,8 +424,15 @@ def train(
         row["averaged"] = result.progress.averaged
     best = result.best_checkpoint or result.last_checkpoint
     if dist.is_main and best is not None:
-        ckpt.load_weights(model, best)
-        row.update(score_best(model, tok, valid, pairs["test"], cfg.data, device=device))
+        ckpt.load_weights(student, best)
+        row.update(score_best(student, tok, valid, pairs["test"], cfg.data, device=device))
+        if teacher is not None:
+            row["teacher"] = cfg.distill.teacher
+            row.update(
+                distill_decoder.teacher_figures(
+                    lambda m: score_best(m, tok, valid, pairs["test"], cfg.data, device=device), teacher
+                )
+            )
         write_results(out_dir, row)
     row["is_main"] = dist.is_main
     cleanup()

@@ -62,6 +62,16 @@ def write_run_config(directory: str | Path, cfg: Any) -> None:
     write_json(Path(directory) / "run.json", config_io.to_dict(cfg))
 
 
+def trained(result: Any) -> dict[str, Any]:
+    """The columns of a results row that say how a run trained: its optimizer steps, seconds and tokens per
+    second (a Trainer's FitResult)."""
+    return {
+        "steps": result.progress.step,
+        "train_seconds": result.progress.train_seconds,
+        "tokens_per_s": result.tokens_per_second,
+    }
+
+
 def write_results(run_dir: str | Path, row: dict[str, Any]) -> None:
     """``run_dir``/results.json: the run's results row."""
     write_json(Path(run_dir) / "results.json", row)
