@@ -80,11 +80,15 @@ def cmd_sample(args: argparse.Namespace) -> int:
     # a prompt past the context keeps its end (as `generate`'s); an empty one starts a new document at [EOS]
     ids = prompt_ids(model, tok, [args.prompt], settings["max_new_tokens"])[0] if args.prompt else []
     prompt = torch.tensor([ids or [model.config.eos_token_id]])
+    if args.int8:  # any family's int8 weight-only twin (a recurrent LM's output layer too)
+        from seq2bert.models.weight_only import int8_twin, parameter_dtype
+
+        model = int8_twin(model, parameter_dtype(model))
+    drafted = {} if draft is None else {"draft": draft}  # speculative decoding: GPTs (step_many, rewind)
     for i in range(args.n):
         out = model.generate(
             prompt,
-            int8=args.int8,
-            draft=draft,
+            **drafted,
             **{
                 **settings,
                 "do_sample": not greedy,

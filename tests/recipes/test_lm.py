@@ -122,6 +122,9 @@ def test_train_lm_learns_saves_samples_and_resumes_exactly(books, tmp_path, caps
     )
     lines = capsys.readouterr().out.strip().splitlines()
     assert len(lines) == 2 and all(line.startswith("the cat") for line in lines)
+    best = str(tmp_path / "a" / "best")  # greedy with int8 weights: its output layer's (weight-only int8)
+    assert main(["sample", best, "--prompt", "the cat", "--temperature", "0", "--int8"]) == 0
+    assert capsys.readouterr().out.startswith("the cat")
 
     held_out = tmp_path / "held-out.txt"
     held_out.write_text("The cat sat on the mat. A dog ran under the tree. The zebra flew.\n")
