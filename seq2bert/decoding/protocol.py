@@ -15,6 +15,8 @@ caches grow in place and are reordered in place, seq2bert/nn/multihead.py).
 
 and, optionally,
 
+    state = model.reserve(state, n)                    room for n more tokens in the caches, made at once
+                                                      (a static cache: no step grows one)
     state = model.repeat(state, k)                     each row becomes k consecutive rows
     model.context_hidden_states(state)                 the last hidden states (N, S, d) of the tokens ``start``
                                                       read (a decoder-only model's prompt but its last column;
@@ -115,15 +117,25 @@ def begin(
     mask = attention_mask if attention_mask is not None else input_ids.ne(config.pad_token_id)  # (B, S)
     max_lengths = config.max_lengths(mask.sum(dim=1).tolist())
     if config.decoder_start_token_id is not None:  # an encoder-decoder
-        state = model.start(input_ids, attention_mask)
+        state = reserve(model, model.start(input_ids, attention_mask), max_lengths)
         tokens = torch.full((input_ids.size(0),), config.decoder_start_token_id, device=input_ids.device)
         prompt = tokens[:, None]  # (B, 1)
         return SearchStart(state, tokens, prompt, torch.ones_like(prompt, dtype=torch.bool), max_lengths)
     if input_ids.size(1) == 0:
         raise ValueError("a decoder-only model needs a prompt of at least one token")
     context_mask = None if attention_mask is None else attention_mask[:, :-1]
-    state = model.start(input_ids[:, :-1], context_mask)  # the prompt but its last column
+    state = reserve(
+        model, model.start(input_ids[:, :-1], context_mask), max_lengths
+    )  # the prompt but its last column
     return SearchStart(state, input_ids[:, -1], input_ids, mask.bool(), max_lengths)
+
+
+def reserve(model: IncrementalDecoder, state: Any, max_lengths: list[int]) -> Any:
+    """The state with room for the longest decode (each input's maximum new tokens, and the first token fed)
+    where the model can make it at once (``reserve``)."""
+    if hasattr(model, "reserve"):
+        return model.reserve(state, max(max_lengths, default=0) + 1)
+    return state
 
 
 def repeat(model: IncrementalDecoder, state: Any, k: int, batch_size: int, device: torch.device) -> Any:

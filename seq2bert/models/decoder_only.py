@@ -47,14 +47,20 @@ LM_DEFAULTS = {"max_new_tokens": 20, "top_k": 50}
 @dataclass
 class DecoderState:
     """What ``step`` needs: the keys and values so far (one LayerCache per layer, (N, h, T_k, d_k) each), the
-    attention mask over them (N, T_k), 1 on real tokens, and the position of the next token of each row (N,)."""
+    attention mask over them (N, T_k), 1 on real tokens — None when no prompt is padded: every key is real,
+    and a step then builds and applies no mask —, and the position of the next token of each row (N,)."""
 
     caches: list[LayerCache]
-    attention_mask: torch.Tensor
+    attention_mask: torch.Tensor | None
     positions: torch.Tensor
     # the prompt's last hidden states (N, P, d) as ``start`` computed them (contrastive search reads them
     # right after ``start``); ``reorder`` drops them
     hidden_states: torch.Tensor | None = None
+
+
+def _grown(mask: torch.Tensor | None, k: int) -> torch.Tensor | None:
+    """The attention mask (N, T_k) with k real tokens added (None: no padding, none to add)."""
+    return None if mask is None else torch.cat([mask, mask.new_ones(mask.size(0), k)], dim=1)
 
 
 def generation_positions(attention_mask: torch.Tensor) -> torch.Tensor:
@@ -86,7 +92,14 @@ class DecoderOnlyLM:
             positions = generation_positions(mask)  # (B, P)
             out = self.transformer(input_ids, mask, position_ids=positions, past_key_values=caches)
             hidden = out.last_hidden_state  # (B, P, d)
-        return DecoderState(caches, mask, mask.sum(dim=-1), hidden)  # the next token follows the real ones
+        positions = mask.sum(dim=-1)  # the next token follows the real ones
+        return DecoderState(caches, None if bool(mask.all()) else mask, positions, hidden)
+
+    def reserve(self, state: DecoderState, n: int) -> DecoderState:
+        """Room for ``n`` more tokens in every cache, made once (a static cache: KVCache.reserve)."""
+        for cache in state.caches:
+            cache.self_attn.reserve(n)
+        return state
 
     def context_hidden_states(self, state: DecoderState) -> torch.Tensor | None:
         """The last hidden states (N, P, d) of the prompt ``start`` read (None: an empty one)."""
@@ -95,7 +108,7 @@ class DecoderOnlyLM:
     def step(self, tokens: torch.Tensor, state: DecoderState) -> StepOutput:
         """tokens (N,) → next-token logits (N, V) and the state after them (the caches grow in place), with
         the last hidden state (N, d) of the tokens."""
-        mask = torch.cat([state.attention_mask, state.attention_mask.new_ones(tokens.size(0), 1)], dim=1)
+        mask = _grown(state.attention_mask, 1)
         out = self.transformer(
             tokens[:, None], mask, position_ids=state.positions[:, None], past_key_values=state.caches
         )
@@ -106,8 +119,8 @@ class DecoderOnlyLM:
     def step_many(self, tokens: torch.Tensor, state: DecoderState) -> StepOutput:
         """tokens (N, k) fed at once at the next k positions → logits (N, k, V) and the state after them, with
         the last hidden states (N, k, d) (speculative decoding: decoding/speculative.py)."""
-        N, k = tokens.shape
-        mask = torch.cat([state.attention_mask, state.attention_mask.new_ones(N, k)], dim=1)
+        k = tokens.size(1)
+        mask = _grown(state.attention_mask, k)
         positions = state.positions[:, None] + torch.arange(k, device=tokens.device)  # (N, k)
         out = self.transformer(tokens, mask, position_ids=positions, past_key_values=state.caches)
         hidden = out.last_hidden_state  # (N, k, d)
@@ -117,16 +130,15 @@ class DecoderOnlyLM:
         """The state before the last ``n`` tokens fed (the caches shrink in place)."""
         if n == 0:
             return state
-        T = state.attention_mask.size(1)
-        return DecoderState(
-            [cache.rewind(n) for cache in state.caches], state.attention_mask[:, : T - n], state.positions - n
-        )
+        mask = state.attention_mask
+        mask = None if mask is None else mask[:, : mask.size(1) - n]
+        return DecoderState([cache.rewind(n) for cache in state.caches], mask, state.positions - n)
 
     def reorder(self, state: DecoderState, index: torch.Tensor) -> DecoderState:
         """Rows ``index`` (N,) of the state; the caches are reordered in place (KVCache.reorder)."""
         return DecoderState(
             [cache.reorder(index) for cache in state.caches],
-            state.attention_mask.index_select(0, index),
+            None if state.attention_mask is None else state.attention_mask.index_select(0, index),
             state.positions.index_select(0, index),
         )
 

@@ -97,6 +97,8 @@ class KVCache:
       (MultiHeadAttention.forward).
     - reordering in place: beam search's ``reorder`` gathers the rows into a second buffer of the same room
       and swaps the two, so no step allocates (fresh memory costs its page faults on a CPU).
+    - a static cache: ``reserve(n)`` makes room for n more steps at once (a search knows its longest
+      hypothesis), so the buffers are allocated once and never grown or copied during the decode.
     Where autograd records the keys (a cache used in training) steps are concatenated and rows gathered into
     new tensors instead: writing into a buffer that earlier steps saved for their backward would void it."""
 
@@ -105,6 +107,7 @@ class KVCache:
         self.length = 0 if key is None else key.size(2)
         self._owned = False  # whether the buffers are ours to write into (not a first fill as given)
         self._spare: tuple[torch.Tensor, torch.Tensor] | None = None  # reorder's second buffers
+        self._reserved = 0  # room asked for before the first fill (reserve on an empty cache)
 
     @property
     def key(self) -> torch.Tensor | None:
@@ -122,7 +125,9 @@ class KVCache:
         """Add the keys / values of new steps (B, h, t, d); return all of them so far (views)."""
         if self._key is None:
             self._key, self._value, self.length = key, value, key.size(2)
-            return key, value
+            if self._reserved and not _recorded(key):
+                self.reserve(max(self._reserved - self.length, 0))
+            return self.key, self.value
         past, n = self.length, self.length + key.size(2)
         if _recorded(key, self._key):
             self._key, self._value = torch.cat([self.key, key], 2), torch.cat([self.value, value], 2)
@@ -137,6 +142,18 @@ class KVCache:
         self._value[:, :, past:n] = value
         self.length = n
         return self.key, self.value
+
+    def reserve(self, n: int) -> KVCache:
+        """Room for ``n`` more steps than the cache holds, made now (on an empty cache: at its first fill)."""
+        if self._key is None:
+            self._reserved = n
+            return self
+        need = self.length + n
+        if not _recorded(self._key) and (need > self.capacity or not self._owned):
+            self._key = self._grown(self._key, need, widen(self._key).dtype)
+            self._value = self._grown(self._value, need, self._value.dtype)
+            self._owned, self._spare = True, None
+        return self
 
     def rewind(self, n: int) -> KVCache:
         """Forget the last ``n`` steps (speculative decoding drops the proposals it did not keep); the room

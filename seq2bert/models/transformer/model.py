@@ -242,6 +242,14 @@ class Transformer(EncoderDecoder):
         )
 
     @staticmethod
+    def reserve(state: TransformerState, n: int) -> TransformerState:
+        """Room for ``n`` target tokens in every self-attention cache, made at its first fill (a static
+        cache: KVCache.reserve)."""
+        for cache in state.caches:
+            cache.self_attn.reserve(n)
+        return state
+
+    @staticmethod
     def rewind(state: TransformerState, n: int) -> TransformerState:
         """The state before the last ``n`` target tokens fed (speculative decoding: the self-attention caches
         shrink in place; the source side stays)."""
