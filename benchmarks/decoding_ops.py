@@ -52,7 +52,7 @@ def per_step(generate, n: int, k: int) -> tuple[float, collections.Counter]:
 
 
 def row(name: str, ours: tuple, theirs: tuple, k: int, top: int) -> None:
-    (o, o_ops), (t, t_ops) = ours, theirs
+    (o, o_ops), (t, _) = ours, theirs
     print(f"| {name} | {o:.0f} | {t:.0f} | {o / t:.2f} |")
     if top:
         mine = ", ".join(f"{op} {c / k:.0f}" for op, c in o_ops.most_common(top))
