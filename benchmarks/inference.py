@@ -48,11 +48,13 @@ import tempfile
 import time
 from pathlib import Path
 
+import inference_gpt
 import numpy as np
 import torch
 from common import profile, timed
 
 import seq2bert
+from seq2bert.models.weight_only import int8_twin
 from seq2bert.pipelines.loading import inference_precision
 from seq2bert.precision import cpu_kind, native_bf16
 
@@ -300,7 +302,9 @@ def decoders(hf, ours, int8, src, mask, beams: int, new_tokens: int, compiled=No
     ways = {"seq2bert fp32": ours_call(), "transformers fp32": hf_call(), "seq2bert default": default_call}
     if native_bf16("cpu"):
         ways |= {"seq2bert bf16 autocast": ours_call(bf16=True), "transformers bf16": hf_call(bf16=True)}
-    ways["seq2bert int8"] = ours_call(int8)
+    ways["seq2bert int8 (dynamic)"] = ours_call(int8)
+    half = torch.bfloat16 if native_bf16("cpu") else torch.float32
+    ways["seq2bert int8 weights"] = ours_call(int8_twin(ours, half))  # translate --int8
     if compiled is not None:
         ways["seq2bert default, decoder compiled"] = ours_call(compiled)
     return ways
@@ -388,7 +392,10 @@ def decoding(args, table: Table) -> bool:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument(
-        "part", nargs="?", choices=("all", "embeddings", "classification", "decoding"), default="all"
+        "part",
+        nargs="?",
+        choices=("all", "embeddings", "classification", "decoding", "gpt", "speculative"),
+        default="all",
     )
     p.add_argument("--classifier", type=Path, help="classification: a fine-tuned SST-2 classifier directory")
     p.add_argument("--sentences", type=Path, default=SST2)
@@ -404,6 +411,17 @@ def main() -> int:
         action="store_true",
         help="decoding: one more way, the default's model with its decoder under torch.compile",
     )
+    p.add_argument("--gpt-model", default="small", choices=("small", "mini", "tiny"), help="gpt: its size")
+    p.add_argument("--gpt-vocab", type=int, default=50257, help="gpt: the vocabulary")
+    p.add_argument("--gpt-batch", type=int, default=8, help="gpt: prompts decoded together")
+    p.add_argument("--gpt-new", type=int, default=64, help="gpt, speculative: new tokens")
+    p.add_argument("--target", help="speculative: the model directory (e.g. runs/gpt-mini/best)")
+    p.add_argument("--draft", help="speculative: its draft (e.g. runs/gpt-mini-draft/best)")
+    p.add_argument("--prompts", type=Path, help="speculative: held-out text, a prompt per line")
+    p.add_argument("--n-prompts", type=int, default=20)
+    p.add_argument("--prompt-tokens", type=int, default=32)
+    p.add_argument("--draft-tokens", type=int, default=4, help="speculative: proposals per pass (γ)")
+    p.add_argument("--fp32", action="store_true", help="speculative: fp32 where bf16 is native")
     args = p.parse_args()
     print(f"{platform.machine()} ({cpu_kind()}), {torch.get_num_threads()} threads, torch {torch.__version__}, "
           f"native bf16: {native_bf16('cpu')}")  # fmt: skip
@@ -414,6 +432,10 @@ def main() -> int:
         ok &= classification(args, table)
     if args.part in ("all", "decoding"):
         ok &= decoding(args, table)
+    if args.part in ("all", "gpt"):
+        ok &= inference_gpt.gpt(args, table)
+    if args.part == "speculative" or (args.part == "all" and args.target):
+        ok &= inference_gpt.speculative(args, table)
     print()
     print(table.markdown())
     if not ok:

@@ -43,8 +43,30 @@ def test_the_inference_benchmark_runs_small(tmp_path):
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     for way in ("beam 5, seq2bert fp32", "beam 5, seq2bert default", "beam 5, transformers fp32",
-                "greedy, seq2bert int8"):  # fmt: skip
+                "greedy, seq2bert int8 weights", "greedy, seq2bert int8 (dynamic)"):  # fmt: skip
         assert f"{way}:" in out
     assert "profile: beam 5, seq2bert default, operators by self CPU time" in out and "aten::addmm" in out
     assert "3/3 sentences as seq2bert fp32" in out.split("beam 5, transformers fp32:")[1].splitlines()[0]
     assert "| beam 5, default, target tokens/s |" in out and "| greedy, default, target tokens/s |" in out
+
+
+@pytest.mark.slow
+def test_the_gpt_parts_run_small(tmp_path):
+    """GPT-2 against transformers (token-identical in fp32, the bandwidth bound stated) and speculative
+    decoding against our greedy decoding (identical outputs), at a tiny size."""
+    proc = bench("gpt", "--gpt-model", "tiny", "--gpt-vocab", "300", "--gpt-batch", "2", "--gpt-new", "4")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "memory bandwidth" in out and "MiB read per step, bound" in out
+    for way in ("seq2bert fp32", "seq2bert default", "seq2bert int8 weights", "transformers fp32"):
+        assert f"greedy, {way}:" in out and f"beam 4, {way}:" in out
+    assert "2/2 rows as seq2bert fp32" in out.split("greedy, transformers fp32:")[1].splitlines()[0]
+    from tests.models.test_gpt_generate import CORPUS, tiny_directory
+
+    tiny_directory(tmp_path / "gpt", n_layer=2)
+    prompts = tmp_path / "held-out.txt"
+    prompts.write_text("\n".join(CORPUS[:3]) + "\n")
+    proc = bench("speculative", "--target", str(tmp_path / "gpt"), "--draft", str(tmp_path / "gpt"),
+                 "--prompts", str(prompts), "--prompt-tokens", "8", "--gpt-new", "6", "--n-prompts", "3")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "3/3 outputs identical; acceptance rate 1.00" in proc.stdout

@@ -1,0 +1,165 @@
+"""Generation at the memory-bandwidth limit: GPT-2 small against transformers, and speculative decoding against
+our own greedy decoding — the GPT parts of ``python benchmarks/inference.py`` (``gpt``, ``speculative``).
+
+gpt: GPT-2 small (124 M parameters, random weights), 8 prompts × 32 tokens, 64 new tokens, greedy and beam 4;
+new tokens/s of
+- ours: fp32; the default (``seq2bert.generate`` on a directory: a bf16-weights copy where the CPU computes
+  bf16 natively, else fp32); int8 weights (``int8=True``: weight-only int8, bf16 activations where native);
+- transformers: ``generate`` as it comes (fp32), and its best — the model's weights cast to bf16 where
+  native (what its users do: ``model.to(torch.bfloat16)``).
+Ours in fp32 must give transformers' fp32 tokens exactly; the others' agreement with it is printed. Beside
+them, the bound memory sets: a STREAM-like copy measures the bandwidth (GB/s, bytes read and written), each
+way's bytes read per greedy step (its Linear weights and output layer, the embeddings' rows it looks up are
+negligible, and the key/value cache at mid-decode) give tokens/s ≤ batch × bandwidth / bytes, and each figure
+is stated as a share of its own bound.
+
+speculative: a model directory and its draft (``seq2bert distill``), the first ``--prompt-tokens`` tokens of
+``--prompts`` held-out text lines (the books' held-out documents), one prompt at a time (batch 1: the latency
+speculative decoding is for), greedy: new tokens/s without and with the draft, outputs compared token for
+token, the acceptance rate α̂ and the tokens per pass of the model.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import torch
+from common import timed
+
+from seq2bert.decoding.generation import generate
+from seq2bert.decoding.speculative import Acceptance, speculative_search
+from seq2bert.models.weight_only import int8_twin
+from seq2bert.nn.weight_only import Int8Linear
+from seq2bert.pipelines.loading import bf16_copy
+from seq2bert.precision import native_bf16
+
+
+def bandwidth(megabytes: int = 512, repeats: int = 5) -> float:
+    """GB/s of a large copy (bytes read + bytes written), the best of ``repeats``: STREAM's "copy"."""
+    a = torch.empty(megabytes * 2**20, dtype=torch.uint8)
+    a.fill_(1)
+    b = torch.empty_like(a)
+    b.copy_(a)
+    best = min(timed(lambda: b.copy_(a), 1)[0] for _ in range(repeats))
+    return 2 * a.numel() / best / 1e9
+
+
+def step_bytes(model: torch.nn.Module, rows: int, context: int) -> int:
+    """Bytes one greedy step reads: every Linear weight (int8 with its scales, or float), the output layer,
+    and the key/value cache of ``rows`` rows at ``context`` positions (2 × layers × d × rows × context)."""
+    weights = 0
+    for m in model.modules():
+        if isinstance(m, Int8Linear):
+            weights += m.weight.numel() + m.scale.numel() * m.scale.element_size()
+        elif isinstance(m, torch.nn.Linear):
+            weights += m.weight.numel() * m.weight.element_size()
+    c = model.config
+    cache = 2 * c.n_layer * c.n_embd * rows * context * 4  # the keys kept in fp32, the values as computed
+    return weights + cache
+
+
+def gpt(args, table) -> bool:
+    import copy
+
+    import transformers
+    from gpt import make_models
+
+    hf, ours = make_models(args.gpt_model, args.gpt_vocab)
+    g = torch.Generator().manual_seed(1)
+    ids = torch.randint(0, args.gpt_vocab - 1, (args.gpt_batch, 32), generator=g)
+    mask = torch.ones_like(ids)
+    native = native_bf16("cpu")
+    half = torch.bfloat16 if native else torch.float32
+    gbps = bandwidth()
+    print(f"\ngpt: GPT-2 {args.gpt_model} (random weights), {args.gpt_batch} prompts × 32 tokens, {args.gpt_new} new tokens; "
+          f"new tokens/s, median of {args.repeats}; transformers {transformers.__version__}; "
+          f"memory bandwidth {gbps:.1f} GB/s (a 512 MB copy)")  # fmt: skip
+    ours_ways = {
+        "seq2bert fp32": ours,
+        "seq2bert default": bf16_copy(ours) if native else ours,  # what seq2bert.generate runs
+        "seq2bert int8 weights": int8_twin(ours, half),
+    }
+    theirs_ways = {"transformers fp32": hf}
+    if native:
+        theirs_ways["transformers bf16 weights"] = copy.deepcopy(hf).to(torch.bfloat16)
+    ok = True
+    for name, beams in (("greedy", 1), ("beam 4", 4)):
+        settings = dict(num_beams=beams, max_new_tokens=args.gpt_new, do_sample=False)
+        found = {}
+        for way, model in ours_ways.items():
+            seconds, out = timed(lambda m=model, s=settings: m.generate(ids, mask, **s), args.repeats)
+            found[way] = (out[:, 32:].numel() / seconds, out)
+        for way, model in theirs_ways.items():
+
+            def call(m=model, s=settings):
+                return m.generate(ids, attention_mask=mask, pad_token_id=hf.config.eos_token_id, **s)
+
+            seconds, out = timed(call, args.repeats)
+            found[way] = (out[:, 32:].numel() / seconds, out)
+        reference = found["seq2bert fp32"][1]
+        ok &= torch.equal(found["transformers fp32"][1], reference)
+        for way, (rate, out) in found.items():
+            same = int((out == reference).all(1).sum())
+            line = f"  {name}, {way}: {rate:,.1f} new tokens/s; {same}/{len(out)} rows as seq2bert fp32"
+            if beams == 1 and way in ours_ways:
+                need = step_bytes(ours_ways[way], args.gpt_batch, 32 + args.gpt_new // 2)
+                bound = args.gpt_batch * gbps * 1e9 / need
+                line += f"; {need / 2**20:,.0f} MiB read per step, bound {bound:,.0f} tokens/s: {rate / bound:.0%}"
+            print(line, flush=True)
+        ours_best = max(v[0] for k, v in found.items() if k in ours_ways)
+        theirs_best = max(v[0] for k, v in found.items() if k in theirs_ways)
+        table.add(f"GPT-2 {args.gpt_model} {name}, default, new tokens/s", found["seq2bert default"][0],
+                  "transformers default", found["transformers fp32"][0])  # fmt: skip
+        table.add(
+            f"GPT-2 {args.gpt_model} {name}, best, new tokens/s", ours_best, "transformers best", theirs_best
+        )
+    return ok
+
+
+def held_out_prompts(path: Path, tokenizer, n: int, tokens: int) -> list[list[int]]:
+    """The first ``tokens`` tokens of the first ``n`` lines of ``path`` with at least that many."""
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        ids = tokenizer.ids_batch([line.strip()])[0]
+        if len(ids) >= tokens:
+            out.append(ids[:tokens])
+        if len(out) == n:
+            break
+    return out
+
+
+def speculative(args, table) -> bool:
+    from seq2bert.models import registry
+
+    target, tok = registry.load(args.target, head="causal_lm")
+    draft, _ = registry.load(args.draft, head="causal_lm")
+    target, draft = target.eval(), draft.eval()
+    if native_bf16("cpu") and not args.fp32:
+        target, draft = bf16_copy(target), bf16_copy(draft)
+    prompts = held_out_prompts(Path(args.prompts), tok, args.n_prompts, args.prompt_tokens)
+    config = target.generation_config(max_new_tokens=args.gpt_new, num_draft_tokens=args.draft_tokens)
+    print(f"\nspeculative: {args.target} ({sum(p.numel() for p in target.parameters()):,} parameters) with the "
+          f"draft {args.draft} ({sum(p.numel() for p in draft.parameters()):,}), {len(prompts)} held-out "
+          f"prompts of {args.prompt_tokens} tokens from {args.prompts}, {args.gpt_new} new tokens each, "
+          f"greedy, one prompt at a time, {args.draft_tokens} draft tokens per pass")  # fmt: skip
+    plain_s = spec_s = 0.0
+    same = tokens = 0
+    acceptance = Acceptance()
+    with torch.no_grad():
+        for p in prompts:
+            ids = torch.tensor([p])
+            start = time.perf_counter()
+            plain = generate(target, ids, None, config).sequences
+            plain_s += time.perf_counter() - start
+            start = time.perf_counter()
+            hyps = speculative_search(target, ids, None, config, draft=draft, acceptance=acceptance)
+            spec_s += time.perf_counter() - start
+            new = hyps[0][0].tokens
+            same += int(plain[0, len(p) :].tolist()[: len(new)] == new)
+            tokens += len(new)
+    print(f"  greedy: {tokens / plain_s:,.1f} new tokens/s; speculative: {tokens / spec_s:,.1f} "
+          f"({plain_s / spec_s:.2f}×); {same}/{len(prompts)} outputs identical; acceptance rate "
+          f"{acceptance.rate:.2f}, {acceptance.tokens_per_pass:.2f} tokens per pass of the model")  # fmt: skip
+    table.add("speculative greedy, new tokens/s (batch 1)", tokens / spec_s, "our greedy", tokens / plain_s)
+    return same == len(prompts)
