@@ -148,9 +148,15 @@ def beam_search(
     # The K beams of an input are identical until the first token, so step 0 runs on the B inputs alone and
     # the state is repeated to B·K rows afterwards: row b·K + g·Kg + k is then beam k of group g of input b.
     state, tokens = start.state, start.tokens  # tokens (B,), then (B·K,): the last token of each beam
-    prompt = start.prompt.repeat_interleave(K, dim=0)  # (B·K, P)
-    prompt_mask = start.prompt_mask.repeat_interleave(K, dim=0)  # (B·K, P) False on left padding
-    history = torch.zeros(B * K, 0, dtype=torch.long, device=device)  # (B·K, t) new tokens of each beam
+    # every beam's row — its prompt, then its new tokens — in one buffer made for the longest decode, and a
+    # second one the rows are gathered into when the beams are reordered (the two swapped: no step allocates)
+    P, longest = start.prompt.size(1), max(max_lengths, default=0)
+    rows_buffer = start.prompt.new_zeros(B * K, P + longest)  # (B·K, P + max length)
+    rows_buffer[:, :P] = start.prompt.repeat_interleave(K, dim=0)
+    spare = torch.empty_like(rows_buffer)
+    # (B·K, P + max length): False on left padding; a row keeps its input's prompt when the beams move
+    mask_buffer = torch.ones_like(rows_buffer, dtype=torch.bool)
+    mask_buffer[:, :P] = start.prompt_mask.repeat_interleave(K, dim=0)
     # The K copies are identical at t = 0: only beam 0 of each group may be extended, or the first step would
     # pick the same candidate Kg times.
     beam_scores = torch.full((B, K), -math.inf, device=device)  # (B, K) log P(y_≤t | x) of each live beam
@@ -202,7 +208,7 @@ def beam_search(
                 s = cand_scores[b, rank].item()
                 row = int(cand_rows[b, rank])
                 last_token = int(cand_tokens[b, rank])
-                _add(finished[b][g], hypothesis(history[row].tolist() + [last_token], s, config), Kg)
+                _add(finished[b][g], hypothesis(history()[row].tolist() + [last_token], s, config), Kg)
 
         # 5. The Kg best candidates that do not end become the beams; the state and history follow them.
         # a stable sort on "ends" lists the other candidates first, still in rank order
@@ -213,6 +219,10 @@ def beam_search(
         done_rows = torch.tensor([d[g] for d in done], device=device)[:, None]  # (B, 1)
         tokens = cand_tokens.gather(1, live).masked_fill(done_rows, config.pad_token_id)  # done: fed [PAD]
         return new_scores, rows, tokens
+
+    def history() -> torch.Tensor:
+        """(B·K, t): the new tokens of each beam."""
+        return rows_buffer[:, P : P + t]
 
     for t in itertools.count():  # t = number of tokens generated so far by every live beam
         # 1. Close the groups that are done: at their maximum length the live beams finish as they are.
@@ -225,7 +235,7 @@ def beam_search(
                 for k, s in enumerate(live):
                     if s > -math.inf:
                         row = b * K + g * Kg + k
-                        _add(finished[b][g], hypothesis(history[row].tolist(), s, config), Kg)
+                        _add(finished[b][g], hypothesis(history()[row].tolist(), s, config), Kg)
                 done[b][g] = True
             elif live[0] == -math.inf:  # no live beam can produce a hypothesis any more
                 done[b][g] = True
@@ -243,8 +253,8 @@ def beam_search(
         if t == 0:  # the beams but the first of each group are copies with score −∞
             state = repeat(model, state, K, B, device)
             log_probs = log_probs.repeat_interleave(K, dim=0)  # (B·K, V)
-        rows_history = torch.cat([prompt, history], dim=1)  # (B·K, P + t)
-        rows_mask = torch.cat([prompt_mask, torch.ones_like(history, dtype=torch.bool)], dim=1)
+        rows_history = rows_buffer[:, : P + t]  # (B·K, P + t) views: the prompt and the new tokens so far
+        rows_mask = mask_buffer[:, : P + t]
         groups = [extend(0, None)]
         chosen = groups[0][2][:, None]  # (B, g, Kg) the tokens the groups before g took at this step
         for g in range(1, G):  # Vijayakumar et al. (2016), Alg. 1: group g sees the tokens of groups < g
@@ -253,7 +263,11 @@ def beam_search(
         beam_scores = torch.cat([scores for scores, _, _ in groups], dim=1)  # (B, K)
         rows = torch.stack([r for _, r, _ in groups], dim=1).view(B * K)  # (B·K,) the beam each extends
         tokens = chosen.reshape(B * K)  # (B·K,)
-        history = torch.cat([history[rows], tokens[:, None]], dim=1)  # (B·K, t + 1)
+        torch.index_select(
+            rows_buffer[:, : P + t], 0, rows, out=spare[:, : P + t]
+        )  # the rows follow the beams
+        rows_buffer, spare = spare, rows_buffer
+        rows_buffer[:, P + t] = tokens  # (B·K, P + t + 1)
         state = model.reorder(state, rows)
 
     out = []

@@ -36,9 +36,23 @@ class Rows:
         self.finished = self.max_lengths.eq(0)  # (B,) rows that have ended
         self.lengths = torch.zeros_like(self.max_lengths)  # (B,) tokens taken by each row until it ended
         self.log_prob = torch.zeros(len(start.max_lengths), device=device)  # (B,)
-        self.prompt_length = start.prompt.size(1)
-        self.history, self.history_mask = start.prompt, start.prompt_mask  # (B, P + t) prompt, new tokens
+        P = self.prompt_length = start.prompt.size(1)
+        # each row's prompt and new tokens in buffers made for the longest decode (no step allocates)
+        self._rows = start.prompt.new_zeros(start.prompt.size(0), P + max(start.max_lengths, default=0))
+        self._rows[:, :P] = start.prompt
+        self._mask = torch.ones_like(self._rows, dtype=torch.bool)
+        self._mask[:, :P] = start.prompt_mask
         self.t = 0
+
+    @property
+    def history(self) -> torch.Tensor:
+        """(B, P + t): each row's decoder prompt and new tokens so far."""
+        return self._rows[:, : self.prompt_length + self.t]
+
+    @property
+    def history_mask(self) -> torch.Tensor:
+        """(B, P + t): False on a prompt's left padding."""
+        return self._mask[:, : self.prompt_length + self.t]
 
     @property
     def done(self) -> bool:
@@ -72,8 +86,7 @@ class Rows:
         self.log_prob = self.log_prob + torch.where(finished, torch.zeros_like(log_p), log_p)
         self.lengths = self.lengths + (~finished).long()
         tokens = tokens.masked_fill(finished, c.pad_token_id)  # ended rows are fed [PAD]
-        self.history = torch.cat([self.history, tokens[:, None]], dim=1)
-        self.history_mask = torch.cat([self.history_mask, torch.ones_like(finished)[:, None]], dim=1)
+        self._rows[:, self.prompt_length + self.t] = tokens
         if streamer is not None:
             streamer(tokens)
         self.t += 1
