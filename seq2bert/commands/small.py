@@ -171,13 +171,16 @@ def cmd_export(args: argparse.Namespace) -> int:
 def register(sub) -> None:
     p = sub.add_parser(
         "distill",
-        help="distil a fine-tuned teacher into a smaller student on its task (DistilBERT, TinyBERT)",
+        help="distil a teacher into a smaller student: a fine-tuned BERT on its task (DistilBERT, TinyBERT), "
+        "a GPT on text or a translation run on its pairs (a draft for speculative decoding)",
         description="Train a student with fewer (and, if asked, narrower) layers on a task from a fine-tuned "
         "teacher's outputs: DistilBERT's soft targets + task loss + cosine loss (method=distilbert), TinyBERT's "
         "attention and hidden-state distillation then its prediction layer (method=tinybert), or the student "
         "fine-tuned alone (method=none). A student of the teacher's width starts from its embeddings and every "
         "other layer. OUT/best is the student's Hugging Face directory; results.json holds its dev scores and "
-        "the teacher's.",
+        "the teacher's. A GPT teacher (with --corpus) or a translation run (on its own pairs) gets a shallower "
+        "student of its family trained on its next-token distributions (word-level distillation): a draft for "
+        "--draft (speculative decoding).",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples:\n"
         "  seq2bert distill --teacher runs/minilm-sst2/best --task sst2 --data ../shared/data/sst2 --out runs/sst2-l3\n"
@@ -186,9 +189,15 @@ def register(sub) -> None:
         "  seq2bert distill --teacher runs/minilm-conll/best --task conll2003 --data ../shared/data/conll2003 "
         "--out runs/conll-l3 --set method=none\n"
         "  seq2bert distill --teacher $MINILM --corpus ../shared/data/corpus --out runs/tiny4-general --set method=tinybert "
-        "--set student.num_hidden_layers=4 --set student.hidden_size=256",
+        "--set student.num_hidden_layers=4 --set student.hidden_size=256\n"
+        "  seq2bert distill --teacher runs/gpt-mini/best --corpus ../shared/data/corpus --out runs/gpt-mini-draft "
+        "--set student.num_hidden_layers=1\n"
+        "  seq2bert distill --teacher runs/m30k-transformer --out runs/m30k-draft --set student.num_hidden_layers=1",
     )
-    p.add_argument("--teacher", help="the fine-tuned teacher's directory or Hub model name (sets teacher)")
+    p.add_argument(
+        "--teacher",
+        help="the teacher's directory or Hub model name: a fine-tuned BERT, a GPT, a translation run (sets teacher)",
+    )
     p.add_argument("--task", help="the task (sets data.task): a GLUE task, conll2003, squad, …")
     p.add_argument("--data", metavar="DIR", help="the task's data folder (sets data.path)")
     p.add_argument(
