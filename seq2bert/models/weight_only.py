@@ -19,22 +19,23 @@ import weakref
 import torch
 from torch import nn
 
-from seq2bert.nn.weight_only import Int8Linear, int8_linears
+from seq2bert.nn.weight_only import Int4Linear, Int8Linear, int8_linears
 
 _TWINS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model → {dtype: (fingerprint, twin)}
 _MAKING = threading.Lock()
 
 
-def weight_only_int8(model: nn.Module, dtype: torch.dtype = torch.float32) -> nn.Module:
-    """A copy of ``model`` in eval mode with int8 weight-only Linear layers whose activations, embeddings and
-    LayerNorms are ``dtype``; each float parameter is cast as it is copied (no second fp32 copy is made)."""
+def weight_only_int8(model: nn.Module, dtype: torch.dtype = torch.float32, bits: int = 8) -> nn.Module:
+    """A copy of ``model`` in eval mode with int8 weight-only Linear layers (``bits`` 4: int4 in groups,
+    nn/weight_only.py) whose activations, embeddings and LayerNorms are ``dtype``; each float parameter is cast
+    as it is copied (no second fp32 copy is made)."""
     memo = {
         id(p): nn.Parameter(p.detach().to(dtype), requires_grad=False)
         for p in model.parameters()
         if p.is_floating_point()
     }
     twin = copy.deepcopy(model, memo).to(dtype).eval()
-    if not int8_linears(twin, dtype):
+    if not int8_linears(twin, dtype, bits):
         raise ValueError(f"{type(model).__name__}: no Linear layer to make int8")
     return twin
 
@@ -45,7 +46,7 @@ def parameter_dtype(model: nn.Module) -> torch.dtype:
 
 
 def is_weight_only_int8(model: nn.Module) -> bool:
-    return any(isinstance(m, Int8Linear) for m in model.modules())
+    return any(isinstance(m, (Int8Linear, Int4Linear)) for m in model.modules())
 
 
 def _fingerprint(model: nn.Module) -> tuple:
@@ -53,7 +54,7 @@ def _fingerprint(model: nn.Module) -> tuple:
     return tuple((p.data_ptr(), p._version) for p in model.parameters())
 
 
-def int8_twin(model: nn.Module, dtype: torch.dtype = torch.float32) -> nn.Module:
+def int8_twin(model: nn.Module, dtype: torch.dtype = torch.float32, bits: int = 8) -> nn.Module:
     """``weight_only_int8(model, dtype)``, made once and kept beside ``model`` (weakly: it goes with the
     model) until one of the model's parameters is replaced or changed in place (an optimizer step). A model
     that is int8 already is its own twin."""
@@ -62,6 +63,6 @@ def int8_twin(model: nn.Module, dtype: torch.dtype = torch.float32) -> nn.Module
     key = _fingerprint(model)
     with _MAKING:
         kept = _TWINS.setdefault(model, {})
-        if dtype not in kept or kept[dtype][0] != key:
-            kept[dtype] = (key, weight_only_int8(model, dtype))
-        return kept[dtype][1]
+        if (dtype, bits) not in kept or kept[dtype, bits][0] != key:
+            kept[dtype, bits] = (key, weight_only_int8(model, dtype, bits))
+        return kept[dtype, bits][1]

@@ -92,14 +92,93 @@ class Int8Linear(nn.Module):
         return f"in_features={self.in_features}, out_features={self.out_features}, int8 weights"
 
 
-def int8_linears(module: nn.Module, dtype: torch.dtype | None = None) -> int:
-    """Every nn.Linear inside ``module`` replaced by its Int8Linear twin (in place; a Linear whose weight is
-    tied to an embedding gets its own int8 copy, the embedding stays as it was) → how many were replaced."""
+def int8_linears(module: nn.Module, dtype: torch.dtype | None = None, bits: int = 8) -> int:
+    """Every nn.Linear inside ``module`` replaced by its Int8Linear twin (``bits`` 4: its Int4Linear one), in
+    place; a Linear whose weight is tied to an embedding gets its own copy, the embedding stays as it was →
+    how many were replaced."""
     count = 0
     for name, child in list(module.named_children()):
         if type(child) is nn.Linear:
-            setattr(module, name, Int8Linear.from_linear(child, dtype))
+            # int4 where the inputs make whole groups, else int8
+            twin = Int4Linear if bits == 4 and child.in_features % GROUP == 0 else Int8Linear
+            setattr(module, name, twin.from_linear(child, dtype))
             count += 1
         else:
-            count += int8_linears(child, dtype)
+            count += int8_linears(child, dtype, bits)
     return count
+
+
+# --- int4: a quarter of int8's bytes again, at a coarser grid; groups of GROUP weights along each row
+#
+#     w ≈ (q − 8) · s_g + z_g,   q ∈ {0 … 15},   s_g = (max_g − min_g) / 15,   z_g = min_g + 8 · s_g        (3)
+#
+# (asymmetric: each group of GROUP consecutive inputs of a row has its own scale and offset), multiplied by
+# torch's ``aten._weight_int4pack_mm_for_cpu``, which wants the output rows in multiples of 16: a layer whose
+# row count is not (GPT-2's 50,257-token output layer) is padded with zero rows, cut from the result.
+GROUP = 32
+ROWS = 16
+
+
+def quantize_groups(weight: torch.Tensor, group: int = GROUP) -> tuple[torch.Tensor, torch.Tensor]:
+    """Eq. 3: weight (out, in) → 4-bit codes (out, in) as int32 and (in / group, out, 2) scales and offsets."""
+    out_features, in_features = weight.shape
+    if in_features % group:
+        raise ValueError(f"int4: {in_features} inputs are not whole groups of {group}")
+    w = weight.detach().float().view(out_features, in_features // group, group)
+    low, high = w.amin(-1), w.amax(-1)  # (out, in / group)
+    scale = ((high - low) / 15).clamp(min=1e-8)
+    q = torch.round((w - low[..., None]) / scale[..., None]).clamp(0, 15).to(torch.int32)
+    offset = low + 8 * scale
+    return q.view(out_features, in_features), torch.stack([scale, offset], -1).transpose(0, 1).contiguous()
+
+
+class Int4Linear(nn.Module):
+    """A Linear layer of 4-bit weights in groups (Eq. 3): x (…, in) → (…, out) in x's dtype. Inference only."""
+
+    def __init__(
+        self, q: torch.Tensor, scales: torch.Tensor, bias: torch.Tensor | None, group: int, out_features: int
+    ):
+        super().__init__()
+        self.in_features, self.out_features, self.group = q.size(1), out_features, group
+        rows = -(-q.size(0) // ROWS) * ROWS  # padded to whole tiles of 16 rows
+        if rows != q.size(0):
+            q = torch.cat([q, q.new_full((rows - q.size(0), q.size(1)), 8)])  # code 8 with offset 0: zero
+            pad = scales.new_zeros(scales.size(0), rows - scales.size(1), 2)
+            pad[..., 0] = 1.0
+            scales = torch.cat([scales, pad], 1)
+        self.register_buffer("codes", q.to(torch.uint8))  # (rows, in): for the fallback and for tests
+        self.register_buffer("packed", torch.ops.aten._convert_weight_to_int4pack_for_cpu(q, 1))
+        self.register_buffer("scales", scales)  # (in / group, rows, 2), in the activations' dtype
+        self.register_buffer("bias", bias)
+
+    @classmethod
+    def from_linear(
+        cls, linear: nn.Linear, dtype: torch.dtype | None = None, group: int = GROUP
+    ) -> Int4Linear:
+        dtype = dtype or linear.weight.dtype
+        q, scales = quantize_groups(linear.weight, group)
+        bias = None if linear.bias is None else linear.bias.detach().to(dtype)
+        return cls(q, scales.to(dtype), bias, group, linear.out_features)
+
+    def dequantized(self) -> torch.Tensor:
+        """The weight (out, in) this layer multiplies by, in fp32 (Eq. 3)."""
+        s = self.scales.float().transpose(0, 1)  # (rows, in / group, 2)
+        q = self.codes.float().unflatten(1, (-1, self.group))  # (rows, in / group, group)
+        w = (q - 8) * s[..., :1] + s[..., 1:]
+        return w.flatten(1)[: self.out_features]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.dtype != self.scales.dtype:
+            x = x.to(self.scales.dtype)
+        flat = x.reshape(-1, self.in_features)
+        if x.device.type == "cpu":
+            y = torch.ops.aten._weight_int4pack_mm_for_cpu(
+                flat.contiguous(), self.packed, self.group, self.scales
+            )
+        else:  # dequantised for the call
+            y = flat @ self.dequantized().to(x.dtype).T
+        y = y[:, : self.out_features].view(*x.shape[:-1], self.out_features)
+        return y if self.bias is None else y + self.bias
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}, out_features={self.out_features}, int4 weights in groups of {self.group}"

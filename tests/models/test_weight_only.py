@@ -10,7 +10,7 @@ from torch import nn
 
 from seq2bert.models.gpt.heads import GPT2LMHeadModel
 from seq2bert.models.weight_only import int8_twin, is_weight_only_int8, weight_only_int8
-from seq2bert.nn.weight_only import Int8Linear, quantize_rows
+from seq2bert.nn.weight_only import Int4Linear, Int8Linear, quantize_rows
 from tests.models.tiny_decoders import V, tiny_gpt2, tiny_transformer
 
 
@@ -113,3 +113,17 @@ def test_the_twin_is_kept_until_the_weights_change():
 def test_a_model_without_linear_layers_is_refused():
     with pytest.raises(ValueError, match="no Linear layer"):
         weight_only_int8(nn.Sequential(nn.Embedding(4, 3)))
+
+
+def test_an_int4_twin_computes_with_its_dequantised_weights():
+    model = tiny_gpt2(2, 0)
+    twin = weight_only_int8(model, bits=4)
+    layers = [m for m in twin.modules() if isinstance(m, Int4Linear)]
+    assert layers and not any(type(m) is nn.Linear for m in twin.modules())
+    ref = copy.deepcopy(model)
+    for child in list(ref.modules()):
+        if type(child) is nn.Linear:
+            child.weight = nn.Parameter(Int4Linear.from_linear(child).dequantized())
+    ids, mask = inputs(model)
+    with torch.no_grad():
+        assert torch.allclose(twin(ids, mask).logits, ref(ids, mask).logits, atol=1e-4)

@@ -6,7 +6,15 @@ import pytest
 import torch
 from torch import nn
 
-from seq2bert.nn.weight_only import QMAX, Int8Linear, int8_linears, int8_matmul, quantize_rows
+from seq2bert.nn.weight_only import (
+    QMAX,
+    Int4Linear,
+    Int8Linear,
+    int8_linears,
+    int8_matmul,
+    quantize_groups,
+    quantize_rows,
+)
 
 
 def test_each_weight_is_within_half_a_step_of_its_int8_value():
@@ -82,3 +90,29 @@ def test_bf16_widths_the_kernel_does_not_take_are_computed_all_the_same(width):
     y = int8_matmul(x, q, s.bfloat16())
     ref = x.float() @ (q.float() * s.bfloat16().float()[:, None]).T
     assert torch.allclose(y.float(), ref, rtol=2e-2, atol=2e-2 * float(ref.abs().max()))
+
+
+@pytest.mark.parametrize("dtype,tol", [(torch.float32, 1e-5), (torch.bfloat16, 2e-2)])
+@pytest.mark.parametrize("out_features", [64, 37])  # 37: rows padded to whole tiles of 16
+def test_int4_groups_are_within_half_a_step_and_the_kernel_equals_the_dequantised_matmul(
+    dtype, tol, out_features
+):
+    linear = nn.Linear(96, out_features)
+    q, scales = quantize_groups(linear.weight)
+    s = scales.transpose(0, 1)  # (out, groups, 2)
+    w = linear.weight.detach().view(out_features, 3, 32)
+    assert torch.all(
+        (w - ((q.view(out_features, 3, 32) - 8) * s[..., :1] + s[..., 1:])).abs() <= s[..., :1] / 2 + 1e-6
+    )
+    layer = Int4Linear.from_linear(linear, dtype)
+    x = torch.randn(2, 5, 96).to(dtype)
+    y = layer(x)
+    ref = x.double() @ layer.dequantized().double().T + linear.bias.detach().to(dtype).double()
+    assert y.shape == (2, 5, out_features) and y.dtype == dtype
+    assert torch.allclose(y.double(), ref, rtol=tol, atol=tol * float(ref.abs().max()))
+
+
+def test_int4_twins_keep_int8_where_the_inputs_make_no_whole_groups():
+    net = nn.Sequential(nn.Linear(64, 48), nn.Linear(48, 10))
+    assert int8_linears(net, bits=4) == 2
+    assert isinstance(net[0], Int4Linear) and isinstance(net[1], Int8Linear)
