@@ -139,7 +139,12 @@ def cmd_evaluate_lm(args: argparse.Namespace) -> int:
     from seq2bert.report import format_table
 
     row = evaluate_lm(
-        args.model, args.files, bptt=args.bptt, max_unknown=args.max_unknown, unk_token=args.unk_token
+        args.model,
+        args.files,
+        bptt=args.bptt,
+        max_unknown=args.max_unknown,
+        unk_token=args.unk_token,
+        bits=8 if args.int8 else 4 if args.int4 else None,
     )
     print(format_table([row], LM_COLUMNS))
     return 0
@@ -271,6 +276,13 @@ def register(sub) -> None:
         help="the text's own placeholder for removed words (WikiText: '<unk>'): read as the model's [UNK] "
         "and not counted as a word; no [UNK] target is then scored (a byte-level BPE without [UNK] reads the "
         "placeholder spelled out and scores none of its pieces)",
+    )
+    weights = p.add_mutually_exclusive_group()
+    weights.add_argument(
+        "--int8", action="store_true", help="score the model with int8 weights (as `generate --int8` decodes)"
+    )
+    weights.add_argument(
+        "--int4", action="store_true", help="score the model with 4-bit weights in groups of 32"
     )
     p.set_defaults(func=cmd_evaluate_lm)
 

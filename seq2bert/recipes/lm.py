@@ -55,6 +55,7 @@ from seq2bert.models.pretrained import checkpoint_dir, load_hf_weights, write_hf
 from seq2bert.models.registry import LMModelConfig
 from seq2bert.models.rnn_lm.config import RNNLMConfig
 from seq2bert.models.rnn_lm.model import detach
+from seq2bert.models.weight_only import weight_only_int8
 from seq2bert.objectives.cross_entropy import IGNORE_INDEX
 from seq2bert.recipes.pretrain_init import copy_tokenizer_files, held_out_before
 from seq2bert.training import checkpoint as ckpt
@@ -564,6 +565,7 @@ def evaluate_lm(
     device: str = "cpu",
     max_unknown: float = 0.2,
     unk_token: str | None = None,
+    bits: int | None = None,
 ) -> dict:
     """Perplexity of a language-model checkpoint (a run or its best/) on other text, with the checkpoint's
     own vocabulary: per token, and per whitespace word of the text (what a word-level result is compared
@@ -582,10 +584,15 @@ def evaluate_lm(
 
     A recurrent model reads the text as one stream of ``bptt``-token segments, its state carried across; a GPT
     (pretrained on blocks of its text) reads windows of ``bptt`` tokens sliding by half a window, each token
-    scored once with at least half a window of context (``evaluate_windows``)."""
+    scored once with at least half a window of context (``evaluate_windows``).
+
+    ``bits`` 8 or 4: the model's weight-only int8 / int4 twin (models/weight_only.py; fp32 activations), what
+    decoding with ``--int8`` reads — the perplexity it costs."""
     import tempfile
 
     model, tok = registry.load(checkpoint, head="causal_lm", device=device)
+    if bits is not None:
+        model = weight_only_int8(model, torch.float32, bits)
     if tok is None:
         raise DataError(f"{checkpoint}: no tokenizer in the checkpoint")
     paths = text_files(files, "files")

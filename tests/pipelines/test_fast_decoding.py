@@ -101,3 +101,18 @@ def test_serve_names_the_model_a_draft_is_for(checkpoints):
         draft_names(["small/"], [gpt, m30k])
     with pytest.raises(UserError, match="no served model is named 'bert'"):
         draft_names(["bert=small/"], [gpt, m30k])
+
+
+def test_evaluate_lm_scores_the_int8_and_int4_twins(checkpoints, tmp_path, capsys):
+    from seq2bert.recipes.lm import evaluate_lm
+
+    text = tmp_path / "held-out.txt"
+    text.write_text("the quick brown fox jumps over the lazy dog. a stop is a stop, not a top.\n" * 4)
+    gpt = str(checkpoints["gpt"])
+    plain = evaluate_lm(gpt, [str(text)])["perplexity"]
+    for bits, tolerance in ((8, 0.01), (4, 0.2)):  # weights rounded: near the float model, not equal to it
+        quantized = evaluate_lm(gpt, [str(text)], bits=bits)["perplexity"]
+        assert quantized != plain and abs(quantized / plain - 1) < tolerance
+    assert main(["evaluate-lm", gpt, str(text), "--int8"]) == 0
+    with pytest.raises(SystemExit):  # one or the other
+        main(["evaluate-lm", gpt, str(text), "--int8", "--int4"])
