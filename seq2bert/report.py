@@ -31,7 +31,7 @@ COLUMNS = [
 def _fmt(key: str, value) -> str:
     if value is None:
         return "-"
-    if key == "params":
+    if key in ("params", "teacher_params"):
         return f"{value / 1e6:.2f} M"
     if key == "train_seconds":
         m, s = divmod(int(round(value)), 60)

@@ -131,12 +131,11 @@ def _search(model, draft, input_ids, attention_mask, config, stopping, streamer,
         for _ in range(k):
             logits, draft_state = draft.step(x, draft_state)  # (B, V)
             draft_vocab = logits.size(-1)
-            log_q = logits.log_softmax(dim=-1, dtype=torch.float32)
             if sampling:
-                q.append(filtered(log_q))
+                q.append(filtered(logits.log_softmax(dim=-1, dtype=torch.float32)))
                 x = torch.multinomial(q[-1], 1, generator=generator).squeeze(1)
-            else:
-                x = log_q.argmax(dim=-1)
+            else:  # the draft's most probable token: no softmax needed
+                x = logits.argmax(dim=-1)
             proposals.append(x)
         # 2. the target scores [x, d_1 … d_k] in one pass: its logits at each position (B, k + 1, V)
         fed = torch.stack([tokens, *proposals], dim=1)  # (B, k + 1)
