@@ -66,7 +66,7 @@ def scaled_dot_product_attention(
             ), None
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout, scale=scale), None
     with full_precision(q):  # scores and softmax in fp32 under autocast, as in torch's fused kernel
-        scores = widen(q) @ widen(k).transpose(-2, -1)  # QKᵀ: (B, h, T_q, T_k)
+        scores = batched(widen(q), widen(k).transpose(-2, -1))  # QKᵀ: (B, h, T_q, T_k)
         scores = scores / math.sqrt(q.size(-1)) if scale is None else scores * scale  # QKᵀ/√d_k
         if bias is not None:
             scores = scores + widen(bias)  # QKᵀ/√d_k + b
@@ -78,7 +78,15 @@ def scaled_dot_product_attention(
         weights = weights.to(q.dtype)
     if dropout:
         weights = F.dropout(weights, dropout)
-    return weights @ v, (weights if need_weights else None)  # (B, h, T_q, d_v)
+    return batched(weights, v), (weights if need_weights else None)  # (B, h, T_q, d_v)
+
+
+def batched(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """a (…, n, m) @ b (…, m, p), the leading dimensions equal, as one bmm over views of both: a cache's keys
+    (a strided slice of its buffer) and their transpose are read where they lie, where ``@`` would first
+    copy them into a contiguous tensor at every step."""
+    out = torch.bmm(a.reshape(-1, *a.shape[-2:]), b.reshape(-1, *b.shape[-2:]))  # (…·, n, p)
+    return out.view(*a.shape[:-2], *out.shape[-2:])
 
 
 class KVCache:
@@ -289,8 +297,10 @@ class MultiHeadAttention(nn.Module):
         return {**projections, "out": (("output", self.out.out_features),)}
 
     def split_heads(self, x: torch.Tensor, d: int) -> torch.Tensor:
-        """(B, T, h·d) → (B, h, T, d)."""
+        """(B, T, h·d) → (B, h, T, d); one step (T = 1, decoding) is a view of the same memory."""
         B, T, _ = x.shape
+        if T == 1:
+            return x.view(B, self.h, 1, d)
         return x.view(B, T, self.h, d).transpose(1, 2)
 
     def scores(self, x: torch.Tensor) -> torch.Tensor:
@@ -387,7 +397,7 @@ class MultiHeadAttention(nn.Module):
                 q, k, v, mask, dropout=p, need_weights=need_weights, scale=self.scale
             )
         # Concat(head_1 … head_h): (B, T, h·d_v); with g > 1 the g·T queries go back to their g rows
-        concat = heads.transpose(1, 2).reshape(B, T, self.h * self.d_v)
+        concat = heads.view(B, 1, -1) if T == 1 and g == 1 else heads.transpose(1, 2).reshape(B, T, -1)
         if weights is not None and g > 1:  # (B_s, h, g·T, S) → (B, h, T, S)
             weights = weights.unflatten(2, (g, T)).transpose(1, 2).reshape(B, self.h, T, -1)
         return self.out(concat), weights  # W^O
