@@ -28,9 +28,9 @@ def read_lengths(monkeypatch):
     seen = []
     search = Decoding.ids
 
-    def spy(self, model, tok, input_ids, mask):
+    def spy(self, model, tok, input_ids, mask, draft=None):
         seen.append(input_ids.size(1))
-        return search(self, model, tok, input_ids, mask)
+        return search(self, model, tok, input_ids, mask, draft)
 
     monkeypatch.setattr(Decoding, "ids", spy)
     return seen
