@@ -5,7 +5,7 @@ by word-level knowledge distillation (Kim & Rush 2016, Sect. 3.1; objectives/dis
 
     seq2bert distill --teacher runs/gpt-mini/best --corpus ../shared/data/corpus --out runs/gpt-mini-draft \
         --set student.num_hidden_layers=1
-    seq2bert distill --teacher runs/m30k --out runs/m30k-draft --set student.num_hidden_layers=1
+    seq2bert distill --teacher runs/m30k-transformer --out runs/m30k-draft --set student.num_hidden_layers=1
 
 Read top to bottom:
 1. the teacher: a causal LM (GPT, GPT-2) or a translation run (a Transformer), and its tokenizer — the
