@@ -418,7 +418,7 @@ def main() -> int:
     p.add_argument("--target", help="speculative: the model directory (e.g. runs/gpt-mini/best)")
     p.add_argument("--draft", help="speculative: its draft (e.g. runs/gpt-mini-draft/best)")
     p.add_argument("--prompts", type=Path, help="speculative: held-out text, a prompt per line")
-    p.add_argument("--n-prompts", type=int, default=20)
+    p.add_argument("--n-prompts", type=int, default=20, help="speculative: prompts, or source sentences")
     p.add_argument("--prompt-tokens", type=int, default=32)
     p.add_argument("--draft-tokens", type=int, default=4, help="speculative: proposals per pass (γ)")
     p.add_argument("--fp32", action="store_true", help="speculative: fp32 where bf16 is native")

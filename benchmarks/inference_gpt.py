@@ -16,7 +16,9 @@ is stated as a share of its own bound.
 speculative: a model directory and its draft (``seq2bert distill``), the first ``--prompt-tokens`` tokens of
 ``--prompts`` held-out text lines (the books' held-out documents), one prompt at a time (batch 1: the latency
 speculative decoding is for), greedy: new tokens/s without and with the draft, outputs compared token for
-token, the acceptance rate α̂ and the tokens per pass of the model.
+token, the acceptance rate α̂ and the tokens per pass of the model. A translation run as ``--target`` (and its
+draft) translates the first ``--n-prompts`` lines of ``--prompts``, a source file (e.g. Multi30k's
+test_2016_flickr.de.gz), one sentence at a time, greedily, the same way.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from pathlib import Path
 import torch
 from common import timed
 
-from seq2bert.decoding.generation import generate
+from seq2bert.decoding.generation import generate, strip_special
 from seq2bert.decoding.speculative import Acceptance, speculative_search
 from seq2bert.models.weight_only import int8_twin
 from seq2bert.nn.weight_only import Int8Linear
@@ -130,36 +132,74 @@ def held_out_prompts(path: Path, tokenizer, n: int, tokens: int) -> list[list[in
 
 
 def speculative(args, table) -> bool:
+    """A causal LM and its draft on held-out text, or a translation run and its draft on source sentences."""
     from seq2bert.models import registry
 
+    if registry.family_at(args.target).kind == "encoder-decoder":
+        return speculative_translation(args, table)
     target, tok = registry.load(args.target, head="causal_lm")
     draft, _ = registry.load(args.draft, head="causal_lm")
-    target, draft = target.eval(), draft.eval()
-    if native_bf16("cpu") and not args.fp32:
-        target, draft = bf16_copy(target), bf16_copy(draft)
+    target, draft = precision(args, target.eval(), draft.eval())
     prompts = held_out_prompts(Path(args.prompts), tok, args.n_prompts, args.prompt_tokens)
     config = target.generation_config(max_new_tokens=args.gpt_new, num_draft_tokens=args.draft_tokens)
-    print(f"\nspeculative: {args.target} ({sum(p.numel() for p in target.parameters()):,} parameters) with the "
-          f"draft {args.draft} ({sum(p.numel() for p in draft.parameters()):,}), {len(prompts)} held-out "
-          f"prompts of {args.prompt_tokens} tokens from {args.prompts}, {args.gpt_new} new tokens each, "
-          f"greedy, one prompt at a time, {args.draft_tokens} draft tokens per pass")  # fmt: skip
+    inputs = [(torch.tensor([p]), None) for p in prompts]
+    what = f"{len(prompts)} held-out prompts of {args.prompt_tokens} tokens from {args.prompts}, {args.gpt_new} new tokens each"
+    return race(args, table, target, draft, inputs, config, what, "new tokens")
+
+
+def speculative_translation(args, table) -> bool:
+    """Greedy translation of the first ``--n-prompts`` sources of ``--prompts`` (e.g. Multi30k's test2016
+    German), one sentence at a time, by the run alone and with its draft."""
+    from seq2bert.data.parallel import read_lines
+    from seq2bert.decoding.generation import GREEDY, Decoding
+    from seq2bert.models.alignment import source_ids, source_limit
+    from seq2bert.recipes.translation import load
+
+    target, tok, _ = load(args.target)
+    draft, _, _ = load(args.draft)
+    target, draft = precision(args, target, draft)
+    lines = [line for line in read_lines(args.prompts) if line.strip()][: args.n_prompts]
+    limit = source_limit(target.config)
+    inputs = [(torch.tensor(source_ids(tok, [line], limit)), None) for line in lines]
+    decoding = Decoding.of(num_draft_tokens=args.draft_tokens) if args.draft_tokens != 4 else GREEDY
+    config = decoding.generation_config(tok)
+    what = f"{len(lines)} source sentences of {args.prompts}"
+    return race(args, table, target, draft, inputs, config, what, "target tokens")
+
+
+def precision(
+    args, target: torch.nn.Module, draft: torch.nn.Module
+) -> tuple[torch.nn.Module, torch.nn.Module]:
+    """Both models as the pipelines run them: bf16 weights where the CPU computes bf16 natively (not with
+    ``--fp32``)."""
+    if native_bf16("cpu") and not args.fp32:
+        return bf16_copy(target), bf16_copy(draft)
+    return target, draft
+
+
+def race(args, table, target, draft, inputs, config, what: str, unit: str) -> bool:
+    """Each input decoded greedily by ``target`` alone and with ``draft``: time, identical outputs, acceptance."""
+    size = lambda m: f"{sum(p.numel() for p in m.parameters()):,}"  # noqa: E731
+    print(f"\nspeculative: {args.target} ({size(target)} parameters) with the draft {args.draft} ({size(draft)}), "
+          f"{what}; greedy, one input at a time, {config.num_draft_tokens} draft tokens per pass")  # fmt: skip
     plain_s = spec_s = 0.0
     same = tokens = 0
     acceptance = Acceptance()
     with torch.no_grad():
-        for p in prompts:
-            ids = torch.tensor([p])
+        for ids, mask in inputs:
             start = time.perf_counter()
-            plain = generate(target, ids, None, config).sequences
+            plain = generate(target, ids, mask, config).token_ids()[0]
             plain_s += time.perf_counter() - start
             start = time.perf_counter()
-            hyps = speculative_search(target, ids, None, config, draft=draft, acceptance=acceptance)
+            hyps = speculative_search(target, ids, mask, config, draft=draft, acceptance=acceptance)
             spec_s += time.perf_counter() - start
-            new = hyps[0][0].tokens
-            same += int(plain[0, len(p) :].tolist()[: len(new)] == new)
+            new = strip_special(
+                hyps[0][0].tokens, eos_token_id=config.eos_token_id, pad_token_id=config.pad_token_id
+            )
+            same += int(plain == new)
             tokens += len(new)
-    print(f"  greedy: {tokens / plain_s:,.1f} new tokens/s; speculative: {tokens / spec_s:,.1f} "
-          f"({plain_s / spec_s:.2f}×); {same}/{len(prompts)} outputs identical; acceptance rate "
+    print(f"  greedy: {tokens / plain_s:,.1f} {unit}/s; speculative: {tokens / spec_s:,.1f} "
+          f"({plain_s / spec_s:.2f}×); {same}/{len(inputs)} outputs identical; acceptance rate "
           f"{acceptance.rate:.2f}, {acceptance.tokens_per_pass:.2f} tokens per pass of the model")  # fmt: skip
-    table.add("speculative greedy, new tokens/s (batch 1)", tokens / spec_s, "our greedy", tokens / plain_s)
-    return same == len(prompts)
+    table.add(f"speculative greedy, {unit}/s (batch 1)", tokens / spec_s, "our greedy", tokens / plain_s)
+    return same == len(inputs)

@@ -21,6 +21,7 @@ import torch
 log = logging.getLogger(__name__)
 
 NATIVE_BF16_CPU_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})
+NATIVE_INT8_CPU_FLAGS = frozenset({"avx512_vnni", "avx_vnni", "amx_int8"})  # int8 dot products in hardware
 
 
 def widen(x: torch.Tensor) -> torch.Tensor:
@@ -116,6 +117,12 @@ def native_bf16(device: torch.device | str) -> bool:
         flags = cpu_flags()
         return bool(NATIVE_BF16_CPU_FLAGS & flags) if flags else onednn_bf16()
     return False
+
+
+def native_int8(device: torch.device | str) -> bool:
+    """Whether int8 × int8 matmuls beat the float ones on ``device``: a CPU with VNNI or AMX-INT8."""
+    device = torch.device(device)
+    return device.type == "cpu" and bool(NATIVE_INT8_CPU_FLAGS & cpu_flags())
 
 
 def use_bf16(setting: bool | str, device: torch.device | str) -> bool:

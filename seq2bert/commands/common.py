@@ -28,8 +28,9 @@ def add_bf16_arg(p: argparse.ArgumentParser) -> None:
 
 
 INT8_DECODING_HELP = (
-    "decode with int8 weights: every Linear layer and the output layer int8 with a scale per row, the "
-    "activations in bf16 where the CPU computes it natively, else fp32"
+    "decode with int8 weights: every Linear layer and the output layer int8 with a scale per row (their "
+    "inputs int8 too, a scale per token, where the CPU has VNNI/AMX), the activations between them in bf16 "
+    "where the CPU computes it natively, else fp32"
 )
 
 

@@ -124,6 +124,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     import torch
 
     from seq2bert.data.parallel import read_parallel
+    from seq2bert.models.weight_only import int8_description
     from seq2bert.pipelines.loading import inference_precision
     from seq2bert.recipes.translation import evaluate, load, load_pairs
     from seq2bert.report import format_metrics, format_table
@@ -166,7 +167,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             if torch.is_autocast_enabled(weight.device.type)
             else str(weight.dtype).removeprefix("torch.")
         )
-        precision = f"int8 weights, {precision} activations" if args.int8 else precision
+        precision = int8_description(net, precision) if args.int8 else precision
     buckets = result.pop("bleu_by_length", None)
     search = "greedy" if decoding.num_beams == 1 else f"beam {decoding.num_beams}"
     print(format_metrics(result, title=f"{args.checkpoint} on {label} ({search}, {precision})"))

@@ -1,7 +1,9 @@
 """A model's int8 weight-only twin for decoding (seq2bert/nn/weight_only.py): every Linear layer — the
 attention and feed-forward projections, the output projection / LM head (a tied one gets its own int8
 copy) — with int8 weights and a scale per output row; embeddings, LayerNorms and biases stay in the
-activations' precision (bf16 or fp32).
+activations' precision (bf16 or fp32). Where the CPU multiplies int8 by int8 natively (VNNI, AMX-INT8) the
+inputs of those layers are quantised too, each token with its own scale (W8A8, dynamic): torch's weight-only
+kernel is slower there than bf16 weights, the int8 × int8 one about twice as fast (benchmarks/RESULTS.md).
 
     twin = int8_twin(model, torch.bfloat16)     made once, kept beside the model until its weights change
     twin.generate(...)                          the same searches; a quarter of fp32's weight bytes per step
@@ -25,17 +27,23 @@ _TWINS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model → {dt
 _MAKING = threading.Lock()
 
 
-def weight_only_int8(model: nn.Module, dtype: torch.dtype = torch.float32, bits: int = 8) -> nn.Module:
-    """A copy of ``model`` in eval mode with int8 weight-only Linear layers (``bits`` 4: int4 in groups,
-    nn/weight_only.py) whose activations, embeddings and LayerNorms are ``dtype``; each float parameter is cast
-    as it is copied (no second fp32 copy is made)."""
+def weight_only_int8(
+    model: nn.Module,
+    dtype: torch.dtype = torch.float32,
+    bits: int = 8,
+    int8_activations: bool | None = None,
+) -> nn.Module:
+    """A copy of ``model`` in eval mode with int8 Linear layers (``bits`` 4: int4 in groups, nn/weight_only.py)
+    whose activations, embeddings and LayerNorms are ``dtype``; each float parameter is cast as it is copied
+    (no second fp32 copy is made). ``int8_activations``: each token's inputs to the int8 layers quantised too
+    (nn/weight_only.py, Eqs. 4–5); by default where the CPU multiplies int8 natively (VNNI, AMX)."""
     memo = {
         id(p): nn.Parameter(p.detach().to(dtype), requires_grad=False)
         for p in model.parameters()
         if p.is_floating_point()
     }
     twin = copy.deepcopy(model, memo).to(dtype).eval()
-    if not int8_linears(twin, dtype, bits):
+    if not int8_linears(twin, dtype, bits, int8_activations):
         raise ValueError(f"{type(model).__name__}: no Linear layer to make int8")
     return twin
 
@@ -47,6 +55,13 @@ def parameter_dtype(model: nn.Module) -> torch.dtype:
 
 def is_weight_only_int8(model: nn.Module) -> bool:
     return any(isinstance(m, (Int8Linear, Int4Linear)) for m in model.modules())
+
+
+def int8_description(twin: nn.Module, activations: str) -> str:
+    """How an int8 twin computes, for logs and titles; ``activations``: the float precision between layers."""
+    if any(getattr(m, "int8_activations", False) for m in twin.modules()):
+        return f"int8 weights and int8 activations (a scale per token), {activations} between layers"
+    return f"int8 weights, {activations} activations"
 
 
 def _fingerprint(model: nn.Module) -> tuple:

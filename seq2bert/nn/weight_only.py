@@ -15,14 +15,30 @@ kernel (torch's ``aten._weight_int8pack_mm`` on a CPU) never writes the widened 
 another device, or where that kernel refuses the shapes, (2) is computed as x (s ⊙ W_q)ᵀ + b from a
 dequantised copy made for the call (correct everywhere; the speed is the CPU kernel's).
 
-The error of (1) is at most s_j / 2 per weight; tests/nn/test_weight_only.py checks (2) against the
-dequantised fp32 matmul and the original layer within the bounds this gives.
+Where the CPU multiplies int8 by int8 natively (VNNI, AMX-INT8), torch's weight-only kernel is the slower
+of the two: it widens every weight before its float multiply-adds. There each row of the activations (each
+token) is quantised too, symmetrically with its own scale computed at the call (dynamic, per token),
+
+    r = max_i |x_i| / 127,   x_q,i = round(x_i / r),   x ≈ r x_q                                   (4)
+
+and the layer computes the product of the integers exactly (int32 sums: ``torch._int_mm``), scaled after:
+
+    y = (x_q W_qᵀ) ⊙ (r sᵀ) + b                                                                 (5)
+
+(LLM.int8's vector-wise quantisation without its outlier split; SmoothQuant's W8A8 per-token dynamic
+scheme without its smoothing). ``int8_activations`` chooses; by default the CPU does (``native_int8``).
+
+The error of (1) is at most s_j / 2 per weight, that of (4) r / 2 per activation; tests/nn/test_weight_only.py
+checks (2) and (5) against the fp64 matmul of the dequantised operands, and the layer against the float one it
+replaces within the bounds these give.
 """
 
 from __future__ import annotations
 
 import torch
 from torch import nn
+
+from seq2bert.precision import native_int8
 
 QMAX = 127  # symmetric: −127 … 127 (−128 is never produced, so negation is exact)
 
@@ -48,6 +64,23 @@ def int8_matmul(x: torch.Tensor, weight: torch.Tensor, scale: torch.Tensor) -> t
     return x @ (weight.to(x.dtype) * scale[:, None]).T  # dequantised for the call
 
 
+def quantize_tokens(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Eq. 4: activations x (M, in) → int8 (M, in) and fp32 scales (M, 1), one per row; a zero row gets a
+    scale that leaves it zero."""
+    r = x.abs().amax(dim=-1, keepdim=True).float().clamp_(min=1e-30).div_(QMAX)  # (M, 1)
+    return (x / r).round_().to(torch.int8), r
+
+
+def int8_int8_matmul(x: torch.Tensor, weight: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    """Eq. 5 without the bias: x (M, in) float, int8 weight (out, in), fp32 scale (out,) → (M, out) in fp32."""
+    x_q, r = quantize_tokens(x)
+    if x.device.type == "cpu":
+        acc = torch._int_mm(x_q, weight.t())  # (M, out) int32: exact
+    else:  # the same sums in fp32 (exact while they stay below 2^24), on any device
+        acc = x_q.float() @ weight.float().t()
+    return acc * (r * scale)
+
+
 def _kernel_takes(x: torch.Tensor) -> bool:
     """Whether torch's CPU kernel computes Eq. 2 for activations x (M, in)."""
     if x.device.type != "cpu" or x.dtype not in (torch.float32, torch.bfloat16, torch.float16):
@@ -56,55 +89,84 @@ def _kernel_takes(x: torch.Tensor) -> bool:
 
 
 class Int8Linear(nn.Module):
-    """A Linear layer whose weight is int8 with a scale per output row (Eqs. 1–2): x (…, in) → (…, out) in
-    x's dtype. Inference only: the weights are buffers, nothing trains."""
+    """A Linear layer whose weight is int8 with a scale per output row: x (…, in) → (…, out) in the layer's
+    activation dtype — weight-only (Eqs. 1–2), or with each token's activations int8 too (Eqs. 4–5,
+    ``int8_activations``). Inference only: the weights are buffers, nothing trains."""
 
-    def __init__(self, weight: torch.Tensor, scale: torch.Tensor, bias: torch.Tensor | None = None):
+    def __init__(
+        self,
+        weight: torch.Tensor,
+        scale: torch.Tensor,
+        bias: torch.Tensor | None = None,
+        *,
+        int8_activations: bool = False,
+        dtype: torch.dtype | None = None,
+    ):
         super().__init__()
         if weight.dtype != torch.int8 or weight.dim() != 2 or scale.shape != weight.shape[:1]:
             raise ValueError("Int8Linear: expected an int8 weight (out, in) and a scale (out,)")
         self.in_features, self.out_features = weight.size(1), weight.size(0)
+        self.int8_activations = int8_activations
+        self.dtype = dtype or scale.dtype  # the activations' (the inputs are cast to it, the outputs are it)
         self.register_buffer("weight", weight)
-        self.register_buffer("scale", scale)  # kept in the dtype of the activations it multiplies
+        # weight-only: the scale in the activations' dtype (the kernel's); int8 activations: fp32 (Eq. 5)
+        self.register_buffer("scale", scale.float() if int8_activations else scale.to(self.dtype))
         self.register_buffer("bias", bias)
 
     @classmethod
-    def from_linear(cls, linear: nn.Linear, dtype: torch.dtype | None = None) -> Int8Linear:
-        """The int8 twin of ``linear`` (its weight quantised by Eq. 1); scale and bias in ``dtype`` (default:
-        the linear's), the dtype of the activations it will be given."""
+    def from_linear(
+        cls, linear: nn.Linear, dtype: torch.dtype | None = None, int8_activations: bool | None = None
+    ) -> Int8Linear:
+        """The int8 twin of ``linear`` (its weight quantised by Eq. 1); bias and activations in ``dtype``
+        (default: the linear's); the activations int8 too (Eq. 4) where ``int8_activations`` says, by default
+        where the CPU multiplies int8 natively."""
         dtype = dtype or linear.weight.dtype
+        if int8_activations is None:
+            int8_activations = native_int8(linear.weight.device)
         q, scale = quantize_rows(linear.weight)
         bias = None if linear.bias is None else linear.bias.detach().to(dtype)
-        return cls(q, scale.to(dtype), bias)
+        return cls(q, scale, bias, int8_activations=int8_activations, dtype=dtype)
 
     def dequantized(self) -> torch.Tensor:
         """s ⊙ W_q (out, in) in fp32: the weight this layer multiplies by."""
         return self.weight.float() * self.scale.float()[:, None]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.dtype != self.scale.dtype:  # e.g. fp32 activations into a bf16 model's layer
-            x = x.to(self.scale.dtype)
-        y = int8_matmul(x.reshape(-1, self.in_features), self.weight, self.scale)  # (M, out)
+        if x.dtype != self.dtype:  # e.g. fp32 activations into a bf16 model's layer
+            x = x.to(self.dtype)
+        flat = x.reshape(-1, self.in_features)
+        if self.int8_activations:
+            y = int8_int8_matmul(flat, self.weight, self.scale).to(self.dtype)  # (M, out)
+        else:
+            y = int8_matmul(flat, self.weight, self.scale)  # (M, out)
         y = y.view(*x.shape[:-1], self.out_features)
         return y if self.bias is None else y + self.bias
 
     def extra_repr(self) -> str:
-        return f"in_features={self.in_features}, out_features={self.out_features}, int8 weights"
+        what = "int8 weights and activations" if self.int8_activations else "int8 weights"
+        return f"in_features={self.in_features}, out_features={self.out_features}, {what}"
 
 
-def int8_linears(module: nn.Module, dtype: torch.dtype | None = None, bits: int = 8) -> int:
-    """Every nn.Linear inside ``module`` replaced by its Int8Linear twin (``bits`` 4: its Int4Linear one), in
-    place; a Linear whose weight is tied to an embedding gets its own copy, the embedding stays as it was →
-    how many were replaced."""
+def int8_linears(
+    module: nn.Module,
+    dtype: torch.dtype | None = None,
+    bits: int = 8,
+    int8_activations: bool | None = None,
+) -> int:
+    """Every nn.Linear inside ``module`` replaced by its Int8Linear twin (``bits`` 4: its Int4Linear one,
+    weight-only), in place; a Linear whose weight is tied to an embedding gets its own copy, the embedding
+    stays as it was → how many were replaced. ``int8_activations``: as Int8Linear.from_linear."""
     count = 0
     for name, child in list(module.named_children()):
         if type(child) is nn.Linear:
-            # int4 where the inputs make whole groups, else int8
-            twin = Int4Linear if bits == 4 and child.in_features % GROUP == 0 else Int8Linear
-            setattr(module, name, twin.from_linear(child, dtype))
+            if bits == 4 and child.in_features % GROUP == 0:  # int4 where the inputs make whole groups
+                twin = Int4Linear.from_linear(child, dtype)
+            else:
+                twin = Int8Linear.from_linear(child, dtype, int8_activations)
+            setattr(module, name, twin)
             count += 1
         else:
-            count += int8_linears(child, dtype, bits)
+            count += int8_linears(child, dtype, bits, int8_activations)
     return count
 
 

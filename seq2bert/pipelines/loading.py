@@ -19,7 +19,7 @@ from seq2bert.errors import CheckpointError, UserError
 from seq2bert.io import read_json
 from seq2bert.models import quantized, registry
 from seq2bert.models.family import max_input_length
-from seq2bert.models.weight_only import int8_twin
+from seq2bert.models.weight_only import int8_description, int8_twin
 from seq2bert.precision import describe_device, use_bf16
 
 log = logging.getLogger("seq2bert.pipelines")
@@ -197,9 +197,10 @@ def inference_precision(
     cosine ≥ 0.999 to fp32 on SST-2 sentences with all-MiniLM-L6-v2 (tests/test_pipelines.py;
     benchmarks/inference.py).
 
-    ``int8`` (the decoding pipelines): the model's int8 weight-only twin (models/weight_only.py: int8 Linear
-    weights and output layer, a scale per row), its activations in the precision chosen above, made once
-    and kept beside the model until its weights change. The path taken is logged (``describe``)."""
+    ``int8`` (the decoding pipelines): the model's int8 twin (models/weight_only.py: int8 Linear weights and
+    output layer, a scale per row; the inputs of those layers int8 too, a scale per token, where the CPU
+    multiplies int8 natively), its activations in the precision chosen above, made once and kept beside
+    the model until its weights change. The path taken is logged (``describe``)."""
     if bf16 not in (True, False, "auto"):
         raise UserError(f"bf16: expected true, false or 'auto', got {bf16!r}")
     use = use_bf16(bf16, _device(net))
@@ -211,7 +212,7 @@ def inference_precision(
         use = False
     if int8 and not quantized.is_quantized(net):
         twin = int8_twin(net, torch.bfloat16 if use else torch.float32)
-        _said(net, f"int8 weights, {'bf16' if use else 'fp32'} activations")
+        _said(net, int8_description(twin, "bf16" if use else "fp32"))
         yield twin
         return
     if not use:

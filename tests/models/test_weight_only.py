@@ -1,6 +1,7 @@
-"""A model's int8 weight-only twin (seq2bert/models/weight_only.py) decodes as the float model whose Linear
-weights are the dequantised int8 ones: the same logits (fp32, 1e-5) and the same greedy and beam-search
-tokens, for GPT-2 and the Transformer; the twin is made once and made again when the weights change."""
+"""A model's int8 twin (seq2bert/models/weight_only.py) decodes as the float model whose Linear weights are
+the dequantised int8 ones (and, with int8 activations, whose Linear inputs are each token's dequantised int8
+values): the same logits (fp32, 1e-5) and the same greedy and beam-search tokens, for GPT-2 and the
+Transformer; the twin is made once and made again when the weights change."""
 
 import copy
 
@@ -10,7 +11,8 @@ from torch import nn
 
 from seq2bert.models.gpt.heads import GPT2LMHeadModel
 from seq2bert.models.weight_only import int8_twin, is_weight_only_int8, weight_only_int8
-from seq2bert.nn.weight_only import Int4Linear, Int8Linear, quantize_rows
+from seq2bert.nn.weight_only import Int4Linear, Int8Linear, quantize_rows, quantize_tokens
+from seq2bert.precision import native_int8
 from tests.models.tiny_decoders import V, tiny_gpt2, tiny_transformer
 
 
@@ -22,8 +24,16 @@ def transformer():
     return tiny_transformer(2, 0)
 
 
-def dequantised(model: nn.Module) -> nn.Module:
-    """The float model whose every Linear weight is s ⊙ W_q (a tied one untied, as the twin's)."""
+def fake_int8(module: nn.Module, args: tuple) -> tuple:
+    """A Linear layer's input replaced by r ⊙ x_q, each token's dequantised int8 values (Eq. 4)."""
+    x = args[0]
+    x_q, r = quantize_tokens(x.reshape(-1, x.size(-1)))
+    return ((x_q.float() * r).view_as(x).to(x.dtype),)
+
+
+def dequantised(model: nn.Module, int8_activations: bool = False) -> nn.Module:
+    """The float model whose every Linear weight is s ⊙ W_q (a tied one untied, as the twin's), and whose
+    Linear inputs are r ⊙ x_q where ``int8_activations``."""
     out = copy.deepcopy(model)
     for module in list(out.modules()):
         for name, child in list(module.named_children()):
@@ -34,6 +44,8 @@ def dequantised(model: nn.Module) -> nn.Module:
                     linear.weight.copy_(q.float() * s[:, None])
                     if child.bias is not None:
                         linear.bias.copy_(child.bias)
+                if int8_activations:
+                    linear.register_forward_pre_hook(fake_int8)
                 setattr(module, name, linear)
     return out
 
@@ -65,9 +77,11 @@ def test_the_twin_has_int8_linears_only_and_keeps_the_model_as_it_was(family):
 
 
 @pytest.mark.parametrize("family", list(MODELS))
-def test_twin_logits_equal_the_dequantised_float_model(family):
+@pytest.mark.parametrize("int8_activations", [False, True])
+def test_twin_logits_equal_the_dequantised_float_model(family, int8_activations):
     model = MODELS[family]()
-    twin, ref = weight_only_int8(model), dequantised(model)
+    twin = weight_only_int8(model, int8_activations=int8_activations)
+    ref = dequantised(model, int8_activations)
     ids, mask = inputs(model)
     with torch.no_grad():
         if family == "gpt2":
@@ -86,7 +100,8 @@ def test_generate_int8_decodes_as_the_dequantised_model(family, settings):
     model = MODELS[family]()
     ids, mask = inputs(model)
     out = model.generate(ids, mask, int8=True, max_new_tokens=12, **settings)
-    assert torch.equal(out, dequantised(model).generate(ids, mask, max_new_tokens=12, **settings))
+    ref = dequantised(model, native_int8("cpu"))  # the CPU decides whether activations are int8 too
+    assert torch.equal(out, ref.generate(ids, mask, max_new_tokens=12, **settings))
 
 
 def test_bf16_twin_decodes_in_bf16():

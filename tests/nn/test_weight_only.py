@@ -1,6 +1,6 @@
-"""Weight-only int8 Linear layers (seq2bert/nn/weight_only.py) against the equations: the rounding bound of
-Eq. 1, the CPU kernel against the dequantised matmul of Eq. 2, and the layer against the float one it
-replaces within the bound Eq. 1 gives."""
+"""Int8 Linear layers (seq2bert/nn/weight_only.py) against the equations: the rounding bounds of Eqs. 1 and 4,
+the CPU kernels against the dequantised matmuls of Eqs. 2 and 5, and the layer against the float one it
+replaces within the bounds those give."""
 
 import pytest
 import torch
@@ -10,10 +10,12 @@ from seq2bert.nn.weight_only import (
     QMAX,
     Int4Linear,
     Int8Linear,
+    int8_int8_matmul,
     int8_linears,
     int8_matmul,
     quantize_groups,
     quantize_rows,
+    quantize_tokens,
 )
 
 
@@ -43,7 +45,7 @@ def test_the_kernel_equals_the_dequantised_matmul(dtype, tol):
 
 def test_the_layer_stays_within_the_rounding_bound_of_the_float_one():
     linear = nn.Linear(40, 30)
-    layer = Int8Linear.from_linear(linear)
+    layer = Int8Linear.from_linear(linear, int8_activations=False)
     x = torch.randn(2, 5, 40)
     y, ref = layer(x), linear(x)
     assert y.shape == (2, 5, 30)
@@ -116,3 +118,57 @@ def test_int4_twins_keep_int8_where_the_inputs_make_no_whole_groups():
     net = nn.Sequential(nn.Linear(64, 48), nn.Linear(48, 10))
     assert int8_linears(net, bits=4) == 2
     assert isinstance(net[0], Int4Linear) and isinstance(net[1], Int8Linear)
+
+
+# --- int8 activations too (Eqs. 4–5)
+
+
+def test_each_activation_is_within_half_a_step_of_its_int8_value():
+    x = torch.randn(6, 50) * torch.logspace(-2, 2, 6)[:, None]
+    x[3] = 0.0  # a zero row stays zero
+    x_q, r = quantize_tokens(x.bfloat16())
+    assert x_q.dtype == torch.int8 and r.shape == (6, 1) and r.dtype == torch.float32
+    assert torch.all(x_q.abs().amax(1)[[0, 1, 2, 4, 5]] == QMAX) and torch.all(x_q[3] == 0)
+    assert torch.all((x.bfloat16().float() - x_q.float() * r).abs() <= r / 2 * (1 + 1e-6))
+
+
+@pytest.mark.parametrize("m", [1, 8, 33])
+def test_the_int8_int8_kernel_equals_the_matmul_of_the_dequantised_operands(m):
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(m, 96, generator=g)
+    q, s = quantize_rows(torch.randn(70, 96, generator=g))
+    y = int8_int8_matmul(x, q, s)
+    x_q, r = quantize_tokens(x)
+    ref = (x_q.double() * r.double()) @ (q.double() * s.double()[:, None]).T  # Eq. 5 in fp64
+    assert y.dtype == torch.float32 and y.shape == (m, 70)
+    assert torch.allclose(y.double(), ref, rtol=1e-6, atol=1e-6 * float(ref.abs().max()))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_a_layer_with_int8_activations_stays_within_both_rounding_bounds(dtype):
+    linear = nn.Linear(64, 24)
+    layer = Int8Linear.from_linear(linear, dtype, int8_activations=True)
+    assert layer.int8_activations and "activations" in repr(layer)
+    x = torch.randn(3, 4, 64).to(dtype).float()
+    y = layer(x.to(dtype))
+    assert y.dtype == dtype and y.shape == (3, 4, 24)
+    # x̂ŵ − xw = (x̂ − x)ŵ + x(ŵ − w): |Δy_j| ≤ r/2 Σ_i |ŵ_ji| + s_j/2 Σ_i |x_i|, plus the output's rounding
+    r = x.abs().amax(-1, keepdim=True) / QMAX
+    w = layer.dequantized()
+    bound = r / 2 * w.abs().sum(1) + x.abs().sum(-1, keepdim=True) * layer.scale / 2
+    ref = linear(x).detach()
+    slack = 1e-5 if dtype == torch.float32 else 1e-2 * float(ref.abs().max())
+    assert torch.all((y.float() - ref).abs() <= bound + slack)
+
+
+def test_the_cpu_decides_whether_activations_are_int8(monkeypatch):
+    import seq2bert.nn.weight_only as weight_only
+
+    for native in (False, True):
+        monkeypatch.setattr(weight_only, "native_int8", lambda device, n=native: n)
+        net = nn.Sequential(nn.Linear(8, 8), nn.Linear(8, 4))
+        int8_linears(net)
+        assert [m.int8_activations for m in net] == [native, native]
+    net = nn.Sequential(nn.Linear(8, 8))
+    int8_linears(net, int8_activations=False)  # asked: weight-only on any CPU
+    assert not net[0].int8_activations
