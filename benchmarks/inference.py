@@ -409,7 +409,7 @@ def main() -> int:
     p.add_argument(
         "--compile",
         action="store_true",
-        help="decoding: one more way, the default's model with its decoder under torch.compile",
+        help="decoding, gpt: one more way, the default's (gpt: the int8 twin's) stack under torch.compile",
     )
     p.add_argument("--gpt-model", default="small", choices=("small", "mini", "tiny"), help="gpt: its size")
     p.add_argument("--gpt-vocab", type=int, default=50257, help="gpt: the vocabulary")
@@ -417,7 +417,12 @@ def main() -> int:
     p.add_argument("--gpt-new", type=int, default=64, help="gpt, speculative: new tokens")
     p.add_argument("--target", help="speculative: the model directory (e.g. runs/gpt-mini/best)")
     p.add_argument("--draft", help="speculative: its draft (e.g. runs/gpt-mini-draft/best)")
-    p.add_argument("--prompts", type=Path, help="speculative: held-out text, a prompt per line")
+    p.add_argument(
+        "--prompts",
+        type=Path,
+        nargs="+",
+        help="speculative: held-out books (paragraphs as prompts), or a translation run's source file",
+    )
     p.add_argument("--n-prompts", type=int, default=20, help="speculative: prompts, or source sentences")
     p.add_argument("--prompt-tokens", type=int, default=32)
     p.add_argument("--draft-tokens", type=int, default=4, help="speculative: proposals per pass (γ)")

@@ -4,7 +4,9 @@ our own greedy decoding — the GPT parts of ``python benchmarks/inference.py`` 
 gpt: GPT-2 small (124 M parameters, random weights), 8 prompts × 32 tokens, 64 new tokens, greedy and beam 4;
 new tokens/s of
 - ours: fp32; the default (``seq2bert.generate`` on a directory: a bf16-weights copy where the CPU computes
-  bf16 natively, else fp32); int8 weights (``int8=True``: weight-only int8, bf16 activations where native);
+  bf16 natively, else fp32); int8 weights (``int8=True``: int8 weights, and int8 activations where the CPU
+  has VNNI / AMX; bf16 between the layers where native); with ``--compile``, the int8 twin's stack under
+  torch.compile (its first call, the warm-up, compiles: minutes);
 - transformers: ``generate`` as it comes (fp32), and its best — the model's weights cast to bf16 where
   native (what its users do: ``model.to(torch.bfloat16)``).
 Ours in fp32 must give transformers' fp32 tokens exactly; the others' agreement with it is printed. Beside
@@ -14,7 +16,8 @@ negligible, and the key/value cache at mid-decode) give tokens/s ≤ batch × ba
 is stated as a share of its own bound.
 
 speculative: a model directory and its draft (``seq2bert distill``), the first ``--prompt-tokens`` tokens of
-``--prompts`` held-out text lines (the books' held-out documents), one prompt at a time (batch 1: the latency
+paragraphs of the ``--prompts`` files (books the model was not trained on: its held-out documents; the first
+paragraphs of each, past the Project Gutenberg header), one prompt at a time (batch 1: the latency
 speculative decoding is for), greedy: new tokens/s without and with the draft, outputs compared token for
 token, the acceptance rate α̂ and the tokens per pass of the model. A translation run as ``--target`` (and its
 draft) translates the first ``--n-prompts`` lines of ``--prompts``, a source file (e.g. Multi30k's
@@ -23,6 +26,7 @@ test_2016_flickr.de.gz), one sentence at a time, greedily, the same way.
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -31,7 +35,7 @@ from common import timed
 
 from seq2bert.decoding.generation import generate, strip_special
 from seq2bert.decoding.speculative import Acceptance, speculative_search
-from seq2bert.models.weight_only import int8_twin
+from seq2bert.models.weight_only import int8_twin, weight_only_int8
 from seq2bert.nn.weight_only import Int8Linear
 from seq2bert.pipelines.loading import bf16_copy
 from seq2bert.precision import native_bf16
@@ -82,6 +86,10 @@ def gpt(args, table) -> bool:
         "seq2bert default": bf16_copy(ours) if native else ours,  # what seq2bert.generate runs
         "seq2bert int8 weights": int8_twin(ours, half),
     }
+    if args.compile:  # the int8 twin's stack under torch.compile (a copy: the twin above stays eager)
+        twin = weight_only_int8(ours, half)
+        twin.transformer.forward = torch.compile(twin.transformer.forward, dynamic=True)
+        ours_ways["seq2bert int8 weights, compiled"] = twin
     theirs_ways = {"transformers fp32": hf}
     if native:
         theirs_ways["transformers bf16 weights"] = copy.deepcopy(hf).to(torch.bfloat16)
@@ -119,16 +127,24 @@ def gpt(args, table) -> bool:
     return ok
 
 
-def held_out_prompts(path: Path, tokenizer, n: int, tokens: int) -> list[list[int]]:
-    """The first ``tokens`` tokens of the first ``n`` lines of ``path`` with at least that many."""
+def held_out_prompts(paths: list[Path], tokenizer, n: int, tokens: int) -> list[list[int]]:
+    """The first ``tokens`` tokens of paragraphs (blank-line separated, past a Project Gutenberg header) with
+    at least that many: the first ⌈n / files⌉ of each file, ``n`` in all."""
     out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        ids = tokenizer.ids_batch([line.strip()])[0]
-        if len(ids) >= tokens:
-            out.append(ids[:tokens])
-        if len(out) == n:
-            break
-    return out
+    each = -(-n // len(paths))
+    for path in paths:
+        text = path.read_text(encoding="utf-8")
+        if "*** START OF" in text:  # the book, past its licence header
+            text = text.split("*** START OF", 1)[1].split("\n", 1)[-1]
+        found = []
+        for paragraph in re.split(r"\n\s*\n", text):
+            ids = tokenizer.ids_batch([" ".join(paragraph.split())])[0]
+            if len(ids) >= tokens:
+                found.append(ids[:tokens])
+            if len(found) == each:
+                break
+        out += found
+    return out[:n]
 
 
 def speculative(args, table) -> bool:
@@ -140,10 +156,15 @@ def speculative(args, table) -> bool:
     target, tok = registry.load(args.target, head="causal_lm")
     draft, _ = registry.load(args.draft, head="causal_lm")
     target, draft = precision(args, target.eval(), draft.eval())
-    prompts = held_out_prompts(Path(args.prompts), tok, args.n_prompts, args.prompt_tokens)
+    prompts = held_out_prompts(args.prompts, tok, args.n_prompts, args.prompt_tokens)
     config = target.generation_config(max_new_tokens=args.gpt_new, num_draft_tokens=args.draft_tokens)
+    if not prompts:
+        raise SystemExit(
+            f"{' '.join(map(str, args.prompts))}: no paragraph of {args.prompt_tokens} tokens or more"
+        )
     inputs = [(torch.tensor([p]), None) for p in prompts]
-    what = f"{len(prompts)} held-out prompts of {args.prompt_tokens} tokens from {args.prompts}, {args.gpt_new} new tokens each"
+    books = ", ".join(p.name for p in args.prompts)
+    what = f"{len(prompts)} held-out prompts of {args.prompt_tokens} tokens from {books}, {args.gpt_new} new tokens each"
     return race(args, table, target, draft, inputs, config, what, "new tokens")
 
 
@@ -158,12 +179,12 @@ def speculative_translation(args, table) -> bool:
     target, tok, _ = load(args.target)
     draft, _, _ = load(args.draft)
     target, draft = precision(args, target, draft)
-    lines = [line for line in read_lines(args.prompts) if line.strip()][: args.n_prompts]
+    lines = [line for path in args.prompts for line in read_lines(path) if line.strip()][: args.n_prompts]
     limit = source_limit(target.config)
     inputs = [(torch.tensor(source_ids(tok, [line], limit)), None) for line in lines]
     decoding = Decoding.of(num_draft_tokens=args.draft_tokens) if args.draft_tokens != 4 else GREEDY
     config = decoding.generation_config(tok)
-    what = f"{len(lines)} source sentences of {args.prompts}"
+    what = f"{len(lines)} source sentences of {args.prompts[0].name}"
     return race(args, table, target, draft, inputs, config, what, "target tokens")
 
 

@@ -65,8 +65,40 @@ def test_the_gpt_parts_run_small(tmp_path):
 
     tiny_directory(tmp_path / "gpt", n_layer=2)
     prompts = tmp_path / "held-out.txt"
-    prompts.write_text("\n".join(CORPUS[:3]) + "\n")
+    prompts.write_text("\n\n".join(CORPUS[:3]) + "\n")  # a paragraph each
     proc = bench("speculative", "--target", str(tmp_path / "gpt"), "--draft", str(tmp_path / "gpt"),
                  "--prompts", str(prompts), "--prompt-tokens", "8", "--gpt-new", "6", "--n-prompts", "3")  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert "3/3 outputs identical; acceptance rate 1.00" in proc.stdout
+    # a translation run and its draft (itself): source sentences one at a time
+    from seq2bert.recipes.translation import train
+    from tests.reliability.conftest import tiny_translation_config
+
+    train(tiny_translation_config("transformer"), tmp_path / "run", progress_bar=False)
+    sources = tmp_path / "sources.txt"
+    sources.write_text("a b c\n\nc d\nd c b a\n")  # the empty line is skipped
+    run = str(tmp_path / "run")
+    proc = bench(
+        "speculative", "--target", run, "--draft", run, "--prompts", str(sources), "--n-prompts", "3"
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "3 source sentences of sources.txt" in proc.stdout
+    assert "3/3 outputs identical; acceptance rate 1.00" in proc.stdout
+
+
+def test_the_int8_kernel_table_runs_and_gives_every_way():
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    script = REPO / "benchmarks" / "int8_kernels.py"
+    proc = subprocess.run([sys.executable, str(script), "--layers", "1", "--repeats", "1", "--rows", "2"],
+                          capture_output=True, text=True, cwd=REPO, env=env, timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    rows = [line for line in proc.stdout.splitlines() if line.startswith("| ") and line.endswith("× |")]
+    ways = [line.split(" | ")[0].removeprefix("| ") for line in rows]
+    assert ways == [
+        "bf16",
+        "fp32",
+        "int8 weights, bf16 activations",
+        "int8 weights and activations",
+        "int4 weights, bf16 activations",
+    ]
+    assert rows[0].endswith("| 1.00× |")

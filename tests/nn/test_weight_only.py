@@ -124,12 +124,13 @@ def test_int4_twins_keep_int8_where_the_inputs_make_no_whole_groups():
 
 
 def test_each_activation_is_within_half_a_step_of_its_int8_value():
-    x = torch.randn(6, 50) * torch.logspace(-2, 2, 6)[:, None]
+    x = torch.randn(6, 50, generator=torch.Generator().manual_seed(0)) * torch.logspace(-2, 2, 6)[:, None]
     x[3] = 0.0  # a zero row stays zero
     x_q, r = quantize_tokens(x.bfloat16())
     assert x_q.dtype == torch.int8 and r.shape == (6, 1) and r.dtype == torch.float32
     assert torch.all(x_q.abs().amax(1)[[0, 1, 2, 4, 5]] == QMAX) and torch.all(x_q[3] == 0)
-    assert torch.all((x.bfloat16().float() - x_q.float() * r).abs() <= r / 2 * (1 + 1e-6))
+    # within half a step, up to fp32's rounding of x / r
+    assert torch.all((x.bfloat16().float() - x_q.float() * r).abs() <= r * (0.5 + 1e-5))
 
 
 @pytest.mark.parametrize("m", [1, 8, 33])
