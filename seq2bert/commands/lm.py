@@ -9,6 +9,7 @@ from pathlib import Path
 from seq2bert.commands.common import (
     BF16,
     add_bf16_arg,
+    add_compile_arg,
     add_draft_arg,
     add_generation_args,
     add_int8_decoding_arg,
@@ -117,6 +118,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         bf16=BF16[args.bf16],
         int8=args.int8,
         draft=args.draft,
+        compile=args.compile,
     )
     if len(prompts) == 1 and args.num_beams == 1:  # streamed: each piece printed as it is generated
 
@@ -245,6 +247,7 @@ def register(sub) -> None:
     add_bf16_arg(p)
     add_int8_decoding_arg(p)
     add_draft_arg(p, "a smaller language model")
+    add_compile_arg(p)
     p.set_defaults(func=cmd_generate)
 
     p = sub.add_parser(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from seq2bert.commands.common import add_compile_arg
 from seq2bert.errors import UserError
 
 
@@ -24,6 +25,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         max_connections=args.max_connections,
         show_paths=args.show_paths,
         int8=args.int8,
+        compile=args.compile,
         drafts=tuple(args.draft),
     )
     counts = (
@@ -110,6 +112,11 @@ def register(sub) -> None:
         action="store_true",
         help="translate and generate decode with int8 weights (a scale per row; activations in bf16 where "
         "native, else fp32)",
+    )
+    add_compile_arg(
+        p,
+        "translate and generate decode with the decoding stack under torch.compile (the first requests "
+        "compile it: seconds to minutes; then each step runs faster)",
     )
     p.add_argument(
         "--draft",

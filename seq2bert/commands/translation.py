@@ -9,6 +9,7 @@ from pathlib import Path
 from seq2bert.commands.common import (
     BF16,
     add_bf16_arg,
+    add_compile_arg,
     add_config_args,
     add_data_dir_args,
     add_decoding_args,
@@ -233,6 +234,7 @@ def cmd_translate(args: argparse.Namespace) -> int:
         bf16=BF16[args.bf16],
         max_source_length=args.max_source_length,
         draft=args.draft,
+        compile=args.compile,
     ):
         print(line)
     return 0
@@ -426,6 +428,7 @@ def register(sub) -> None:
     add_source_length_arg(p)
     add_int8_decoding_arg(p)
     add_draft_arg(p, "a smaller translation model")
+    add_compile_arg(p)
     add_bf16_arg(p)
     p.set_defaults(func=cmd_translate)
 

@@ -36,6 +36,7 @@ def translate(
     bf16: bool | str = "auto",
     max_source_length: int | None = None,
     draft=None,
+    compile: bool = False,
     **settings,
 ) -> str | list[str]:
     """Translations of ``texts`` (greedy, or beam search with ``decoding=Decoding(num_beams=5)`` or
@@ -44,7 +45,9 @@ def translate(
     model's int8 weight-only twin (int8 Linear weights, activations in bf16 where native, else fp32;
     models/weight_only.py). ``draft``: a smaller Transformer of the same vocabularies (a directory or a
     model), whose proposals the model checks (speculative decoding: the same translations greedily, in
-    fewer passes of the model; decoding/speculative.py); it runs in the model's precision.
+    fewer passes of the model; decoding/speculative.py); it runs in the model's precision. ``compile``: the
+    model's decoder under torch.compile (loading.compiled: it compiles at the first call, then pays on
+    many sentences).
     A string is one sentence (its translation, a string); an empty text translates to "". A source longer
     than ``max_source_length`` tokens (default: the model's positions, else 512; models/alignment.py
     ``source_limit``) is truncated with a warning, and no translation outgrows the decoder's positions.
@@ -65,6 +68,7 @@ def translate(
             bf16=bf16,
             max_source_length=max_source_length,
             draft=draft,
+            compile=compile,
         )[0]
     texts = text_list(texts, "translate: texts (a string, or a list of them)")
     kept = isinstance(checkpoint_or_model, (str, Path))
@@ -81,7 +85,7 @@ def translate(
     out: list[str] = [""] * len(texts)
     order = sorted((i for i in range(len(texts)) if texts[i].strip()), key=lambda i: len(texts[i]))
     with (
-        inference_precision(model, bf16, kept=kept, int8=int8) as net,
+        inference_precision(model, bf16, kept=kept, int8=int8, compile=compile) as net,
         drafted(draft, ENCODER, bf16, int8) as small,
     ):
         for b in range(0, len(order), batch_size):
@@ -177,6 +181,7 @@ def generate(
     bf16: bool | str = "auto",
     int8: bool = False,
     draft=None,
+    compile: bool = False,
     **settings,
 ) -> str | list[str]:
     """The continuation of each prompt by a language model directory (GPT, GPT-2, BERT with is_decoder; its
@@ -189,7 +194,8 @@ def generate(
     for the next call (pipelines/loading.py); it decodes in bf16 where the device computes bf16 natively
     (``bf16="auto"``, as ``translate``), in fp32 with ``bf16=False``; ``int8``: by its int8 weight-only twin
     (as ``translate``); ``draft``: a smaller language model of the same vocabulary (a directory or a model)
-    for speculative decoding, as ``translate``'s."""
+    for speculative decoding, as ``translate``'s; ``compile``: the model's stack under torch.compile (as
+    ``translate``'s)."""
     from seq2bert.data.text_stream import TextStream
     from seq2bert.decoding.config import TEXT_DEFAULTS, GenerationConfig
     from seq2bert.decoding.config import settings as config_settings
@@ -218,7 +224,9 @@ def generate(
     out: list[str] = [""] * len(prompts)
     order = sorted(range(len(rows)), key=lambda i: len(rows[i]))
     with (
-        inference_precision(net, bf16, kept=isinstance(model, (str, Path)), int8=int8) as run,
+        inference_precision(
+            net, bf16, kept=isinstance(model, (str, Path)), int8=int8, compile=compile
+        ) as run,
         drafted(draft, "causal_lm", bf16, int8) as small,
     ):
         for b in range(0, len(order), batch_size):

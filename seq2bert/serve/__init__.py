@@ -85,7 +85,7 @@ def run(paths: list[str], *, host: str = "127.0.0.1", port: int = 8000, settings
     try:
         models = []
         for name, path in named:
-            served = ServedModel.load(name, path, int8=settings.int8)
+            served = ServedModel.load(name, path, int8=settings.int8, compile=settings.compile)
             log.info(
                 "%s: %s (%s), serving %s",
                 name,

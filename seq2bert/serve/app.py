@@ -67,6 +67,7 @@ class Settings:
     max_connections: int = 128  # open connections; more are answered 503 and closed at once
     show_paths: bool = False  # /v1/models and the errors show the directories' absolute paths
     int8: bool = False  # translate and generate decode with int8 weights (models/weight_only.py)
+    compile: bool = False  # translate and generate decode with the decoding stack under torch.compile
     drafts: tuple[str, ...] = ()  # --draft [NAME=]DIR: speculative decoding's draft of a served model
 
 

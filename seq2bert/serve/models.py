@@ -86,11 +86,13 @@ class ServedModel:
     attends: bool = True  # whether the model has attention weights to show (a Seq2Seq, a BiLSTM: no)
     int8: bool = False  # translate and generate decode with the model's int8 weight-only twin
     draft: str | None = None  # translate and generate decode speculatively with this draft directory
+    compile: bool = False  # translate and generate decode with the decoding stack under torch.compile
 
     @classmethod
-    def load(cls, name: str, path: str | Path, *, int8: bool = False) -> ServedModel:
+    def load(cls, name: str, path: str | Path, *, int8: bool = False, compile: bool = False) -> ServedModel:
         """The model of ``path`` (a checkpoint or run directory) with every pipeline it serves loaded;
-        ``int8``: its decoding pipelines run its int8 weight-only twin (made here, once)."""
+        ``int8``: its decoding pipelines run its int8 twin (made here, once); ``compile``: they run its
+        decoding stack under torch.compile (compiled by the first requests)."""
         directory = registry.checkpoint_dir(path)
         family, architecture, pipelines = served_pipelines(directory)
         if not pipelines:
@@ -98,6 +100,7 @@ class ServedModel:
                 f"{path}: a {architecture} serves none of the pipelines ({', '.join(PIPELINES)})"
             )
         served = cls(name, directory, family.model_type, architecture or "", pipelines, int8=int8)
+        served.compile = compile
         if family.kind == "encoder-decoder":
             served.pair = registry.load(directory)
             served.attends = has_attention(*served.pair)
@@ -108,8 +111,8 @@ class ServedModel:
                     served.attends = attends(loading._base(net))
         if not served.attends:
             served.pipelines = [p for p in pipelines if p != "attention"]
-        if int8 and "translate" in served.pipelines:
-            with served.decoder():  # the twin made now, not by the first request
+        if (int8 or compile) and "translate" in served.pipelines:
+            with served.decoder(compile=compile):  # the twins made now (a model with no stack to compile refuses)
                 pass
         return served
 
@@ -163,7 +166,10 @@ class ServedModel:
         if pipeline == "generate":
             settings = {k: v for k, v in kw.items() if v is not None}
             return each(
-                lambda prompt: generate(prompt, model, int8=self.int8, draft=self.draft, **settings), items
+                lambda prompt: generate(
+                    prompt, model, int8=self.int8, draft=self.draft, compile=self.compile, **settings
+                ),
+                items,
             )
         if pipeline == "attention":
             return each(lambda x: self.attention(*x, kw), items)
@@ -172,12 +178,13 @@ class ServedModel:
     def translations(self, texts: list[str], kw: dict) -> list[dict]:
         settings = {k: v for k, v in kw.items() if k != "alignment"}
         decoding = Decoding.of(**settings)
-        with self.decoder() as (model, tokenizer, draft):
-            if not kw["alignment"]:
+        if not kw["alignment"]:
+            with self.decoder(compile=self.compile) as (model, tokenizer, draft):
                 found = translate(
                     model, texts, tokenizer=tokenizer, decoding=decoding, bf16=False, draft=draft
                 )
-                return [{"translation": t} for t in found]
+            return [{"translation": t} for t in found]
+        with self.decoder() as (model, tokenizer, draft):
             out = []
             for text in texts:
                 a = align(model, text, tokenizer=tokenizer, decoding=decoding)
@@ -192,14 +199,15 @@ class ServedModel:
         return out
 
     @contextlib.contextmanager
-    def decoder(self):
+    def decoder(self, compile: bool = False):
         """(model, tokenizer) of an encoder-decoder as ``seq2bert.translate`` runs a directory: its bf16-weights
         copy where bf16 is native, made once (a recurrent model: under autocast), else the fp32 model — one
         precision for a translation with its alignment or without, and for its attention maps; and the draft
-        model (None: none) in that precision."""
+        model (None: none) in that precision. ``compile``: its decoder under torch.compile (translations
+        without alignments)."""
         model, tokenizer = self.pair
         with (
-            loading.inference_precision(model, "auto", kept=True, int8=self.int8) as net,
+            loading.inference_precision(model, "auto", kept=True, int8=self.int8, compile=compile) as net,
             drafted(self.draft, ENCODER, "auto", self.int8) as small,
         ):
             yield net, tokenizer, small

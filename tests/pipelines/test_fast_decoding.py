@@ -1,15 +1,19 @@
-"""The decoding front ends with int8 weights and a draft model: the pipelines (translate, generate), the
-commands (translate, generate, sample) and the server give the same outputs with a draft as without it,
-int8 runs the int8 twin and says so, and the bad combinations are one-line refusals."""
+"""The decoding front ends with int8 weights, a draft model and a compiled stack: the pipelines (translate,
+generate), the commands (translate, generate, sample) and the server give the same outputs with a draft as
+without it, int8 runs the int8 twin and says so, a compiled stack decodes as the eager one, and the bad
+combinations are one-line refusals."""
 
+import json
 import logging
 
 import pytest
+import torch
+from torch import nn
 
 from seq2bert.cli import main
 from seq2bert.errors import UserError
 from seq2bert.models import registry
-from seq2bert.pipelines import generate, translate
+from seq2bert.pipelines import generate, loading, translate
 from seq2bert.precision import native_int8
 from seq2bert.serve import draft_names
 from seq2bert.serve.models import ServedModel
@@ -120,3 +124,46 @@ def test_evaluate_lm_scores_the_int8_and_int4_twins(checkpoints, tmp_path, capsy
     assert main(["evaluate-lm", gpt, str(text), "--int8"]) == 0
     with pytest.raises(SystemExit):  # one or the other
         main(["evaluate-lm", gpt, str(text), "--int8", "--int4"])
+
+
+# --- the decoding stack under torch.compile (pipelines/loading.py compiled)
+
+
+def test_a_compiled_twin_shares_the_weights_and_leaves_the_model_as_it_was(checkpoints):
+    net, _ = registry.load(checkpoints["gpt"], head="causal_lm")
+    twin = loading.compiled(net)
+    assert loading.compiled(net) is twin  # made once
+    assert isinstance(twin.transformer, torch._dynamo.eval_frame.OptimizedModule)
+    assert not isinstance(net.transformer, torch._dynamo.eval_frame.OptimizedModule)
+    assert twin.transformer._orig_mod is net.transformer and twin.lm_head is net.lm_head
+
+
+def test_compile_refuses_a_model_without_a_transformer_stack():
+    class Recurrent(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.decoder = nn.LSTM(4, 4)
+
+    for net in (Recurrent(), nn.Linear(2, 2)):
+        with pytest.raises(UserError, match="no Transformer decoding stack to compile"):
+            loading.compiled(net)
+
+
+@pytest.mark.long
+def test_the_compiled_stack_decodes_as_the_eager_model(checkpoints, capsys):
+    """Compiles a tiny Transformer's decoder and a tiny GPT-2's stack (about a minute)."""
+    run, gpt = str(checkpoints["translation"]), str(checkpoints["gpt"])
+    assert translate(run, SOURCES, bf16=False, compile=True) == translate(run, SOURCES, bf16=False)
+    plain = generate(PROMPTS, gpt, max_new_tokens=6, bf16=False)
+    assert generate(PROMPTS, gpt, max_new_tokens=6, bf16=False, compile=True) == plain
+    assert main(["generate", gpt, *PROMPTS, "--max-new-tokens", "6", "--bf16", "false", "--compile"]) == 0
+    assert [json.loads(line) for line in capsys.readouterr().out.splitlines()] == plain  # one JSON line each
+
+
+def test_serve_compile_makes_the_compiled_twin_when_it_loads(checkpoints):
+    m30k = ServedModel.load("m30k", checkpoints["translation"], compile=True)
+    assert m30k.compile
+    with m30k.decoder(compile=True) as (net, _, _):
+        assert isinstance(net.decoder, torch._dynamo.eval_frame.OptimizedModule)
+    with m30k.decoder() as (net, _, _):  # alignments and attention maps: the eager model
+        assert not isinstance(net.decoder, torch._dynamo.eval_frame.OptimizedModule)
