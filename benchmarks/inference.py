@@ -236,6 +236,19 @@ def classification(args, table: Table) -> bool:
 
 
 # --- decoding ---------------------------------------------------------------------------------------------
+def ct2_compute_types() -> tuple[str, ...]:
+    """CTranslate2's float32 and int8, and its bfloat16 where it computes bf16 on this CPU (it says which)."""
+    try:
+        import ctranslate2
+    except ImportError:
+        return ("float32", "int8")
+    supported = ctranslate2.get_supported_compute_types("cpu")
+    if "bfloat16" in supported:
+        return ("float32", "int8", "bfloat16")
+    print(f"  ctranslate2 bfloat16: not on this CPU (its CPU compute types: {', '.join(sorted(supported))})")
+    return ("float32", "int8")
+
+
 def ct2_translator(hf, args, tmp: Path, compute_type: str):
     """A CTranslate2 Translator of the random-weight MarianMT ``hf`` (its converter's Marian loader, fed a
     vocabulary of made-up token names: id i is "t{i}", the pad (the last id) "<pad>", which the loader drops
@@ -371,7 +384,7 @@ def decoding(args, table: Table) -> bool:
     # CTranslate2 last: once it has decoded, its own thread pool slows torch's threads in this process (by a
     # third, measured), so every torch figure is taken before its first call
     with tempfile.TemporaryDirectory() as tmp:
-        for compute_type in ("float32", "int8"):
+        for compute_type in ct2_compute_types():
             translator = ct2_translator(hf, args, Path(tmp), compute_type)
             for name, beams in searches.items():
                 if translator is not None:

@@ -5,7 +5,8 @@ gpt: GPT-2 small (124 M parameters, random weights), 8 prompts × 32 tokens, 64 
 new tokens/s of
 - ours: fp32; the default (``seq2bert.generate`` on a directory: a bf16-weights copy where the CPU computes
   bf16 natively, else fp32); int8 weights (``int8=True``: int8 weights, and int8 activations where the CPU
-  has VNNI / AMX; bf16 between the layers where native); with ``--compile``, the int8 twin's stack under
+  has VNNI / AMX; bf16 between the layers where native); int4 weights (``int4=True``: groups of 32, the
+  kernel that pays for one prompt at a time: ``--gpt-batch 1``); with ``--compile``, the int8 twin's stack under
   torch.compile (its first call, the warm-up, compiles: minutes);
 - transformers: ``generate`` as it comes (fp32), and its best — the model's weights cast to bf16 where
   native (what its users do: ``model.to(torch.bfloat16)``).
@@ -36,7 +37,7 @@ from common import timed
 from seq2bert.decoding.generation import generate, strip_special
 from seq2bert.decoding.speculative import Acceptance, speculative_search
 from seq2bert.models.weight_only import int8_twin, weight_only_int8
-from seq2bert.nn.weight_only import Int8Linear
+from seq2bert.nn.weight_only import Int4Linear, Int8Linear
 from seq2bert.pipelines.loading import bf16_copy
 from seq2bert.precision import native_bf16
 
@@ -58,6 +59,8 @@ def step_bytes(model: torch.nn.Module, rows: int, context: int) -> int:
     for m in model.modules():
         if isinstance(m, Int8Linear):
             weights += m.weight.numel() + m.scale.numel() * m.scale.element_size()
+        elif isinstance(m, Int4Linear):
+            weights += m.packed.numel() * m.packed.element_size() + m.scales.numel() * m.scales.element_size()
         elif isinstance(m, torch.nn.Linear):
             weights += m.weight.numel() * m.weight.element_size()
     c = model.config
@@ -85,6 +88,7 @@ def gpt(args, table) -> bool:
         "seq2bert fp32": ours,
         "seq2bert default": bf16_copy(ours) if native else ours,  # what seq2bert.generate runs
         "seq2bert int8 weights": int8_twin(ours, half),
+        "seq2bert int4 weights": int8_twin(ours, half, 4),  # generate --int4
     }
     if args.compile:  # the int8 twin's stack under torch.compile (a copy: the twin above stays eager)
         twin = weight_only_int8(ours, half)

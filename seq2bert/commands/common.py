@@ -39,6 +39,16 @@ def add_int8_decoding_arg(p: argparse.ArgumentParser, help: str = INT8_DECODING_
     p.add_argument("--int8", action="store_true", help=help)
 
 
+def add_int4_decoding_arg(p: argparse.ArgumentParser) -> None:
+    """A one-input decoding command's --int4: the model's int4 twin (models/weight_only.py)."""
+    p.add_argument(
+        "--int4",
+        action="store_true",
+        help="decode with 4-bit weights in groups of 32 (int8 where a layer's inputs make no whole groups): "
+        "faster than --int8 for one input at a time, slower for batches",
+    )
+
+
 def add_draft_arg(p: argparse.ArgumentParser, what: str) -> None:
     """A decoding command's --draft: speculative decoding's draft model (decoding/speculative.py)."""
     p.add_argument(

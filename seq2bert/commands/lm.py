@@ -12,6 +12,7 @@ from seq2bert.commands.common import (
     add_compile_arg,
     add_draft_arg,
     add_generation_args,
+    add_int4_decoding_arg,
     add_int8_decoding_arg,
     add_model_arg,
     generation_settings,
@@ -81,10 +82,10 @@ def cmd_sample(args: argparse.Namespace) -> int:
     # a prompt past the context keeps its end (as `generate`'s); an empty one starts a new document at [EOS]
     ids = prompt_ids(model, tok, [args.prompt], settings["max_new_tokens"])[0] if args.prompt else []
     prompt = torch.tensor([ids or [model.config.eos_token_id]])
-    if args.int8:  # any family's int8 weight-only twin (a recurrent LM's output layer too)
-        from seq2bert.models.weight_only import int8_twin, parameter_dtype
+    if args.int8 or args.int4:  # any family's int8 / int4 twin (a recurrent LM's output layer too)
+        from seq2bert.models.weight_only import int8_twin, parameter_dtype, quantized_bits
 
-        model = int8_twin(model, parameter_dtype(model))
+        model = int8_twin(model, parameter_dtype(model), quantized_bits(args.int8, args.int4))
     drafted = {} if draft is None else {"draft": draft}  # speculative decoding: GPTs (step_many, rewind)
     for i in range(args.n):
         out = model.generate(
@@ -119,6 +120,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         int8=args.int8,
         draft=args.draft,
         compile=args.compile,
+        int4=args.int4,
     )
     if len(prompts) == 1 and args.num_beams == 1:  # streamed: each piece printed as it is generated
 
@@ -214,6 +216,7 @@ def register(sub) -> None:
     add_int8_decoding_arg(
         p, "sample with int8 weights: every Linear layer and the output layer int8 with a scale per row"
     )
+    add_int4_decoding_arg(p)
     add_draft_arg(p, "a smaller language model")
     p.set_defaults(func=cmd_sample)
 
@@ -246,6 +249,7 @@ def register(sub) -> None:
     p.add_argument("--batch-size", type=int, default=16, help="prompts decoded together (left-padded)")
     add_bf16_arg(p)
     add_int8_decoding_arg(p)
+    add_int4_decoding_arg(p)
     add_draft_arg(p, "a smaller language model")
     add_compile_arg(p)
     p.set_defaults(func=cmd_generate)

@@ -14,6 +14,7 @@ from seq2bert.commands.common import (
     add_data_dir_args,
     add_decoding_args,
     add_draft_arg,
+    add_int4_decoding_arg,
     add_int8_decoding_arg,
     add_model_arg,
     add_source_length_arg,
@@ -235,6 +236,7 @@ def cmd_translate(args: argparse.Namespace) -> int:
         max_source_length=args.max_source_length,
         draft=args.draft,
         compile=args.compile,
+        int4=args.int4,
     ):
         print(line)
     return 0
@@ -427,6 +429,7 @@ def register(sub) -> None:
     add_decoding_args(p)
     add_source_length_arg(p)
     add_int8_decoding_arg(p)
+    add_int4_decoding_arg(p)
     add_draft_arg(p, "a smaller translation model")
     add_compile_arg(p)
     add_bf16_arg(p)

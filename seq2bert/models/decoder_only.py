@@ -36,7 +36,7 @@ from seq2bert.decoding.config import GenerationConfig
 from seq2bert.decoding.config import settings as config_settings
 from seq2bert.decoding.protocol import StepOutput
 from seq2bert.decoding.stopping import StopStrings, Streamer
-from seq2bert.models.weight_only import int8_twin, parameter_dtype
+from seq2bert.models.weight_only import int8_twin, parameter_dtype, quantized_bits
 from seq2bert.nn.layers import LayerCache
 
 # model.generate's defaults where GenerationConfig has none or another: transformers' (max_length 20 tokens,
@@ -161,6 +161,7 @@ class DecoderOnlyLM:
         tokenizer: Any = None,
         streamer: Streamer | None = None,
         int8: bool = False,
+        int4: bool = False,
         draft: Any = None,
         **settings: Any,
     ) -> torch.Tensor:
@@ -177,13 +178,14 @@ class DecoderOnlyLM:
         chosen — greedy or sampling only. Without ``attention_mask`` the mask is inferred as transformers
         infers it (``inferred_attention_mask``). ``int8``: decoded by the model's int8 weight-only twin
         (models/weight_only.py: int8 Linear weights and LM head, activations in the model's dtype), made once
-        and kept until the weights change. ``draft``: a smaller language model of the same vocabulary for
+        and kept until the weights change; ``int4``: by its int4 twin (weights in groups of 32: faster for one
+        prompt, slower for a batch; benchmarks/RESULTS.md). ``draft``: a smaller language model of the same vocabulary for
         speculative decoding (seq2bert/decoding/speculative.py): greedy decoding's tokens or sampling's
         distribution, in fewer passes of this model. Invalid settings raise ConfigError, a ValueError.
         ``seq2bert.decoding.generate`` with ``generation_config(…)`` gives the hypotheses and their scores
         too."""
-        if int8:
-            twin = int8_twin(self, parameter_dtype(self))
+        if bits := quantized_bits(int8, int4):
+            twin = int8_twin(self, parameter_dtype(self), bits)
             return twin.generate(
                 input_ids,
                 attention_mask,

@@ -21,7 +21,8 @@ import weakref
 import torch
 from torch import nn
 
-from seq2bert.nn.weight_only import Int4Linear, Int8Linear, int8_linears
+from seq2bert.errors import ConfigError
+from seq2bert.nn.weight_only import GROUP, Int4Linear, Int8Linear, int8_linears
 
 _TWINS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model → {dtype: (fingerprint, twin)}
 _MAKING = threading.Lock()
@@ -57,8 +58,17 @@ def is_weight_only_int8(model: nn.Module) -> bool:
     return any(isinstance(m, (Int8Linear, Int4Linear)) for m in model.modules())
 
 
+def quantized_bits(int8: bool, int4: bool) -> int | None:
+    """The weights' bits a decoding call asked for: 8 (``int8``), 4 (``int4``) or None (float weights)."""
+    if int8 and int4:
+        raise ConfigError("int8 and int4: ask for one of them")
+    return 8 if int8 else 4 if int4 else None
+
+
 def int8_description(twin: nn.Module, activations: str) -> str:
     """How an int8 twin computes, for logs and titles; ``activations``: the float precision between layers."""
+    if any(isinstance(m, Int4Linear) for m in twin.modules()):
+        return f"int4 weights in groups of {GROUP} (int8 where the inputs make no whole groups), {activations} activations"
     if any(getattr(m, "int8_activations", False) for m in twin.modules()):
         return f"int8 weights and int8 activations (a scale per token), {activations} between layers"
     return f"int8 weights, {activations} activations"

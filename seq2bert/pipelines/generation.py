@@ -37,6 +37,7 @@ def translate(
     max_source_length: int | None = None,
     draft=None,
     compile: bool = False,
+    int4: bool = False,
     **settings,
 ) -> str | list[str]:
     """Translations of ``texts`` (greedy, or beam search with ``decoding=Decoding(num_beams=5)`` or
@@ -45,7 +46,9 @@ def translate(
     model's int8 weight-only twin (int8 Linear weights, activations in bf16 where native, else fp32;
     models/weight_only.py). ``draft``: a smaller Transformer of the same vocabularies (a directory or a
     model), whose proposals the model checks (speculative decoding: the same translations greedily, in
-    fewer passes of the model; decoding/speculative.py); it runs in the model's precision. ``compile``: the
+    fewer passes of the model; decoding/speculative.py); it runs in the model's precision. ``int4``: by its
+    int4 twin (weights in groups of 32: faster than int8 for one sentence at a time, slower for a batch;
+    benchmarks/RESULTS.md). ``compile``: the
     model's decoder under torch.compile (loading.compiled: it compiles at the first call, then pays on
     many sentences).
     A string is one sentence (its translation, a string); an empty text translates to "". A source longer
@@ -69,6 +72,7 @@ def translate(
             max_source_length=max_source_length,
             draft=draft,
             compile=compile,
+            int4=int4,
         )[0]
     texts = text_list(texts, "translate: texts (a string, or a list of them)")
     kept = isinstance(checkpoint_or_model, (str, Path))
@@ -85,8 +89,8 @@ def translate(
     out: list[str] = [""] * len(texts)
     order = sorted((i for i in range(len(texts)) if texts[i].strip()), key=lambda i: len(texts[i]))
     with (
-        inference_precision(model, bf16, kept=kept, int8=int8, compile=compile) as net,
-        drafted(draft, ENCODER, bf16, int8) as small,
+        inference_precision(model, bf16, kept=kept, int8=int8, int4=int4, compile=compile) as net,
+        drafted(draft, ENCODER, bf16, int8, int4) as small,
     ):
         for b in range(0, len(order), batch_size):
             idx = order[b : b + batch_size]
@@ -99,7 +103,7 @@ def translate(
 
 
 @contextlib.contextmanager
-def drafted(draft, head, bf16: bool | str, int8: bool):
+def drafted(draft, head, bf16: bool | str, int8: bool, int4: bool = False):
     """The draft model of speculative decoding (a directory, a model or a (model, tokenizer) pair; None:
     none) in the precision its model runs in."""
     if draft is None:
@@ -107,7 +111,7 @@ def drafted(draft, head, bf16: bool | str, int8: bool):
         return
     kept = isinstance(draft, (str, Path))
     net = _load(draft, head)[0] if kept else draft[0] if isinstance(draft, tuple) else draft
-    with inference_precision(net, bf16, kept=kept, int8=int8) as small:
+    with inference_precision(net, bf16, kept=kept, int8=int8, int4=int4) as small:
         yield small
 
 
@@ -182,6 +186,7 @@ def generate(
     int8: bool = False,
     draft=None,
     compile: bool = False,
+    int4: bool = False,
     **settings,
 ) -> str | list[str]:
     """The continuation of each prompt by a language model directory (GPT, GPT-2, BERT with is_decoder; its
@@ -194,8 +199,8 @@ def generate(
     for the next call (pipelines/loading.py); it decodes in bf16 where the device computes bf16 natively
     (``bf16="auto"``, as ``translate``), in fp32 with ``bf16=False``; ``int8``: by its int8 weight-only twin
     (as ``translate``); ``draft``: a smaller language model of the same vocabulary (a directory or a model)
-    for speculative decoding, as ``translate``'s; ``compile``: the model's stack under torch.compile (as
-    ``translate``'s)."""
+    for speculative decoding, as ``translate``'s; ``compile``: the model's stack under torch.compile, and
+    ``int4``: its int4 twin (as ``translate``'s)."""
     from seq2bert.data.text_stream import TextStream
     from seq2bert.decoding.config import TEXT_DEFAULTS, GenerationConfig
     from seq2bert.decoding.config import settings as config_settings
@@ -225,9 +230,9 @@ def generate(
     order = sorted(range(len(rows)), key=lambda i: len(rows[i]))
     with (
         inference_precision(
-            net, bf16, kept=isinstance(model, (str, Path)), int8=int8, compile=compile
+            net, bf16, kept=isinstance(model, (str, Path)), int8=int8, int4=int4, compile=compile
         ) as run,
-        drafted(draft, "causal_lm", bf16, int8) as small,
+        drafted(draft, "causal_lm", bf16, int8, int4) as small,
     ):
         for b in range(0, len(order), batch_size):
             idx = order[b : b + batch_size]

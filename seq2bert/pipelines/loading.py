@@ -19,7 +19,7 @@ from seq2bert.errors import CheckpointError, UserError
 from seq2bert.io import read_json
 from seq2bert.models import quantized, registry
 from seq2bert.models.family import max_input_length
-from seq2bert.models.weight_only import int8_description, int8_twin
+from seq2bert.models.weight_only import int8_description, int8_twin, quantized_bits
 from seq2bert.precision import describe_device, use_bf16
 
 log = logging.getLogger("seq2bert.pipelines")
@@ -182,12 +182,18 @@ _COPYING = threading.Lock()  # serve's threads may ask for the same copy at once
 
 @contextlib.contextmanager
 def inference_precision(
-    net, bf16: bool | str = "auto", *, kept: bool = False, int8: bool = False, compile: bool = False
+    net,
+    bf16: bool | str = "auto",
+    *,
+    kept: bool = False,
+    int8: bool = False,
+    int4: bool = False,
+    compile: bool = False,
 ) -> Iterator:
     """The model a pipeline runs and the precision it computes in (a context that yields the model);
     ``compile`` (the decoding pipelines): that model with its decoding stack under torch.compile
     (``compiled``). The path taken is logged."""
-    with _precision(net, bf16, kept, int8) as chosen:
+    with _precision(net, bf16, kept, quantized_bits(int8, int4)) as chosen:
         if compile:
             chosen = compiled(chosen)
             _said(net, "its decoding stack under torch.compile")
@@ -222,7 +228,7 @@ def compiled(net: torch.nn.Module) -> torch.nn.Module:
 
 
 @contextlib.contextmanager
-def _precision(net, bf16: bool | str, kept: bool, int8: bool) -> Iterator:
+def _precision(net, bf16: bool | str, kept: bool, bits: int | None) -> Iterator:
     """The model a pipeline runs and the precision it computes in.
 
     bf16 when ``bf16`` is true (with a warning where the device only emulates it), or "auto" and the device
@@ -249,8 +255,8 @@ def _precision(net, bf16: bool | str, kept: bool, int8: bool) -> Iterator:
                 "bf16 with an int8 model: its quantised Linears take fp32 activations; computing in fp32"
             )
         use = False
-    if int8 and not quantized.is_quantized(net):
-        twin = int8_twin(net, torch.bfloat16 if use else torch.float32)
+    if bits and not quantized.is_quantized(net):
+        twin = int8_twin(net, torch.bfloat16 if use else torch.float32, bits)
         _said(net, int8_description(twin, "bf16" if use else "fp32"))
         yield twin
         return

@@ -112,7 +112,9 @@ class ServedModel:
         if not served.attends:
             served.pipelines = [p for p in pipelines if p != "attention"]
         if (int8 or compile) and "translate" in served.pipelines:
-            with served.decoder(compile=compile):  # the twins made now (a model with no stack to compile refuses)
+            with served.decoder(
+                compile=compile
+            ):  # the twins made now (a model with no stack to compile refuses)
                 pass
         return served
 

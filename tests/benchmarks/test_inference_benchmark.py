@@ -58,7 +58,8 @@ def test_the_gpt_parts_run_small(tmp_path):
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert "memory bandwidth" in out and "MiB read per step, bound" in out
-    for way in ("seq2bert fp32", "seq2bert default", "seq2bert int8 weights", "transformers fp32"):
+    ways = ("seq2bert fp32", "seq2bert default", "seq2bert int8 weights", "seq2bert int4 weights")
+    for way in (*ways, "transformers fp32"):
         assert f"greedy, {way}:" in out and f"beam 4, {way}:" in out
     assert "2/2 rows as seq2bert fp32" in out.split("greedy, transformers fp32:")[1].splitlines()[0]
     from tests.models.test_gpt_generate import CORPUS, tiny_directory

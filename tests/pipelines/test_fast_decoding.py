@@ -167,3 +167,31 @@ def test_serve_compile_makes_the_compiled_twin_when_it_loads(checkpoints):
         assert isinstance(net.decoder, torch._dynamo.eval_frame.OptimizedModule)
     with m30k.decoder() as (net, _, _):  # alignments and attention maps: the eager model
         assert not isinstance(net.decoder, torch._dynamo.eval_frame.OptimizedModule)
+
+
+# --- int4 weights (one input at a time: benchmarks/int8_kernels.py)
+
+
+def test_int4_decodes_with_the_int4_twin_everywhere_it_is_offered(checkpoints, capsys):
+    from seq2bert.models.weight_only import int8_twin
+    from seq2bert.nn.weight_only import Int4Linear
+
+    gpt = str(checkpoints["gpt"])
+    net, tok = registry.load(gpt, head="causal_lm")
+    twin = int8_twin(net, torch.float32, 4)
+    assert any(isinstance(m, Int4Linear) for m in twin.modules())
+    ids = torch.tensor([tok.ids_batch([PROMPTS[0]])[0]])
+    expected = twin.generate(ids, max_new_tokens=6)
+    assert torch.equal(net.generate(ids, max_new_tokens=6, int4=True), expected)
+    text = generate(PROMPTS[0], gpt, max_new_tokens=6, bf16=False, int4=True)
+    assert text == tok.decode(expected[0, ids.size(1) :].tolist())
+    run = str(checkpoints["translation"])
+    assert main(["translate", run, *SOURCES, "--int4", "--bf16", "false"]) == 0
+    assert capsys.readouterr().out.splitlines() == translate(run, SOURCES, bf16=False, int4=True)
+    assert main(["sample", gpt, "--prompt", "a", "--int4", "--max-new-tokens", "3"]) == 0
+
+
+def test_int8_and_int4_together_are_refused_in_one_line(checkpoints, capsys):
+    assert main(["generate", str(checkpoints["gpt"]), "a", "--max-new-tokens", "3", "--int8", "--int4"]) == 2
+    err = capsys.readouterr().err
+    assert "int8 and int4: ask for one of them" in err and "Traceback" not in err
