@@ -27,6 +27,10 @@ def translate(
     batch_size: int = 64,
     max_source_length: int | None = None,
     bf16: bool | str = "auto",
+    int8: bool = False,
+    int4: bool = False,
+    compile: bool = False,
+    draft=None,
     **settings,
 ) -> str | list[str]:
     """Translate ``texts`` (a string: one sentence) with the checkpoint at ``model``: greedy decoding, or beam
@@ -35,13 +39,23 @@ def translate(
     — GNMT's form here —, ``max_len_a``, ``max_len_b``, ``no_repeat_ngram_size``, …); sources truncated
     to ``max_source_length`` tokens (default: the model's positions, else 512), "" for an empty text. The
     model is loaded once and kept between calls; it decodes in bf16 where the CPU computes bf16 natively
-    (``bf16="auto"``), in fp32 with ``bf16=False``."""
+    (``bf16="auto"``), in fp32 with ``bf16=False``; ``int8``, ``int4``, ``compile`` and ``draft`` as
+    ``seq2bert.pipelines.translate`` takes them."""
     from seq2bert.decoding.generation import Decoding
     from seq2bert.pipelines import translate as _translate
 
     decoding = Decoding.of(**settings)
     return _translate(
-        model, texts, decoding=decoding, batch_size=batch_size, max_source_length=max_source_length, bf16=bf16
+        model,
+        texts,
+        decoding=decoding,
+        batch_size=batch_size,
+        max_source_length=max_source_length,
+        bf16=bf16,
+        int8=int8,
+        int4=int4,
+        compile=compile,
+        draft=draft,
     )
 
 

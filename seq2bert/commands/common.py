@@ -35,7 +35,7 @@ INT8_DECODING_HELP = (
 
 
 def add_int8_decoding_arg(p: argparse.ArgumentParser, help: str = INT8_DECODING_HELP) -> None:
-    """A decoding command's --int8: the model's int8 weight-only twin (models/weight_only.py)."""
+    """A decoding command's --int8: the model's int8 twin (models/weight_only.py)."""
     p.add_argument("--int8", action="store_true", help=help)
 
 

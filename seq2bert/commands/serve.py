@@ -110,8 +110,8 @@ def register(sub) -> None:
     p.add_argument(
         "--int8",
         action="store_true",
-        help="translate and generate decode with int8 weights (a scale per row; activations in bf16 where "
-        "native, else fp32)",
+        help="translate and generate decode with int8 weights (a scale per row; each token's inputs to those "
+        "layers int8 too where the CPU has VNNI/AMX; bf16 between the layers where native, else fp32)",
     )
     add_compile_arg(
         p,

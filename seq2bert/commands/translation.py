@@ -211,7 +211,9 @@ def cmd_translate(args: argparse.Namespace) -> int:
         model, tok = loaded(args.checkpoint)
         for i, text in enumerate(texts):
             try:  # in the precision translate decodes in (bf16 where native: the model's bf16-weights copy)
-                with inference_precision(model, BF16[args.bf16], kept=True, int8=args.int8) as net:
+                with inference_precision(
+                    model, BF16[args.bf16], kept=True, int8=args.int8, int4=args.int4
+                ) as net:
                     a = align(
                         net,
                         text,

@@ -176,8 +176,8 @@ class DecoderOnlyLM:
         ends when a new token completes one of them in its text (needs ``tokenizer``, as transformers' does;
         seq2bert/decoding/stopping.py). ``streamer``: called after every step with the tokens (B,) just
         chosen — greedy or sampling only. Without ``attention_mask`` the mask is inferred as transformers
-        infers it (``inferred_attention_mask``). ``int8``: decoded by the model's int8 weight-only twin
-        (models/weight_only.py: int8 Linear weights and LM head, activations in the model's dtype), made once
+        infers it (``inferred_attention_mask``). ``int8``: decoded by the model's int8 twin
+        (models/weight_only.py: int8 Linear weights and LM head, their inputs int8 where the CPU has VNNI/AMX, activations between them in the model's dtype), made once
         and kept until the weights change; ``int4``: by its int4 twin (weights in groups of 32: faster for one
         prompt, slower for a batch; benchmarks/RESULTS.md). ``draft``: a smaller language model of the same vocabulary for
         speculative decoding (seq2bert/decoding/speculative.py): greedy decoding's tokens or sampling's

@@ -243,8 +243,8 @@ class EncoderDecoder(SavePretrained, nn.Module):
         transformers' ``top_k=50`` by default: greedy for one beam, else beam search with transformers'
         length penalty (score / |Y|^length_penalty), or another strategy (seq2bert/decoding/strategies.py);
         at most ``max_new_tokens`` tokens, the last of them the config's ``forced_eos_token_id`` when it has
-        one (Marian's). ``int8``: decoded by the model's int8 weight-only twin (models/weight_only.py: int8
-        Linear weights, activations in the model's dtype), made once and kept until the weights change;
+        one (Marian's). ``int8``: decoded by the model's int8 twin (models/weight_only.py: int8
+        Linear weights, their inputs int8 where the CPU has VNNI/AMX, activations between them in the model's dtype), made once and kept until the weights change;
         ``int4``: by its int4 twin (weights in groups of 32: faster for one sentence, slower for a batch).
         ``draft``: a smaller model of the same vocabulary (a Transformer) for speculative decoding
         (seq2bert/decoding/speculative.py): greedy decoding's tokens or sampling's distribution.

@@ -68,7 +68,9 @@ def quantized_bits(int8: bool, int4: bool) -> int | None:
 def int8_description(twin: nn.Module, activations: str) -> str:
     """How an int8 twin computes, for logs and titles; ``activations``: the float precision between layers."""
     if any(isinstance(m, Int4Linear) for m in twin.modules()):
-        return f"int4 weights in groups of {GROUP} (int8 where the inputs make no whole groups), {activations} activations"
+        some_int8 = any(isinstance(m, Int8Linear) for m in twin.modules())
+        rest = " (int8 where the inputs make no whole groups)" if some_int8 else ""
+        return f"int4 weights in groups of {GROUP}{rest}, {activations} activations"
     if any(getattr(m, "int8_activations", False) for m in twin.modules()):
         return f"int8 weights and int8 activations (a scale per token), {activations} between layers"
     return f"int8 weights, {activations} activations"

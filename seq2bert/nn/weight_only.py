@@ -209,7 +209,9 @@ class Int4Linear(nn.Module):
             pad[..., 0] = 1.0
             scales = torch.cat([scales, pad], 1)
         self.register_buffer("codes", q.to(torch.uint8))  # (rows, in): for the fallback and for tests
-        self.register_buffer("packed", torch.ops.aten._convert_weight_to_int4pack_for_cpu(q, 1))
+        # torch's packing is a CPU operator: packed there (another device computes from the codes)
+        packed = torch.ops.aten._convert_weight_to_int4pack_for_cpu(q.cpu(), 1).to(q.device)
+        self.register_buffer("packed", packed)
         self.register_buffer("scales", scales)  # (in / group, rows, 2), in the activations' dtype
         self.register_buffer("bias", bias)
 

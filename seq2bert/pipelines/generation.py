@@ -43,7 +43,7 @@ def translate(
     """Translations of ``texts`` (greedy, or beam search with ``decoding=Decoding(num_beams=5)`` or
     ``num_beams=5``: ``settings`` are GenerationConfig's, seq2bert/decoding/config.py, over the recipes'
     ``Decoding``) by a checkpoint (path) or a loaded model with its tokenizer; ``int8``: decoded by the
-    model's int8 weight-only twin (int8 Linear weights, activations in bf16 where native, else fp32;
+    model's int8 twin (int8 Linear weights, their inputs int8 where the CPU has VNNI/AMX; activations in bf16 where native, else fp32;
     models/weight_only.py). ``draft``: a smaller Transformer of the same vocabularies (a directory or a
     model), whose proposals the model checks (speculative decoding: the same translations greedily, in
     fewer passes of the model; decoding/speculative.py); it runs in the model's precision. ``int4``: by its
@@ -197,7 +197,7 @@ def generate(
     of length. ``on_text``: called with each piece of text as it is generated (complete characters only,
     seq2bert/data/text_stream.py) — one prompt, one beam. The model of a directory is loaded once and kept
     for the next call (pipelines/loading.py); it decodes in bf16 where the device computes bf16 natively
-    (``bf16="auto"``, as ``translate``), in fp32 with ``bf16=False``; ``int8``: by its int8 weight-only twin
+    (``bf16="auto"``, as ``translate``), in fp32 with ``bf16=False``; ``int8``: by its int8 twin
     (as ``translate``); ``draft``: a smaller language model of the same vocabulary (a directory or a model)
     for speculative decoding, as ``translate``'s; ``compile``: the model's stack under torch.compile, and
     ``int4``: its int4 twin (as ``translate``'s)."""

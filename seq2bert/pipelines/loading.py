@@ -215,7 +215,7 @@ def compiled(net: torch.nn.Module) -> torch.nn.Module:
         if net not in _COMPILED:
             name = next((n for n in STACKS if isinstance(getattr(net, n, None), torch.nn.Module)), None)
             stack = None if name is None else getattr(net, name)
-            if stack is None or any(isinstance(m, torch.nn.RNNBase) for m in stack.modules()):
+            if stack is None or not _transformer_stack(stack):
                 raise UserError(
                     f"--compile: {type(net).__name__} has no Transformer decoding stack to compile "
                     "(a Transformer's or a GPT's)"
@@ -225,6 +225,17 @@ def compiled(net: torch.nn.Module) -> torch.nn.Module:
             twin._modules[name] = torch.compile(stack, dynamic=True)
             _COMPILED[net] = twin
         return _COMPILED[net]
+
+
+def _transformer_stack(stack: torch.nn.Module) -> bool:
+    """Whether ``stack`` is a Transformer's: multi-head attention, no recurrent layer or cell."""
+    from seq2bert.nn.multihead import MultiHeadAttention
+
+    recurrent = (torch.nn.RNNBase, torch.nn.RNNCellBase)
+    modules = list(stack.modules())
+    return any(isinstance(m, MultiHeadAttention) for m in modules) and not any(
+        isinstance(m, recurrent) for m in modules
+    )
 
 
 @contextlib.contextmanager

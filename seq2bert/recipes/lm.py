@@ -586,8 +586,9 @@ def evaluate_lm(
     (pretrained on blocks of its text) reads windows of ``bptt`` tokens sliding by half a window, each token
     scored once with at least half a window of context (``evaluate_windows``).
 
-    ``bits`` 8 or 4: the model's weight-only int8 / int4 twin (models/weight_only.py; fp32 activations), what
-    decoding with ``--int8`` reads — the perplexity it costs."""
+    ``bits`` 8 or 4: the model's int8 / int4 twin (models/weight_only.py; fp32 between the layers, and each
+    token's inputs to the int8 layers int8 where the CPU has VNNI/AMX), what decoding with ``--int8`` /
+    ``--int4`` reads — the perplexity it costs."""
     import tempfile
 
     model, tok = registry.load(checkpoint, head="causal_lm", device=device)

@@ -84,7 +84,7 @@ class ServedModel:
     pipelines: list[str] = field(default_factory=list)
     pair: tuple | None = None  # an encoder-decoder's (model, tokenizer), loaded once
     attends: bool = True  # whether the model has attention weights to show (a Seq2Seq, a BiLSTM: no)
-    int8: bool = False  # translate and generate decode with the model's int8 weight-only twin
+    int8: bool = False  # translate and generate decode with the model's int8 twin (models/weight_only.py)
     draft: str | None = None  # translate and generate decode speculatively with this draft directory
     compile: bool = False  # translate and generate decode with the decoding stack under torch.compile
 
@@ -111,11 +111,12 @@ class ServedModel:
                     served.attends = attends(loading._base(net))
         if not served.attends:
             served.pipelines = [p for p in pipelines if p != "attention"]
+        # the twins made now, not by the first request; a model with no stack to compile is refused now
         if (int8 or compile) and "translate" in served.pipelines:
-            with served.decoder(
-                compile=compile
-            ):  # the twins made now (a model with no stack to compile refuses)
+            with served.decoder(compile=compile):
                 pass
+        if compile and "generate" in served.pipelines:
+            loading.compiled(loading._load(str(directory), HEADS["generate"])[0])
         return served
 
     def drafted_by(self, draft: str) -> None:

@@ -140,11 +140,11 @@ def test_a_compiled_twin_shares_the_weights_and_leaves_the_model_as_it_was(check
 
 def test_compile_refuses_a_model_without_a_transformer_stack():
     class Recurrent(nn.Module):
-        def __init__(self):
+        def __init__(self, cell):
             super().__init__()
-            self.decoder = nn.LSTM(4, 4)
+            self.decoder = cell
 
-    for net in (Recurrent(), nn.Linear(2, 2)):
+    for net in (Recurrent(nn.LSTM(4, 4)), Recurrent(nn.GRUCell(4, 4)), nn.Linear(2, 2)):
         with pytest.raises(UserError, match="no Transformer decoding stack to compile"):
             loading.compiled(net)
 
@@ -153,7 +153,9 @@ def test_compile_refuses_a_model_without_a_transformer_stack():
 def test_the_compiled_stack_decodes_as_the_eager_model(checkpoints, capsys):
     """Compiles a tiny Transformer's decoder and a tiny GPT-2's stack (about a minute)."""
     run, gpt = str(checkpoints["translation"]), str(checkpoints["gpt"])
+    graphs = torch._dynamo.utils.counters["stats"]["unique_graphs"]
     assert translate(run, SOURCES, bf16=False, compile=True) == translate(run, SOURCES, bf16=False)
+    assert torch._dynamo.utils.counters["stats"]["unique_graphs"] > graphs  # compiled, not eager
     plain = generate(PROMPTS, gpt, max_new_tokens=6, bf16=False)
     assert generate(PROMPTS, gpt, max_new_tokens=6, bf16=False, compile=True) == plain
     assert main(["generate", gpt, *PROMPTS, "--max-new-tokens", "6", "--bf16", "false", "--compile"]) == 0
@@ -161,8 +163,9 @@ def test_the_compiled_stack_decodes_as_the_eager_model(checkpoints, capsys):
 
 
 def test_serve_compile_makes_the_compiled_twin_when_it_loads(checkpoints):
+    before = len(loading._COMPILED)
     m30k = ServedModel.load("m30k", checkpoints["translation"], compile=True)
-    assert m30k.compile
+    assert m30k.compile and len(loading._COMPILED) == before + 1  # made by the load, not a request
     with m30k.decoder(compile=True) as (net, _, _):
         assert isinstance(net.decoder, torch._dynamo.eval_frame.OptimizedModule)
     with m30k.decoder() as (net, _, _):  # alignments and attention maps: the eager model
