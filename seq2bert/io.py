@@ -34,23 +34,32 @@ def umask_mode(bits: int = 0o666) -> int:
     return bits & ~mask
 
 
-def atomic_write_text(path: str | Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same folder and an atomic rename; the file
-    ends with the mode of any other file the user writes (``umask_mode``)."""
+@contextlib.contextmanager
+def atomic_open(path: str | Path, mode: str = "wb"):
+    """A file to write (``mode`` "wb" or "w": UTF-8 text) that replaces ``path`` when the block ends: a
+    temporary file in the same folder, renamed into place, with the mode of any other file the user writes
+    (``umask_mode``); on failure nothing is left and an OSError names ``path``, never the temporary file."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         os.fchmod(fd, umask_mode())
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+        with os.fdopen(fd, mode, **({"encoding": "utf-8"} if "b" not in mode else {})) as f:
+            yield f
         os.replace(tmp, path)
     except BaseException as e:
         if os.path.exists(tmp):
             os.unlink(tmp)
-        if isinstance(e, OSError) and e.errno is not None:  # the user's file, never the temporary one
+        if isinstance(e, OSError) and e.errno is not None:
             raise OSError(e.errno, e.strerror, str(path)) from None
         raise
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in the same folder and an atomic rename
+    (``atomic_open``)."""
+    with atomic_open(path, "w") as f:
+        f.write(text)
 
 
 def write_json(path: str | Path, data: Any) -> None:

@@ -100,16 +100,29 @@ def add_config_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--config", metavar="FILE", help="a YAML or JSON run configuration (see `seq2bert config`)"
     )
+    add_set_arg(p, "train.lr=3e-4")
+    p.add_argument("--task", help="built-in synthetic task: copy, reverse, sort or lang (sets data.task)")
+    add_data_dir_args(p)
+
+
+def add_set_arg(p: argparse.ArgumentParser, example: str) -> None:
+    """--set KEY=VALUE, repeatable (``example``: one such override, for the help)."""
     p.add_argument(
         "--set",
         dest="overrides",
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="override one config key, dotted, e.g. --set train.lr=3e-4 (repeatable)",
+        help=f"override one config key, dotted, e.g. --set {example} (repeatable)",
     )
-    p.add_argument("--task", help="built-in synthetic task: copy, reverse, sort or lang (sets data.task)")
-    add_data_dir_args(p)
+
+
+def add_run_args(p: argparse.ArgumentParser, example: str) -> None:
+    """A training command's --config, --set (``example``: one key=value), --out and --resume."""
+    p.add_argument("--config", metavar="FILE", help="a YAML or JSON configuration")
+    add_set_arg(p, example)
+    p.add_argument("--out", required=True, help="run directory")
+    p.add_argument("--resume", action="store_true", help="continue from the last checkpoint in --out")
 
 
 def load_config(cls: type, args: argparse.Namespace, overrides: list[str] = (), defaults=None):

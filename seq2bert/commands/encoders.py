@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from seq2bert.commands.common import BF16, add_bf16_arg, add_model_arg, load_config, stdin_lines
+from seq2bert.commands.common import BF16, add_bf16_arg, add_model_arg, add_set_arg, load_config, stdin_lines
 from seq2bert.errors import UserError
 
 
@@ -48,12 +48,20 @@ def cmd_finetune(args: argparse.Namespace) -> int:
     features = (
         replace(cfg.features, path=str(Path(args.features).resolve())) if args.features else cfg.features
     )
+    vectors = cfg.vectors
+    if args.vectors:
+        vectors = replace(
+            vectors, path=str(Path(args.vectors).resolve()), freeze=vectors.freeze or args.freeze_vectors
+        )
+    elif args.freeze_vectors:
+        raise UserError("--freeze-vectors: give the vectors (--vectors DIR)")
     cfg = replace(
         cfg,
         data=data,
         init=registry.as_given(args.init) if args.init else cfg.init,
         random_init=cfg.random_init or args.random_init,
         features=features,
+        vectors=vectors,
     )
     row = finetune(cfg, args.out, resume=args.resume)
     print(format_table([row], task_columns([row])))
@@ -361,14 +369,7 @@ def register(sub) -> None:
     )
     p.add_argument("files", nargs="*", help="text files, or folders of *.txt files")
     p.add_argument("--config", metavar="FILE", help="a YAML or JSON pretraining configuration")
-    p.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override one config key, e.g. --set model.num_hidden_layers=4 (repeatable)",
-    )
+    add_set_arg(p, "model.num_hidden_layers=4")
     p.add_argument(
         "--init",
         metavar="MODEL",
@@ -446,6 +447,17 @@ def register(sub) -> None:
         help="with --model: a frozen encoder (ELMo, BERT) whose layers "
         "the model reads beside its embeddings (sets features.path; features.layers=mix|last|"
         "sum_last_four)",
+    )
+    p.add_argument(
+        "--vectors",
+        metavar="DIR",
+        help="with --model bilstm: static word vectors its word embeddings start from (a train-vectors run, "
+        "a word2vec / GloVe / fastText checkpoint or a published vectors file; sets vectors.path)",
+    )
+    p.add_argument(
+        "--freeze-vectors",
+        action="store_true",
+        help="keep the --vectors as they are (sets vectors.freeze; default: the task tunes them)",
     )
     add_user_file_args(p)
     p.add_argument("--out", required=True, help="run directory")

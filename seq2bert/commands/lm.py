@@ -15,6 +15,7 @@ from seq2bert.commands.common import (
     add_int4_decoding_arg,
     add_int8_decoding_arg,
     add_model_arg,
+    add_run_args,
     generation_settings,
     load_config,
 )
@@ -190,17 +191,7 @@ def register(sub) -> None:
         metavar="MODEL",
         help="continue this language model (a train-lm run or checkpoint) with its own vocabulary (sets init)",
     )
-    p.add_argument("--config", metavar="FILE", help="a YAML or JSON configuration")
-    p.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override one config key, e.g. --set model.cell=gru (repeatable)",
-    )
-    p.add_argument("--out", required=True, help="run directory")
-    p.add_argument("--resume", action="store_true", help="continue from the last checkpoint in --out")
+    add_run_args(p, "model.cell=gru")
     p.set_defaults(func=cmd_train_lm)
 
     p = sub.add_parser("sample", help="continue a prompt with a language model (sampling with a temperature)")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from seq2bert.commands.common import add_model_arg, load_config
+from seq2bert.commands.common import add_model_arg, add_set_arg, load_config
 from seq2bert.errors import UserError
 
 
@@ -210,14 +210,7 @@ def register(sub) -> None:
     p.add_argument("--out", required=True, help="run directory")
     p.add_argument("--resume", action="store_true", help="continue a killed run from its last checkpoint")
     p.add_argument("--config", metavar="FILE", help="a YAML or JSON distillation configuration")
-    p.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override one config key, e.g. --set student.num_hidden_layers=3 --set loss.temperature=4",
-    )
+    add_set_arg(p, "student.num_hidden_layers=3 --set loss.temperature=4")
     p.set_defaults(func=cmd_distill)
 
     p = sub.add_parser(

@@ -29,6 +29,8 @@ the family, never a family's name:
     presets          named sizes: {"mini": a function returning the config} (`seq2bert pretrain` starts a
                      family at its "mini" when model.model_type switches to it)
     stream_lm        `seq2bert train-lm` trains it on a token stream (recipes/lm.py: the RNN LM, ELMo)
+    word_vectors     one static vector per word, trained by `seq2bert train-vectors` (recipes/vectors.py:
+                     word2vec, GloVe, fastText); its tokenizer is the vocabulary with counts (word_counts.txt)
     text_inputs, default_layer   how the pipelines feed its base model texts and which layer they read
     kind             "encoder", "encoder-decoder" or "decoder": how its attention is shown and used
     base_model_prefix  the attribute under which a head model keeps the bare model ("bert"; "" for none)
@@ -123,6 +125,7 @@ class Family:
     span_boundaries: bool = False
     presets: dict[str, Callable[[], Any]] = field(default_factory=dict)
     stream_lm: bool = False
+    word_vectors: bool = False  # static word vectors `seq2bert train-vectors` trains (recipes/vectors.py)
     # (files, vocab_size) → the tokenizer a pretraining run trains when none is given; None: data/tokenization's
     # kind ``tokenizer`` (RoBERTa's: a byte-level BPE with its own specials; ALBERT's: a SentencePiece unigram)
     train_tokenizer: Callable[[list[Path], int], Any] | None = None

@@ -32,6 +32,8 @@ from seq2bert.models.distilbert.pretrained import FAMILY as DISTILBERT
 from seq2bert.models.electra.pretrained import FAMILY as ELECTRA
 from seq2bert.models.elmo.model import FAMILY as ELMO
 from seq2bert.models.family import FAMILIES, Family, families, family_of, get, register
+from seq2bert.models.fasttext.model import FAMILY as FASTTEXT
+from seq2bert.models.glove.model import FAMILY as GLOVE
 from seq2bert.models.gpt.pretrained import GPT2, OPENAI_GPT
 from seq2bert.models.hub import as_given, local_path
 from seq2bert.models.mobilebert.pretrained import FAMILY as MOBILEBERT
@@ -45,6 +47,7 @@ from seq2bert.models.spanbert.pretrained import FAMILY as SPANBERT
 from seq2bert.models.transformer.config import TransformerConfig
 from seq2bert.models.transformer.marian import FAMILY as MARIAN
 from seq2bert.models.transformer.model import Transformer
+from seq2bert.models.word2vec.model import FAMILY as WORD2VEC
 
 __all__ = [
     "FAMILIES",
@@ -98,6 +101,9 @@ for _family in (
     ELMO,
     OPENAI_GPT,
     GPT2,
+    WORD2VEC,
+    GLOVE,
+    FASTTEXT,
 ):
     register(_family)
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from seq2bert.data.word_corpus import words_of
 from seq2bert.errors import CheckpointError, UserError
 from seq2bert.models import registry
 from seq2bert.models.family import max_input_length
@@ -151,6 +152,12 @@ def embed(
     loading.inference_precision: a directory's model as a bf16-weights copy, a model passed in under
     autocast)."""
     texts = text_list(texts, "embed: texts")
+    static = static_vectors(model)
+    if static is not None:  # one vector per word: the text's the mean of its words'
+        vectors = torch.stack(
+            [static_lookup(static, words_of(t, False), skip_unknown=True).mean(0) for t in texts]
+        )
+        return F.normalize(vectors, dim=-1) if normalize else vectors
     net, tok, directory = _load(model, ENCODER, int8)
     encoder = encoder_of(net, model, "embed")
     pooling, normalized = sentence_modules(directory)
@@ -178,12 +185,56 @@ def embed(
     return F.normalize(vectors, dim=-1) if normalize else vectors
 
 
+def static_vectors(model):
+    """The static word vectors at ``model`` — a train-vectors run, a word2vec / GloVe / fastText checkpoint, a
+    file of published vectors — as (WordVectors, their model or None); None for any other model."""
+    if not isinstance(model, (str, Path)):
+        return None
+    from seq2bert.models.static_vectors import VECTORS_FILE, word_vectors_at
+
+    p = Path(model)
+    if p.is_file() or (p / VECTORS_FILE).is_file():
+        return word_vectors_at(p)
+    if (p / "config.json").is_file() and registry.family_at(p).word_vectors:
+        return word_vectors_at(p)
+    return None
+
+
+def static_lookup(static, words: list[str], skip_unknown: bool = False) -> torch.Tensor:
+    """(n, d) the vectors of ``words``, each as it is or else lower-cased; fastText composes the ones it
+    never saw; a word the vectors lack is left out (``skip_unknown``) or an error naming it."""
+    wv, model = static
+    rows = []
+    for w in words:
+        found = wv.index.get(w, wv.index.get(w.lower()))
+        if found is not None:
+            rows.append(wv.vectors[found])
+            continue
+        made = model.vectors_for([w.lower()])[0][0] if model is not None else None
+        if (made is None or not float(made.norm())) and skip_unknown:
+            continue
+        if made is None or not float(made.norm()):
+            raise UserError(f"{w!r} is not in the vectors' vocabulary ({len(wv.words):,} words)")
+        rows.append(made.float())
+    if not rows:
+        raise UserError(
+            f"no word of {' '.join(words)[:60]!r} has a vector (static vectors average a text's words)"
+        )
+    return torch.stack(rows)
+
+
 @torch.no_grad()
 def word_vectors(texts: list[str], word: str, model, *, layer: int | str | None = None) -> torch.Tensor:
     """The contextual vector (averaged over its WordPieces) of the first occurrence of ``word`` in each
     text: (n, hidden), at ``layer`` (as ``embed``'s). The same word in different contexts gets different
     vectors — the point of contextual embeddings ("bank" of a river and of money)."""
     texts, word = text_list(texts, "word_vectors: texts"), one_text(word, "word_vectors: word")
+    static = static_vectors(model)
+    if static is not None:  # word2vec, GloVe, fastText: one vector for every sense, whatever the text
+        for text in texts:
+            if word.lower() not in (w.lower() for w in words_of(text, False)):
+                raise UserError(f"word_vectors: {word!r} is not in {text!r}")
+        return static_lookup(static, [word]).expand(len(texts), -1).clone()
     net, tok, _ = _load(model, ENCODER)
     encoder = encoder_of(net, model, "word_vectors")
     spelled = registry.family_of(encoder).text_inputs is not None  # a model that reads words, spelled

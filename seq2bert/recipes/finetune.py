@@ -66,6 +66,7 @@ from seq2bert.recipes.scoring import (
     write_predictions,
 )
 from seq2bert.recipes.scratch import (
+    VectorsInitConfig,
     VocabConfig,
     batch_of,
     cache_word_layers,
@@ -73,6 +74,7 @@ from seq2bert.recipes.scratch import (
     new_model,
     reads_features,
     reads_words,
+    starts_from_lm,
 )
 from seq2bert.recipes.sentence_embedding import EmbeddingConfig, dropout_overrides, train_embeddings
 from seq2bert.tasks import registry as task_registry
@@ -131,6 +133,7 @@ class FinetuneConfig:
     model_config: dict[str, Any] = field(default_factory=dict)
     vocab: VocabConfig = field(default_factory=VocabConfig)
     features: FeaturesConfig = field(default_factory=FeaturesConfig)  # path: a frozen encoder's features
+    vectors: VectorsInitConfig = field(default_factory=VectorsInitConfig)  # path: static word vectors
     warmup_ratio: float = 0.1  # of all steps, when train.warmup_steps is 0
     # None: the checkpoint's own (BERT: 0.1). On a CPU, P_drop on the attention weights keeps torch from its
     # fused attention kernel: up to 2.25x the step time at 256 tokens (benchmarks/RESULTS.md)
@@ -160,7 +163,7 @@ class FinetuneConfig:
                 raise ConfigError(
                     "model: the sentence-embedding task trains a pretrained encoder; give --init DIR"
                 )
-        if self.init and self.model:
+        if self.init and self.model and not starts_from_lm(self.model):
             raise ConfigError(
                 "init and model: give one (--init DIR fine-tunes a checkpoint, --model TYPE "
                 "trains a model from random weights)"
@@ -171,7 +174,10 @@ class FinetuneConfig:
                 registry.get(self.model).architecture_for(self.data.spec.head)
             except KeyError as e:
                 raise ConfigError(f"model: {e.args[0]}") from None
-            for name in ("random_init", *dropout_overrides(self)):
+            # random_init with a language model (--init): its tokenizer and shape, fresh weights (Dai & Le's
+            # baseline at an equal budget)
+            settings = ("random_init",) if not (self.init and starts_from_lm(self.model)) else ()
+            for name in (*settings, *dropout_overrides(self)):
                 if getattr(self, name) not in (False, None):
                     raise ConfigError(f"{name}: a setting of --init; for --model set model_config.<field>")
         elif self.model_config:
@@ -184,6 +190,10 @@ class FinetuneConfig:
             readers = [t for t in registry.FAMILIES if reads_features(t)]
             raise ConfigError(
                 f"features: read by a model trained from scratch (--model {' or '.join(readers)})"
+            )
+        if self.vectors.path and not self.model:
+            raise ConfigError(
+                "vectors: the word embeddings of a model trained from scratch start from them (--model bilstm)"
             )
         if self.train.lora.r and (self.model or self.random_init):
             raise ConfigError(
@@ -260,7 +270,7 @@ def finetune(
     seed_everything(cfg.train.seed)
     id2label = task.id2label(train_examples + dev_examples, data)
     if cfg.model:  # random weights, a tokenizer trained on the training texts (recipes/scratch.py)
-        model, tok = new_model(
+        model, tok, found_vectors = new_model(
             cfg.model,
             cfg.model_config,
             cfg.vocab,
@@ -271,9 +281,13 @@ def finetune(
             problem_type=task.problem_type,
             features=cfg.features,
             resume_from=ckpt.latest_checkpoint(out_dir) if resume else None,
+            vectors=cfg.vectors,
+            lm=cfg.init,
+            lm_weights=not cfg.random_init,
         )
         new = []
     else:
+        found_vectors = {}
         model, tok, new = init_task_model(
             family,
             cfg.init,
@@ -384,8 +398,13 @@ def finetune(
     last = result.last_checkpoint
     row = {
         "task": data.task,
-        "init": "random" if cfg.random_init or cfg.model else cfg.init,
+        "init": "random" if cfg.random_init or (cfg.model and not cfg.init) else cfg.init,
         **({"model": cfg.model} if cfg.model else {}),
+        **(
+            {"vectors": cfg.vectors.path, "vectors_frozen": cfg.vectors.freeze, **found_vectors}
+            if found_vectors
+            else {}
+        ),
         "params": count_parameters(model),
         "trainable_parameters": trainable,
         **({"lora": lora_run.settings(lora) | {"dropout": lora.dropout}} if lora.r else {}),

@@ -50,6 +50,19 @@ class VocabConfig:
         self.validate()
 
 
+@dataclass
+class VectorsInitConfig:
+    """Static word vectors the word embeddings of a model from scratch start from (``--vectors``): a
+    train-vectors run, a checkpoint of word2vec / GloVe / fastText, or a published file (word2vec text or
+    binary, GloVe text). Each word of the task's vocabulary takes its vector — looked up as it is, else
+    lower-cased; fastText composes one for a word it never saw from its n-grams — and the rest ([UNK], the
+    special tokens, words the vectors lack) keep their random start. The embedding width becomes the
+    vectors'. ``freeze``: the vectors stay as they are (the feature-based use), else the task tunes them."""
+
+    path: str = ""
+    freeze: bool = False
+
+
 TASK_HEADS = set(HEADS)  # the fine-tuning shapes (tasks/task.py)
 
 
@@ -74,6 +87,12 @@ def training_texts(task: Task, examples: Iterable) -> Iterator[str]:
         yield from task.texts(e)
 
 
+def starts_from_lm(model: str) -> bool:
+    """Whether family ``model`` can start from a recurrent language model (``--init`` with ``--model``: a
+    config with ``bidirectional``, the BiLSTM's)."""
+    return "bidirectional" in registry.get(model).config_class.__dataclass_fields__
+
+
 def reads_features(model: str) -> bool:
     """Whether family ``model`` can read a frozen encoder's features (its config has ``features``)."""
     return "features" in registry.get(model).config_class.__dataclass_fields__
@@ -83,8 +102,14 @@ def features_encoder(path: str, model: str) -> tuple[nn.Module, Any]:
     """The frozen encoder whose layers ``model`` reads, and its tokenizer: the bare model of a checkpoint of
     an encoder family (ELMo, BERT, …) other than ``model``'s own."""
     family = registry.family_at(path)
+    if family.word_vectors:
+        raise ConfigError(f"features: {path} holds static word vectors: give them as --vectors")
     if family.kind != "encoder" or family.model_type == model or "base" not in family.heads:
-        encoders = [t for t, f in registry.FAMILIES.items() if f.kind == "encoder" and t != model]
+        encoders = [
+            t
+            for t, f in registry.FAMILIES.items()
+            if f.kind == "encoder" and t != model and not f.word_vectors
+        ]
         raise ConfigError(
             f"features: {path} is a {family.model_type} checkpoint; the features come from an "
             f"encoder ({', '.join(encoders)})"
@@ -93,6 +118,88 @@ def features_encoder(path: str, model: str) -> tuple[nn.Module, Any]:
     if tok is None:
         raise CheckpointError(f"{path}: no tokenizer (the features encoder reads the words with its own)")
     return encoder, tok
+
+
+def recurrent_lm(path: str) -> tuple[nn.Module, Tokenizer]:
+    """The LSTM language model of a train-lm run or checkpoint, and its tokenizer."""
+    family = registry.family_at(path)
+    if family.model_type != "rnn-lm":
+        raise ConfigError(
+            f"init: {path} is a {family.model_type} checkpoint; a model from scratch (--model) starts from a "
+            "recurrent language model of train-lm (an LSTM), or from nothing"
+        )
+    model, tok = registry.load(path, head="causal_lm")
+    if model.config.cell != "lstm":
+        raise ConfigError(
+            f"init: {path} is a {model.config.cell} language model; the BiLSTM starts from an LSTM"
+        )
+    if tok is None:
+        raise CheckpointError(f"{path}: no tokenizer in the checkpoint")
+    return model, tok
+
+
+def lm_shape(config, overrides: dict[str, Any]) -> dict[str, Any]:
+    """The fields of a model from scratch that the language model fixes: its sizes, and one direction."""
+    shape = {
+        "embedding_dim": config.embedding_dim,
+        "hidden_size": config.hidden_size,
+        "num_layers": config.num_layers,
+        "bidirectional": False,
+    }
+    for key, value in shape.items():
+        if key in overrides and overrides[key] != value:
+            raise ConfigError(
+                f"model_config.{key}: {overrides[key]}, but the language model it starts from has {value}"
+            )
+    return shape
+
+
+@torch.no_grad()
+def copy_lm_weights(net: nn.Module, lm: nn.Module) -> None:
+    """Dai & Le (2015, Sect. 2): "the weights of the LSTM are initialised with the weights of the language
+    model" — its embedding matrix and every layer of the LSTM into the classifier's (the LM's softmax
+    layer stays behind; the classifier's head starts new)."""
+    base = registry.family_of(net).base_model(net)
+    base.embeddings.weight.copy_(lm.embed.weight)
+    ours, theirs = base.lstm.rnn.state_dict(), lm.rnn.rnn.state_dict()
+    if ours.keys() != theirs.keys():
+        raise ConfigError("init: the language model's LSTM does not fit the classifier's")
+    base.lstm.rnn.load_state_dict(theirs)
+
+
+def word_table(net: nn.Module) -> nn.Embedding:
+    """The word embedding table of a model from scratch (the BiLSTM's E)."""
+    table = getattr(registry.family_of(net).base_model(net), "embeddings", None)
+    if not isinstance(table, nn.Embedding):
+        raise ConfigError(
+            f"vectors: a {net.config.model_type} model has no word embedding table for them (--model bilstm)"
+        )
+    return table
+
+
+@torch.no_grad()
+def init_from_vectors(net: nn.Module, tok: Tokenizer, vectors: VectorsInitConfig, wv, source) -> dict:
+    """Copy the vectors ``wv`` (data/vector_files.py WordVectors; ``source`` their model, when there is one:
+    fastText's composes the words it never saw) into ``net``'s word embeddings at each word of ``tok``; returns
+    how many of the vocabulary's words found one."""
+    table = word_table(net)
+    vocab = tok.backend.get_vocab()
+    specials = set(SPECIAL_TOKENS)
+    words = sorted((i, w) for w, i in vocab.items() if w not in specials)
+    index = wv.index
+    found = {i: index.get(w, index.get(w.lower())) for i, w in words}
+    rows = [i for i, j in found.items() if j is not None]
+    table.weight[rows] = wv.vectors[[found[i] for i in rows]].to(table.weight)
+    composed = 0
+    missing = [(i, w.lower()) for i, w in words if found[i] is None]
+    if source is not None and missing:  # fastText: the n-grams of a word it never saw
+        made, _ = source.vectors_for([w for _, w in missing])
+        some = made.norm(dim=-1) > 0
+        ids = [i for (i, _), ok in zip(missing, some.tolist(), strict=True) if ok]
+        table.weight[ids] = made[some].to(table.weight)
+        composed = len(ids)
+    table.weight.requires_grad_(not vectors.freeze)
+    return {"vectors_found": len(rows), "vectors_composed": composed, "vocabulary_words": len(words)}
 
 
 def new_model(
@@ -107,12 +214,24 @@ def new_model(
     problem_type: str | None,
     resume_from: Path | None = None,
     features: Any = None,
-) -> tuple[nn.Module, Tokenizer]:
+    vectors: VectorsInitConfig | None = None,
+    lm: str = "",
+    lm_weights: bool = True,
+) -> tuple[nn.Module, Tokenizer, dict]:
     """A model of family ``model`` (``architecture``) with random weights, and a tokenizer trained on the
     training ``examples`` — or read from ``resume_from``, the checkpoint a resumed run continues from.
     ``features`` (models/bilstm/config.py FeaturesConfig, its ``path`` set): the model also reads that
-    encoder's layers, the encoder's weights copied in and frozen."""
-    if resume_from is not None and (resume_from / "tokenizer.json").is_file():
+    encoder's layers, the encoder's weights copied in and frozen. ``vectors`` (its ``path`` set): the word
+    embeddings start from those static vectors (``init_from_vectors``; what it found is the dict returned).
+    ``lm``: a recurrent language model of train-lm (an LSTM) whose tokenizer, embeddings and LSTM layers the
+    model starts from, one direction (Dai & Le 2015; ULMFiT) — ``copy_lm_weights`` — or, ``lm_weights=False``,
+    only its tokenizer and shape (fresh weights: the baseline of an equal budget)."""
+    language_model = None
+    if lm:
+        language_model, tok = recurrent_lm(lm)
+        shape = lm_shape(language_model.config, overrides)
+        overrides = {**overrides, **shape}
+    elif resume_from is not None and (resume_from / "tokenizer.json").is_file():
         tok = Tokenizer.load(resume_from)
     else:
         tok = Tokenizer.train(
@@ -131,14 +250,28 @@ def new_model(
         family = registry.family_of(encoder)
         encoder_config = family.write_config(encoder.config, family.base_architecture)
         fields["features"] = {**config_io.to_dict(features), "encoder": encoder_config}
+    wv = source = None
+    if vectors is not None and vectors.path:
+        from seq2bert.models.static_vectors import word_vectors_at
+
+        wv, source = word_vectors_at(vectors.path)
+        width = overrides.get("embedding_dim", wv.dim)
+        if width != wv.dim:
+            raise ConfigError(
+                f"model_config.embedding_dim: {width}, but the vectors at {vectors.path} have {wv.dim} dimensions"
+            )
+        fields["embedding_dim"] = wv.dim
     config = model_config(model, overrides, **fields)
     net = registry.get(model).make(config, architecture)
+    found = init_from_vectors(net, tok, vectors, wv, source) if wv is not None else {}
+    if language_model is not None and lm_weights:
+        copy_lm_weights(net, language_model)
     if encoder is not None:  # the pretrained weights (all of them but what it does not read: BERT's pooler)
         words = registry.family_of(net).base_model(net).features
         ours = words.encoder.state_dict()
         words.encoder.load_state_dict({k: v for k, v in encoder.state_dict().items() if k in ours})
         words.tokenizer = encoder_tok
-    return net, tok
+    return net, tok, found
 
 
 @torch.no_grad()

@@ -67,19 +67,32 @@ class TrainConfig:
     ``noam``, Vaswani et al. Eq. 3, lrate = lr · d_model^−0.5 · min(step^−0.5, step · warmup^−1.5) with
     ``noam_d_model`` (lr = 1 is the paper); ``inverse_sqrt``: linear warm-up to lr, then lr · sqrt(warmup/step);
     ``halving``: constant, then halved every ``halving_every`` epochs from epoch ``halving_start`` on
-    (Sutskever et al. 2014, Sect. 3.4: after 5 epochs, halve every half epoch).
+    (Sutskever et al. 2014, Sect. 3.4: after 5 epochs, halve every half epoch); ``slanted_triangular``
+    (Howard & Ruder 2018, Eq. 3): a linear rise over the first ``stlr_cut_frac`` of the steps from
+    lr / ``stlr_ratio`` to lr, then a long linear decay back down.
     """
 
-    optimizer: Literal["adamw", "sgd"] = "adamw"
+    # adagrad (Duchi et al. 2011): GloVe's, its accumulator starting at adagrad_initial (the GloVe code's 1)
+    optimizer: Literal["adamw", "sgd", "adagrad"] = "adamw"
+    adagrad_initial: float = 0.0
     lr: float = 1e-3
     betas: tuple[float, float] = (0.9, 0.999)
     eps: float = 1e-8
     weight_decay: float = 0.01
-    schedule: Literal["constant", "linear", "noam", "inverse_sqrt", "halving"] = "constant"
+    schedule: Literal["constant", "linear", "noam", "inverse_sqrt", "halving", "slanted_triangular"] = (
+        "constant"
+    )
     warmup_steps: int = 0
     noam_d_model: int = 512
     halving_start: float = 5.0
     halving_every: float = 0.5
+    stlr_cut_frac: float = 0.1  # slanted triangular: the share of the steps spent rising
+    stlr_ratio: float = 32.0  # … and how much smaller the lowest rate is than the highest
+    # discriminative fine-tuning: each layer group below the top learns layer_lr_decay times slower than the one
+    # above it (optim.layer_groups; ULMFiT: 1/2.6, Sect. 3.2; ELECTRA's layer-wise decay: 0.8); 1: one rate
+    layer_lr_decay: float = 1.0
+    # ULMFiT's gradual unfreezing (Sect. 3.3): epoch e trains the top e + 1 layer groups, the rest frozen
+    gradual_unfreezing: bool = False
     max_epochs: int = 10
     max_steps: int = 0  # 0: max_epochs decides
     max_minutes: float = 0.0  # 0: no time limit; otherwise stop (and evaluate, save) after this much training
@@ -115,6 +128,10 @@ class TrainConfig:
             raise ConfigError(f"lr: must be > 0, got {self.lr}")
         if not all(0.0 <= b < 1.0 for b in self.betas):
             raise ConfigError(f"betas: each must be in [0, 1), got {list(self.betas)}")
+        if self.optimizer not in ("adamw", "sgd", "adagrad"):
+            raise ConfigError(f"optimizer: expected adamw, sgd or adagrad, got {self.optimizer!r}")
+        if self.adagrad_initial < 0:
+            raise ConfigError(f"adagrad_initial: must be >= 0, got {self.adagrad_initial}")
         if self.eps <= 0:
             raise ConfigError(f"eps: must be > 0, got {self.eps}")
         if self.weight_decay < 0:
@@ -148,6 +165,10 @@ class TrainConfig:
             raise ConfigError(f"log_every: must be >= 1, got {self.log_every}")
         if self.noam_d_model < 1:
             raise ConfigError(f"noam_d_model: must be >= 1, got {self.noam_d_model}")
+        if not 0.0 < self.stlr_cut_frac < 1.0 or self.stlr_ratio < 1:
+            raise ConfigError("stlr_cut_frac must be in (0, 1) and stlr_ratio >= 1")
+        if not 0.0 < self.layer_lr_decay <= 1.0:
+            raise ConfigError(f"layer_lr_decay: must be in (0, 1] (1: one rate), got {self.layer_lr_decay}")
         if self.halving_start < 0 or self.halving_every <= 0:
             raise ConfigError("halving_start must be >= 0 and halving_every > 0 (in epochs)")
         check_seed("seed", self.seed)

@@ -7,36 +7,97 @@ BERT's AdamWeightDecay and nanoGPT). Schedules return a multiplier of the base l
 from __future__ import annotations
 
 import math
+import re
 
 import torch
 from torch import nn
 
 from seq2bert.training.config import TrainConfig
 
+# a parameter's layer: "….layers.3.…" (our Transformers), "….h.3.…" (GPT-2), "….weight_ih_l1" (torch's RNNs)
+LAYER_INDEX = re.compile(r"(?:^|\.)(?:layer|layers|h|block|blocks)\.(\d+)(?:\.|$)|_l(\d+)(?:_reverse)?$")
+EMBEDDING = re.compile(r"(?:^|\.)(?:embeddings?|embed|wte|wpe|word_embeddings)(?:\.|$)")
 
-def param_groups(model: nn.Module, weight_decay: float) -> list[dict]:
-    """Two groups: tensors of rank ≥ 2 (matrices, embeddings) with decay; biases and norm weights without."""
-    decay, no_decay = [], []
-    for _, p in model.named_parameters():
-        if not p.requires_grad:
+
+def layer_groups(model: nn.Module, trainable_only: bool = True) -> list[list[nn.Parameter]]:
+    """The parameters by depth, bottom first: the embeddings, each numbered layer (of a Transformer stack, or
+    of a recurrent network), then everything above them (final norms, heads) — the groups of discriminative
+    learning rates and of gradual unfreezing (ULMFiT, Howard & Ruder 2018, Sect. 3.2–3.3). A parameter the
+    names do not place is counted with the head."""
+    embeddings: list[nn.Parameter] = []
+    layers: dict[int, list[nn.Parameter]] = {}
+    top: list[nn.Parameter] = []
+    for name, p in model.named_parameters():
+        if trainable_only and not p.requires_grad:
             continue
-        (decay if p.dim() >= 2 else no_decay).append(p)
-    return [
-        {"params": decay, "weight_decay": weight_decay},
-        {"params": no_decay, "weight_decay": 0.0},
-    ]
+        found = LAYER_INDEX.search(name)
+        if found:
+            layers.setdefault(int(found.group(1) or found.group(2)), []).append(p)
+        elif EMBEDDING.search(name):
+            embeddings.append(p)
+        else:
+            top.append(p)
+    groups = [embeddings, *(layers[i] for i in sorted(layers)), top]
+    return [g for g in groups if g]
+
+
+def param_groups(
+    model: nn.Module, weight_decay: float, layer_lr_decay: float = 1.0, lr: float = 1.0
+) -> list[dict]:
+    """Tensors of rank ≥ 2 (matrices, embeddings) with decay; biases and norm weights without. With
+    ``layer_lr_decay`` ξ < 1, discriminative learning rates (ULMFiT Eq. 2; ELECTRA's layer-wise decay): the
+    group l levels below the top (``layer_groups``) learns at lr · ξ^l (ULMFiT: ξ = 1/2.6)."""
+    if layer_lr_decay == 1.0:
+        depth = [[p for p in model.parameters() if p.requires_grad]]
+    else:
+        depth = layer_groups(model)
+    groups = []
+    for level, params in enumerate(reversed(depth)):  # the top first
+        scale = {} if layer_lr_decay == 1.0 else {"lr": lr * layer_lr_decay**level}
+        groups.append({"params": [p for p in params if p.dim() >= 2], "weight_decay": weight_decay, **scale})
+        groups.append({"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0, **scale})
+    return groups if layer_lr_decay != 1.0 else groups[:2]
 
 
 def build_optimizer(model: nn.Module, cfg: TrainConfig) -> torch.optim.Optimizer:
     """AdamW (Loshchilov & Hutter) — torch's fused kernel where every parameter allows it (floating point,
     on CPU or CUDA): one pass over each tensor instead of a dozen, about 7× faster on CPU for the same
-    update (transformers' Trainer uses it by default too) — or plain SGD."""
-    groups = param_groups(model, cfg.weight_decay)
+    update (transformers' Trainer uses it by default too) — or plain SGD, or AdaGrad (both take the sparse
+    gradients of the word-vector models)."""
+    groups = [g for g in param_groups(model, cfg.weight_decay, cfg.layer_lr_decay, cfg.lr) if g["params"]]
     if cfg.optimizer == "sgd":
         return torch.optim.SGD(groups, lr=cfg.lr)
+    if cfg.optimizer == "adagrad":
+        return torch.optim.Adagrad(groups, lr=cfg.lr, initial_accumulator_value=cfg.adagrad_initial)
     params = [p for g in groups for p in g["params"]]
     fused = bool(params) and all(p.is_floating_point() and p.device.type in ("cpu", "cuda") for p in params)
     return torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.betas, eps=cfg.eps, fused=fused or None)
+
+
+def clip_gradients(parameters: list[nn.Parameter], max_norm: float) -> float:
+    """Scale the gradients so their global L2 norm is at most ``max_norm`` (inf: measure only); the norm before.
+    Sparse gradients (the word-vector models' embeddings) are coalesced first — a row a batch touches several
+    times holds the sum of its parts, as the update will — and measured by their values."""
+    grads = [p.grad for p in parameters if p.grad is not None]
+    if not any(g.is_sparse for g in grads):
+        return float(torch.nn.utils.clip_grad_norm_(parameters, max_norm))
+    for p in parameters:
+        if p.grad is not None and p.grad.is_sparse:
+            p.grad = p.grad.coalesce()
+    norms = [
+        (p.grad._values() if p.grad.is_sparse else p.grad).float().norm()
+        for p in parameters
+        if p.grad is not None
+    ]
+    total = float(torch.stack(norms).norm()) if norms else 0.0
+    if total > max_norm:
+        for p in parameters:
+            if p.grad is not None:
+                if p.grad.is_sparse:
+                    p.grad._values().mul_(max_norm / (total + 1e-6))
+                else:
+                    p.grad.mul_(max_norm / (total + 1e-6))
+    return total
 
 
 def lr_multiplier(step: int, cfg: TrainConfig, total_steps: int, steps_per_epoch: int = 1) -> float:
@@ -49,6 +110,10 @@ def lr_multiplier(step: int, cfg: TrainConfig, total_steps: int, steps_per_epoch
         if w and s <= w:
             return s / w
         return max(0.0, (total_steps - step) / max(1, total_steps - w))
+    if cfg.schedule == "slanted_triangular":  # ULMFiT (Howard & Ruder 2018), Eq. 3
+        cut = max(1, math.floor(total_steps * cfg.stlr_cut_frac))
+        p = s / cut if s < cut else 1 - (s - cut) / max(1.0, cut * (1 / cfg.stlr_cut_frac - 1))
+        return (1 + max(0.0, p) * (cfg.stlr_ratio - 1)) / cfg.stlr_ratio
     if cfg.schedule == "halving":  # Sutskever et al. Sect. 3.4
         epoch = step / steps_per_epoch
         if epoch < cfg.halving_start:

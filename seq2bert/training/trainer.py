@@ -35,7 +35,7 @@ from seq2bert.precision import use_bf16
 from seq2bert.training import checkpoint as ckpt
 from seq2bert.training.config import TrainConfig
 from seq2bert.training.distributed import DistInfo, barrier, broadcast_object, gather_objects
-from seq2bert.training.optim import build_optimizer, build_scheduler
+from seq2bert.training.optim import build_optimizer, build_scheduler, clip_gradients, layer_groups
 
 log = logging.getLogger(__name__)
 
@@ -189,6 +189,8 @@ class Trainer:
         self.progress_bar = progress_bar and self.dist.is_main
         self.bf16 = use_bf16(cfg.bf16, self.device)  # auto: only where bf16 is native (seq2bert/precision.py)
         self.optimizer = build_optimizer(self.model, cfg)
+        # gradual unfreezing moves requires_grad within the parameters that train at all (not LoRA's frozen ones)
+        self.unfreezable = layer_groups(self.model) if cfg.gradual_unfreezing else []
         batches = len(plan.batches(0))
         if not batches:  # else zero steps, a run that "trains" without a word
             raise DataError("no training batches: the training data makes no instances (files, settings)")
@@ -364,6 +366,7 @@ class Trainer:
         try:  # the bar ends its line however the loop ends: an error's message gets a line of its own
             while not self._done():
                 batches = self.plan.batches(p.epoch)
+                self._unfreeze(p.epoch)
                 while p.batch < len(batches) and not self._done():
                     t0 = time.perf_counter()
                     # one optimizer step = `accumulate` micro-batches (fewer at the end of an epoch)
@@ -431,6 +434,23 @@ class Trainer:
             tokens_per_second=p.tokens / max(p.train_seconds, 1e-9),
         )
 
+    def _unfreeze(self, epoch: int) -> None:
+        """ULMFiT's gradual unfreezing (Howard & Ruder 2018, Sect. 3.3): "we first unfreeze the last layer and
+        fine-tune all unfrozen layers for one epoch. We then unfreeze the next lower frozen layer and repeat,
+        until we fine-tune all layers" — epoch e trains the top e + 1 groups of ``optim.layer_groups``."""
+        if not self.unfreezable:
+            return
+        trains = len(self.unfreezable) - min(epoch + 1, len(self.unfreezable))
+        for level, group in enumerate(self.unfreezable):
+            for param in group:
+                param.requires_grad_(level >= trains)
+        log.info(
+            "gradual unfreezing: epoch %d trains the top %d of %d layer groups",
+            epoch,
+            len(self.unfreezable) - trains,
+            len(self.unfreezable),
+        )
+
     def _log_train(self, window: dict, grad_norm: float, bar) -> None:
         """A training record over the steps since the last one; tokens/s counts training time only."""
         p = self.progress
@@ -455,7 +475,7 @@ class Trainer:
         stops with a RunFailure naming the step (its checkpoints hold the last good weights). Under DDP every
         rank sees the same all-reduced gradient, so all take the same way."""
         cfg = self.cfg
-        grad_norm = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.clip_norm or math.inf))
+        grad_norm = clip_gradients(list(self.model.parameters()), cfg.clip_norm or math.inf)
         if not (math.isfinite(loss) and math.isfinite(grad_norm)):
             self.optimizer.zero_grad(set_to_none=True)
             p = self.progress

@@ -262,6 +262,14 @@ def elmo_files(workspace: Path) -> None:
     folder.rmdir()
 
 
+def glove_file(path: Path) -> None:
+    """Published GloVe vectors' text layout (no header: a word and its 100 numbers a line), random."""
+    from seq2bert.data.vector_files import WordVectors, write_vectors
+
+    vectors = torch.from_numpy(np.random.default_rng(3).normal(size=(len(WORDS), 100)).astype(np.float32))
+    write_vectors(path, WordVectors(list(WORDS), vectors), "glove")
+
+
 def marian_dir(workspace: Path) -> None:
     """``opus-mt-de-en/``: a tiny random MarianMT directory as transformers writes it."""
     from tests.models.test_marian_dir import write_marian_dir
@@ -290,5 +298,6 @@ def readme_workspace(workspace: Path, data: Path, minilm: Path) -> None:
     for model_type in SIZES:
         translation_run(workspace / "runs" / f"m30k-{model_type}", model_type, data)
     elmo_files(workspace)
+    glove_file(workspace / "glove.6B.100d.txt")
     marian_dir(workspace)
     own_files(workspace, np.random.default_rng(2))

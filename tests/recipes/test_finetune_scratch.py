@@ -86,7 +86,7 @@ def test_a_bilstm_tagger_learns_entities_and_tags_character_spans(tmp_path, caps
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["--init", "somewhere"], "init and model: give one"),
+        (["--init", "somewhere"], "somewhere: no such directory"),
         (["--random-init"], "random_init: a setting of --init"),
         (["--set", "hidden_dropout_prob=0.2"], "hidden_dropout_prob: a setting of --init"),
         (["--set", "model_config.hiden_size=8"], "unknown key model_config.hiden_size: did you mean model_config.hidden_size"),

@@ -49,3 +49,35 @@ def test_halving_is_sutskever_sect_3_4():
     assert lr_multiplier(0, cfg, 0, spe) == 1.0 and lr_multiplier(499, cfg, 0, spe) == 1.0
     assert lr_multiplier(500, cfg, 0, spe) == 0.5 and lr_multiplier(549, cfg, 0, spe) == 0.5
     assert lr_multiplier(550, cfg, 0, spe) == 0.25 and lr_multiplier(700, cfg, 0, spe) == 0.5**5
+
+
+def test_slanted_triangular_is_ulmfit_eq_3():
+    cfg = TrainConfig(schedule="slanted_triangular", stlr_cut_frac=0.1, stlr_ratio=32)
+    T = 1000
+    cut = 100
+    for t in (1, 50, 100, 101, 550, 1000):  # t counted from 1, as in the paper
+        p = t / cut if t < cut else 1 - (t - cut) / (cut * (1 / 0.1 - 1))
+        assert lr_multiplier(t - 1, cfg, T) == pytest.approx((1 + p * 31) / 32)
+    assert lr_multiplier(cut - 1, cfg, T) == pytest.approx(1.0)  # the peak at the cut
+    assert lr_multiplier(T - 1, cfg, T) == pytest.approx(1 / 32)  # back to lr / ratio at the end
+
+
+def test_discriminative_rates_divide_each_lower_group_by_the_decay():
+    from seq2bert.models import registry
+    from seq2bert.models.bert.config import bert_tiny
+    from seq2bert.training.optim import layer_groups
+
+    model = registry.build_model(bert_tiny(vocab_size=50), "BertForSequenceClassification")
+    groups = layer_groups(model)
+    names = {id(p): n for n, p in model.named_parameters()}
+    assert all("embeddings" in names[id(p)] for p in groups[0])
+    layers = model.config.num_hidden_layers
+    assert len(groups) == layers + 2  # embeddings, each layer, then the pooler and classifier
+    assert all(f"layers.{i}." in names[id(p)] for i in range(layers) for p in groups[1 + i])
+    assert {names[id(p)] for p in groups[-1]} >= {"classifier.weight", "classifier.bias"}
+    opt = build_optimizer(model, TrainConfig(lr=1e-3, layer_lr_decay=1 / 2.6))
+    rate = {id(p): g["lr"] for g in opt.param_groups for p in g["params"]}
+    for depth, group in enumerate(reversed(groups)):
+        assert all(rate[id(p)] == pytest.approx(1e-3 / 2.6**depth) for p in group)
+    lstm = torch.nn.LSTM(4, 4, num_layers=2)
+    assert [len(g) for g in layer_groups(lstm)] == [4, 4]  # weight_ih_l0 … bias_hh_l1: two layers

@@ -240,3 +240,45 @@ def test_training_data_without_a_batch_is_a_one_line_data_error(tmp_path):
     with pytest.raises(DataError, match="no training batches") as e:  # before: zero steps and no word
         Trainer(Toy(), TrainConfig(), plan=Plan(0, 8), collate=collate, out_dir=tmp_path, progress_bar=False)
     assert "\n" not in str(e.value)
+
+
+class Stack(nn.Module):
+    """An embedding, two layers and a head: ULMFiT's four layer groups."""
+
+    def __init__(self):
+        super().__init__()
+        self.embeddings = nn.Linear(4, 4)
+        self.layers = nn.ModuleList([nn.Linear(4, 4), nn.Linear(4, 4)])
+        self.head = nn.Linear(4, 1)
+
+    def forward(self, x, y):
+        h = self.embeddings(x)
+        for layer in self.layers:
+            h = torch.tanh(layer(h))
+        out = self.head(h)
+        return Seq2SeqLMOutput(logits=out, loss=((out - y) ** 2).mean())
+
+
+def test_gradual_unfreezing_trains_one_more_group_from_the_top_each_epoch(tmp_path):
+    torch.manual_seed(0)
+    model = Stack()
+    parts = [model.embeddings, model.layers[0], model.layers[1], model.head]
+    snapshots = [[m.weight.detach().clone() for m in parts]]
+
+    def at_epoch_end(m):  # the engine evaluates at each epoch's end
+        snapshots.append([p.weight.detach().clone() for p in parts])
+        return {}
+
+    cfg = TrainConfig(lr=0.05, clip_norm=0.0, weight_decay=0.0, max_epochs=4, gradual_unfreezing=True)
+    Trainer(model, cfg, plan=Plan(64, 8), collate=collate, out_dir=tmp_path, evaluate=at_epoch_end,
+            progress_bar=False).fit()  # fmt: skip
+    moved = [
+        [not torch.equal(a, b) for a, b in zip(before, after, strict=True)]
+        for before, after in zip(snapshots, snapshots[1:], strict=False)
+    ]
+    assert moved == [
+        [False, False, False, True],
+        [False, False, True, True],
+        [False, True, True, True],
+        [True, True, True, True],
+    ]

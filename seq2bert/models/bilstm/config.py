@@ -57,7 +57,12 @@ class BiLSTMConfig(ClassifierFields):
     hidden_size: int = 256  # H, per direction: the states h_t = [h→_t; h←_t] have 2H dimensions
     num_layers: int = 1
     dropout: float = 0.5  # on the embeddings and between layers (Zaremba et al. 2014: non-recurrent only)
-    pooling: Literal["max", "last"] = "max"  # the sentence vector (model.py): max over time, or final states
+    # the sentence vector (model.py): max over time, the final states, or ULMFiT's concat pooling
+    pooling: Literal["max", "last", "concat"] = "max"
+    # one direction alone: the LSTM of a left-to-right language model (Dai & Le 2015; ULMFiT) it starts from
+    bidirectional: bool = True
+    # 0: the classifier is one linear layer; n > 0: ULMFiT's two blocks (batch norm, dropout, a ReLU layer of n)
+    classifier_hidden: int = 0
     pad_token_id: int = 0
     features: FeaturesConfig = field(default_factory=FeaturesConfig)  # a frozen encoder's, or none
 
@@ -69,8 +74,12 @@ class BiLSTMConfig(ClassifierFields):
                 raise ConfigError(f"{name}: must be at least 1, got {getattr(self, name)}")
         if not 0.0 <= self.dropout < 1.0:
             raise ConfigError(f"dropout: must be in [0, 1), got {self.dropout}")
-        if self.pooling not in ("max", "last"):
-            raise ConfigError(f"pooling: expected 'max' or 'last', got {self.pooling!r}")
+        if self.pooling not in ("max", "last", "concat"):
+            raise ConfigError(f"pooling: expected 'max', 'last' or 'concat', got {self.pooling!r}")
+        if self.classifier_hidden < 0:
+            raise ConfigError(
+                f"classifier_hidden: must be >= 0 (0: one linear layer), got {self.classifier_hidden}"
+            )
         if not 0 <= self.pad_token_id < self.vocab_size:
             raise ConfigError(
                 f"pad_token_id: must be a token id below vocab_size {self.vocab_size}, got {self.pad_token_id}"

@@ -13,10 +13,18 @@ written out in nn/rnn.py)::
 
 Sentence classifier, on a sentence vector u (``pooling``)::
 
-    max:   u_k = max_t h_{t,k}   over the real tokens     Conneau et al. (2017), InferSent, Sect. 3.2.2: the
+    max:    u_k = max_t h_{t,k}   over the real tokens    Conneau et al. (2017), InferSent, Sect. 3.2.2: the
                                                           BiLSTM-max encoder, their best of seven
-    last:  u = [h→_n; h←_1]                               each direction's final state (the classic reading)
+    last:   u = [h→_n; h←_1]                              each direction's final state (the classic reading)
+    concat: u = [h_T; maxpool(H); meanpool(H)]            ULMFiT (Howard & Ruder 2018, Sect. 3.3), H the states
     p = softmax(W u + b)        (one output and squared error for regression, STS-B)
+
+or, with ``classifier_hidden`` n > 0, ULMFiT's two linear blocks ("each block uses batch normalization and
+dropout, with ReLU activations for the intermediate layer"): W₂ ReLU(W₁ u) with a hidden layer of n.
+
+``bidirectional=False`` keeps the left-to-right LSTM alone (h_t = h→_t): the shape of a recurrent language
+model, whose embeddings and LSTM the classifier can start from (Dai & Le 2015, "Semi-supervised Sequence
+Learning": the LM-LSTM; ULMFiT's classifier) — recipes/scratch.py copies them from a train-lm run.
 
 Tagger (Huang, Xu & Yu 2015, the BI-LSTM without their CRF)::
 
@@ -59,7 +67,9 @@ from seq2bert.objectives.classification import (
 
 @dataclass
 class BiLSTMOutput:
-    last_hidden_state: torch.Tensor  # (B, T, 2H): h_t = [h→_t; h←_t], zeros at padding
+    last_hidden_state: (
+        torch.Tensor
+    )  # (B, T, 2H): h_t = [h→_t; h←_t] (h→_t alone, (B, T, H), with one direction), zeros at padding
     # (h_n, c_n), each (2L, B, H): layer l's forward final state at 2l, its backward one (at t = 1) at 2l + 1
     final_state: tuple[torch.Tensor, torch.Tensor]
 
@@ -89,7 +99,7 @@ class BiLSTMModel(SavePretrained, nn.Module):
             width,
             config.hidden_size,
             num_layers=config.num_layers,
-            bidirectional=True,
+            bidirectional=config.bidirectional,
             dropout=config.dropout,
         )
 
@@ -122,13 +132,30 @@ class BiLSTMTaskModel(SavePretrained, nn.Module):
     """The encoder under ``bilstm`` and a linear classifier W ∈ R^{K×2H} after dropout; a head says what it
     reads (``logits``) and how it is scored (``loss``)."""
 
+    pools_sentences = False  # a sentence classifier (its concat pooling triples the width)
+
     def __init__(self, config: BiLSTMConfig):
         super().__init__()
         self.config = config
         self.bilstm = BiLSTMModel(config)
         p = config.dropout if config.classifier_dropout is None else config.classifier_dropout
         self.dropout = nn.Dropout(p)
-        self.classifier = nn.Linear(2 * config.hidden_size, config.num_labels)
+        width = (2 if config.bidirectional else 1) * config.hidden_size  # of h_t
+        if config.pooling == "concat" and self.pools_sentences:
+            width *= 3  # [h_T; maxpool(H); meanpool(H)]
+        n = config.classifier_hidden
+        if n:  # ULMFiT's two blocks: batch norm, dropout, linear (ReLU between)
+            self.classifier = nn.Sequential(
+                nn.BatchNorm1d(width),
+                nn.Dropout(p),
+                nn.Linear(width, n),
+                nn.ReLU(),
+                nn.BatchNorm1d(n),
+                nn.Dropout(p),
+                nn.Linear(n, config.num_labels),
+            )
+        else:
+            self.classifier = nn.Linear(width, config.num_labels)
 
     def forward(
         self,
@@ -156,13 +183,24 @@ class BiLSTMTaskModel(SavePretrained, nn.Module):
 class BiLSTMForSequenceClassification(BiLSTMTaskModel):
     """p = softmax(W u + b), u the max-pooled or final states (``config.pooling``)."""
 
+    pools_sentences = True
+
     def sentence_vector(self, out: BiLSTMOutput, attention_mask: torch.Tensor) -> torch.Tensor:
-        """u (B, 2H) of the encoder's output."""
+        """u (B, D) of the encoder's output (D = 2H, H with one direction; ×3 for concat pooling)."""
+        h = out.last_hidden_state  # (B, T, D)
+        padding = ~attention_mask.bool()[..., None]  # (B, T, 1)
         if self.config.pooling == "max":  # u_k = max_t h_{t,k} over real tokens (InferSent)
-            padding = ~attention_mask.bool()[..., None]  # (B, T, 1)
-            return out.last_hidden_state.masked_fill(padding, float("-inf")).amax(dim=1)
-        h_n = out.final_state[0]  # (2L, B, H); the last layer: forward at −2, backward at −1
-        return torch.cat([h_n[-2], h_n[-1]], dim=-1)  # [h→_n; h←_1]: (B, 2H)
+            return h.masked_fill(padding, float("-inf")).amax(dim=1)
+        h_n = out.final_state[
+            0
+        ]  # (dirs·L, B, H): the last layer's forward at −2, backward at −1 (or −1 alone)
+        last = torch.cat([h_n[-2], h_n[-1]], dim=-1) if self.config.bidirectional else h_n[-1]  # (B, D)
+        if self.config.pooling == "last":  # [h→_n; h←_1], or h_T
+            return last
+        real = attention_mask.to(h.dtype)[..., None]  # (B, T, 1)
+        top = h.masked_fill(padding, float("-inf")).amax(dim=1)  # maxpool(H)
+        mean = (h * real).sum(1) / real.sum(1).clamp(min=1)  # meanpool(H)
+        return torch.cat([last, top, mean], dim=-1)  # [h_T; maxpool(H); meanpool(H)]: (B, 3D)
 
     def logits(self, out: BiLSTMOutput, attention_mask: torch.Tensor) -> torch.Tensor:
         return self.classifier(self.dropout(self.sentence_vector(out, attention_mask)))  # W u + b: (B, K)
