@@ -54,7 +54,9 @@ def cmd_finetune(args: argparse.Namespace) -> int:
             vectors, path=str(Path(args.vectors).resolve()), freeze=vectors.freeze or args.freeze_vectors
         )
     elif args.freeze_vectors:
-        raise UserError("--freeze-vectors: give the vectors (--vectors DIR)")
+        if not vectors.path:
+            raise UserError("--freeze-vectors: give the vectors (--vectors DIR)")
+        vectors = replace(vectors, freeze=True)
     cfg = replace(
         cfg,
         data=data,

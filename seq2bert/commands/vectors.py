@@ -34,6 +34,15 @@ def cmd_train_vectors(args: argparse.Namespace) -> int:
     from seq2bert.report import format_table
 
     cfg = load_config(VectorsConfig, args, defaults=method_config(args.method))
+    chosen = method_config(args.method).model
+    same = type(cfg.model) is type(chosen) and getattr(cfg.model, "architecture", "") == getattr(
+        chosen, "architecture", ""
+    )
+    if not args.resume and not same:  # the training settings are the method's: the model must be its model
+        raise UserError(
+            f"model: a {cfg.model.describe()} with --method {args.method}'s training; give the method of that "
+            "model (--method skipgram, cbow, glove or fasttext)"
+        )
     data = cfg.data
     if args.files:
         data = replace(data, files=[str(Path(f).resolve()) for f in args.files])

@@ -21,11 +21,16 @@ def vectors_of(model: torch.nn.Module) -> WordVectors:
     return WordVectors(list(model.vocab.words), model.word_vectors().cpu())
 
 
-def word_vectors_at(path: str | Path, limit: int | None = None) -> tuple[WordVectors, torch.nn.Module | None]:
+def word_vectors_at(
+    path: str | Path, limit: int | None = None, with_model: bool = True
+) -> tuple[WordVectors, torch.nn.Module | None]:
     """The vectors at ``path`` — a run of train-vectors (its vectors.txt, and its model), a checkpoint of a
     word-vector family, or a file of published vectors (word2vec text or binary, GloVe text) — and the model
-    when there is one (fastText's composes vectors for words it never saw)."""
+    when there is one (fastText's composes vectors for words it never saw; ``with_model=False``: only the
+    vectors, a run's vectors.txt read without loading its model)."""
     p = Path(path)
+    if not with_model and p.is_dir() and (p / VECTORS_FILE).is_file():
+        return read_vectors(p / VECTORS_FILE, limit=limit), None
     # a run's model: its last checkpoint, the weights its vectors.txt was written from (not best/)
     checkpoint = (p if (p / "config.json").is_file() else latest_checkpoint(p)) if p.is_dir() else None
     if checkpoint is not None and registry.family_at(checkpoint).word_vectors:

@@ -153,6 +153,8 @@ def embed(
     autocast)."""
     texts = text_list(texts, "embed: texts")
     static = static_vectors(model)
+    if static is not None and (int8 or layer is not None):
+        raise UserError("static word vectors have no layers (--layer) and nothing to quantize (--int8)")
     if static is not None:  # one vector per word: the text's the mean of its words'
         vectors = torch.stack(
             [static_lookup(static, words_of(t, False), skip_unknown=True).mean(0) for t in texts]
@@ -230,6 +232,8 @@ def word_vectors(texts: list[str], word: str, model, *, layer: int | str | None 
     vectors — the point of contextual embeddings ("bank" of a river and of money)."""
     texts, word = text_list(texts, "word_vectors: texts"), one_text(word, "word_vectors: word")
     static = static_vectors(model)
+    if static is not None and layer is not None:
+        raise UserError("static word vectors have no layers (--layer)")
     if static is not None:  # word2vec, GloVe, fastText: one vector for every sense, whatever the text
         for text in texts:
             if word.lower() not in (w.lower() for w in words_of(text, False)):

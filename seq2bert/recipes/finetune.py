@@ -191,6 +191,11 @@ class FinetuneConfig:
             raise ConfigError(
                 f"features: read by a model trained from scratch (--model {' or '.join(readers)})"
             )
+        if self.init and self.model and (self.vectors.path or self.features.path):
+            raise ConfigError(
+                "init: a model that starts from a language model takes its embeddings and LSTM from it; "
+                "not with vectors or features"
+            )
         if self.vectors.path and not self.model:
             raise ConfigError(
                 "vectors: the word embeddings of a model trained from scratch start from them (--model bilstm)"

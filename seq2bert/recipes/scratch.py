@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from dataclasses import fields as dataclass_fields
 from pathlib import Path
 from typing import Any, Literal
 
@@ -90,7 +91,7 @@ def training_texts(task: Task, examples: Iterable) -> Iterator[str]:
 def starts_from_lm(model: str) -> bool:
     """Whether family ``model`` can start from a recurrent language model (``--init`` with ``--model``: a
     config with ``bidirectional``, the BiLSTM's)."""
-    return "bidirectional" in registry.get(model).config_class.__dataclass_fields__
+    return any(f.name == "bidirectional" for f in dataclass_fields(registry.get(model).config_class))
 
 
 def reads_features(model: str) -> bool:
@@ -254,6 +255,10 @@ def new_model(
     if vectors is not None and vectors.path:
         from seq2bert.models.static_vectors import word_vectors_at
 
+        if not any(f.name == "embedding_dim" for f in dataclass_fields(registry.get(model).config_class)):
+            raise ConfigError(
+                f"vectors: a {model} model has no word embedding table for them (--model bilstm)"
+            )
         wv, source = word_vectors_at(vectors.path)
         width = overrides.get("embedding_dim", wv.dim)
         if width != wv.dim:

@@ -195,7 +195,12 @@ def train_embeddings(cfg, out_dir: Path, *, resume: bool = False, progress_bar: 
     if not resume:
         ckpt.check_fresh_run_dir(out_dir)
     family = registry.family_at(cfg.init)
-    if family.kind != "encoder" or family.text_inputs is not None or "base" not in family.heads:
+    if (
+        family.kind != "encoder"
+        or family.text_inputs is not None
+        or "base" not in family.heads
+        or family.word_vectors
+    ):
         raise ConfigError(
             f"{cfg.init}: a {family.model_type} model; sentence embeddings are trained from an encoder that "
             "reads token ids (BERT, RoBERTa, DistilBERT, ALBERT, ELECTRA, a sentence-transformers directory)"

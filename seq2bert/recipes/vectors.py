@@ -33,6 +33,7 @@ from seq2bert.data.vector_files import WordVectors, write_vectors
 from seq2bert.data.word_corpus import Vocabulary, WindowBatches, WordCorpus, read_corpus
 from seq2bert.errors import ConfigError, DataError
 from seq2bert.evaluation.word_vectors import analogy, default_test_sets, similarity
+from seq2bert.io import read_json, write_json
 from seq2bert.models import registry
 from seq2bert.models.fasttext.config import FastTextConfig
 from seq2bert.models.glove.config import GloVeConfig
@@ -177,9 +178,19 @@ def scores(wv: WordVectors, ev: VectorsEvalConfig, sets: tuple[Path | None, Path
 def prepared_corpus(cfg: VectorsConfig, files: list[Path], out_dir: Path, progress_bar: bool) -> WordCorpus:
     """The corpus in word ids, read once and kept in the run directory (corpus.npz, word_counts.txt)."""
     cache = out_dir / "corpus"
-    if (cache / "corpus.npz").is_file():
-        return WordCorpus.load(cache / "corpus.npz", Vocabulary.load(cache))
     m = cfg.model
+    made_of = {
+        "files": [str(f) for f in files],
+        "min_count": m.min_count,
+        "max_vocab": cfg.data.max_vocab,
+        "lowercase": m.lowercase,
+    }
+    if (cache / "corpus.npz").is_file() and (cache / "corpus.json").is_file():
+        if read_json(cache / "corpus.json") == made_of:
+            return WordCorpus.load(cache / "corpus.npz", Vocabulary.load(cache))
+        log.warning("%s was made of other text or settings: read again", cache)
+    for stale in ("corpus.json", "cooccurrence.json"):
+        (cache / stale).unlink(missing_ok=True)
     corpus = read_corpus(
         files,
         min_count=m.min_count,
@@ -187,9 +198,14 @@ def prepared_corpus(cfg: VectorsConfig, files: list[Path], out_dir: Path, progre
         lowercase=m.lowercase,
         progress_bar=progress_bar,
     )
+    names = ", ".join(str(f) for f in files)
+    if not (corpus.sentence[1:] == corpus.sentence[:-1]).any():
+        raise DataError(
+            f"{names}: no two words of the vocabulary share a paragraph: no context to learn from "
+            "(more text, or a lower model.min_count)"
+        )
     negative = getattr(m, "negative", 0)
     if negative and len(corpus.vocab) <= negative:
-        names = ", ".join(str(f) for f in files)
         raise DataError(
             f"{names}: {len(corpus.vocab)} word(s) seen {m.min_count} times; negative sampling draws "
             f"{negative} noise words per pair from more than that (lower model.min_count or model.negative)"
@@ -197,6 +213,7 @@ def prepared_corpus(cfg: VectorsConfig, files: list[Path], out_dir: Path, progre
     cache.mkdir(parents=True, exist_ok=True)
     corpus.vocab.save(cache)
     corpus.save(cache / "corpus.npz")
+    write_json(cache / "corpus.json", made_of)
     return corpus
 
 
@@ -227,12 +244,13 @@ def train_vectors(
     m = cfg.model
     model_cfg = config_io.from_dict(type(m), {**config_io.to_dict(m), "vocab_size": len(corpus.vocab)})
     if isinstance(m, GloVeConfig):
-        path = out_dir / "corpus" / "cooccurrence.npz"
-        if path.is_file():
+        path, made_of = out_dir / "corpus" / "cooccurrence.npz", out_dir / "corpus" / "cooccurrence.json"
+        if path.is_file() and made_of.is_file() and read_json(made_of) == {"window": m.window}:
             cooc = Cooccurrences.load(path)
         else:
             cooc = count_cooccurrences(corpus, m.window, progress_bar=progress_bar)
             cooc.save(path)
+            write_json(made_of, {"window": m.window})
         plan = CooccurrenceBatches(cooc, cfg.data.batch_size or 100_000, cfg.train.seed)
         log.info("co-occurrence matrix: %s non-zero entries", f"{len(cooc):,}")
     else:
@@ -310,7 +328,9 @@ def evaluate_vectors(path: str | Path, ev: VectorsEvalConfig | None = None, limi
             "no test sets: give --analogies questions-words.txt / --similarity wordsim353.tsv, or install "
             "gensim (pip install gensim), which ships both"
         )
-    wv, _ = word_vectors_at(path, limit)
+    wv, _ = word_vectors_at(path, limit, with_model=False)
+    if not len(wv.words):
+        raise DataError(f"{path}: no vectors to score")
     return {
         "vectors": str(path),
         "words": len(wv.words),

@@ -12,11 +12,12 @@ import re
 import torch
 from torch import nn
 
+from seq2bert.errors import ConfigError
 from seq2bert.training.config import TrainConfig
 
 # a parameter's layer: "….layers.3.…" (our Transformers), "….h.3.…" (GPT-2), "….weight_ih_l1" (torch's RNNs)
 LAYER_INDEX = re.compile(r"(?:^|\.)(?:layer|layers|h|block|blocks)\.(\d+)(?:\.|$)|_l(\d+)(?:_reverse)?$")
-EMBEDDING = re.compile(r"(?:^|\.)(?:embeddings?|embed|wte|wpe|word_embeddings)(?:\.|$)")
+EMBEDDING = re.compile(r"(?:^|\.)(?:\w*embeddings?|\w*embed|wte|wpe)(?:\.|$)")
 
 
 def layer_groups(model: nn.Module, trainable_only: bool = True) -> list[list[nn.Parameter]]:
@@ -27,16 +28,23 @@ def layer_groups(model: nn.Module, trainable_only: bool = True) -> list[list[nn.
     embeddings: list[nn.Parameter] = []
     layers: dict[int, list[nn.Parameter]] = {}
     top: list[nn.Parameter] = []
+    stacks = set()
     for name, p in model.named_parameters():
         if trainable_only and not p.requires_grad:
             continue
         found = LAYER_INDEX.search(name)
         if found:
             layers.setdefault(int(found.group(1) or found.group(2)), []).append(p)
+            stacks.add(name[: found.start()] if found.group(1) else name.rsplit(".", 1)[0])
         elif EMBEDDING.search(name):
             embeddings.append(p)
         else:
             top.append(p)
+    if len(stacks) > 1:  # an encoder and a decoder (or two models): their layer i is no one depth
+        raise ConfigError(
+            f"layer groups: {len(stacks)} stacks of layers ({', '.join(sorted(stacks))}); discriminative rates "
+            "and gradual unfreezing need a model with one stack (an encoder, a decoder, an LSTM)"
+        )
     groups = [embeddings, *(layers[i] for i in sorted(layers)), top]
     return [g for g in groups if g]
 
@@ -64,7 +72,9 @@ def build_optimizer(model: nn.Module, cfg: TrainConfig) -> torch.optim.Optimizer
     on CPU or CUDA): one pass over each tensor instead of a dozen, about 7× faster on CPU for the same
     update (transformers' Trainer uses it by default too) — or plain SGD, or AdaGrad (both take the sparse
     gradients of the word-vector models)."""
-    groups = [g for g in param_groups(model, cfg.weight_decay, cfg.layer_lr_decay, cfg.lr) if g["params"]]
+    groups = param_groups(model, cfg.weight_decay, cfg.layer_lr_decay, cfg.lr)
+    if cfg.layer_lr_decay != 1.0:  # a layer group without biases (or matrices) leaves an empty group behind
+        groups = [g for g in groups if g["params"]]
     if cfg.optimizer == "sgd":
         return torch.optim.SGD(groups, lr=cfg.lr)
     if cfg.optimizer == "adagrad":
@@ -112,7 +122,8 @@ def lr_multiplier(step: int, cfg: TrainConfig, total_steps: int, steps_per_epoch
         return max(0.0, (total_steps - step) / max(1, total_steps - w))
     if cfg.schedule == "slanted_triangular":  # ULMFiT (Howard & Ruder 2018), Eq. 3
         cut = max(1, math.floor(total_steps * cfg.stlr_cut_frac))
-        p = s / cut if s < cut else 1 - (s - cut) / max(1.0, cut * (1 / cfg.stlr_cut_frac - 1))
+        # the paper's cut · (1/cut_frac − 1) is T − cut when T · cut_frac is whole; T − cut ends at lr / ratio always
+        p = s / cut if s < cut else 1 - (s - cut) / max(1, total_steps - cut)
         return (1 + max(0.0, p) * (cfg.stlr_ratio - 1)) / cfg.stlr_ratio
     if cfg.schedule == "halving":  # Sutskever et al. Sect. 3.4
         epoch = step / steps_per_epoch

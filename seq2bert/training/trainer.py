@@ -190,6 +190,8 @@ class Trainer:
         self.bf16 = use_bf16(cfg.bf16, self.device)  # auto: only where bf16 is native (seq2bert/precision.py)
         self.optimizer = build_optimizer(self.model, cfg)
         # gradual unfreezing moves requires_grad within the parameters that train at all (not LoRA's frozen ones)
+        if cfg.gradual_unfreezing and self.dist.enabled:  # DDP expects a gradient of every parameter it wraps
+            raise ConfigError("train.gradual_unfreezing: one process only (not with torchrun)")
         self.unfreezable = layer_groups(self.model) if cfg.gradual_unfreezing else []
         batches = len(plan.batches(0))
         if not batches:  # else zero steps, a run that "trains" without a word

@@ -94,3 +94,56 @@ def test_random_init_keeps_the_lms_tokenizer_and_shape_not_its_weights(lm):
     replace(from_scratch("bilstm"), init=str(lm / "run" / "best"), random_init=True)  # accepted with an LM
     with pytest.raises(Exception, match="random_init: a setting of --init"):
         replace(from_scratch("bilstm"), random_init=True)
+
+
+def test_an_lm_start_takes_no_vectors_or_features(lm, tmp_path, capsys):
+    base = [
+        "finetune",
+        "--task",
+        "sst2",
+        "--model",
+        "bilstm",
+        "--data",
+        str(lm / "sst2"),
+        "--init",
+        str(lm / "run" / "best"),
+    ]
+    for extra in (["--vectors", str(lm / "v.txt")], ["--features", str(lm / "run" / "best")]):
+        assert main([*base, "--out", str(tmp_path / "o"), *extra]) == 2
+        assert "not with vectors or features" in capsys.readouterr().err
+
+
+def test_ulmfits_blocks_take_a_batch_of_one_and_refuse_a_tagger():
+    from seq2bert.errors import ConfigError
+    from seq2bert.models.bilstm.config import BiLSTMConfig
+    from seq2bert.models.bilstm.model import BiLSTMForSequenceClassification, BiLSTMForTokenClassification
+
+    cfg = BiLSTMConfig(vocab_size=20, embedding_dim=8, hidden_size=8, pooling="concat", classifier_hidden=4)
+    model = BiLSTMForSequenceClassification(cfg).train()
+    out = model(torch.tensor([[3, 4, 5]]), labels=torch.tensor([1]))  # one example: no batch variance
+    assert out.logits.shape == (1, 2) and torch.isfinite(out.loss)
+    assert model(torch.tensor([[3, 4, 5], [6, 7, 0]]), torch.tensor([[1, 1, 1], [1, 1, 0]])).logits.shape == (
+        2,
+        2,
+    )
+    with pytest.raises(ConfigError, match="classifier_hidden: ULMFiT's classifier blocks"):
+        BiLSTMForTokenClassification(cfg)
+
+
+def test_one_epoch_of_gradual_unfreezing_trains_the_head_alone(lm, tmp_path):
+    args = ["finetune", "--task", "sst2", "--model", "bilstm", "--init", str(lm / "run" / "best"),
+            "--data", str(lm / "sst2"), "--out", str(tmp_path / "run"), "--set", "train.max_epochs=1",
+            "--set", "train.gradual_unfreezing=true", "--set", "train.layer_lr_decay=0.385",
+            "--set", "model_config.pooling=concat"]  # fmt: skip
+    assert main(args) == 0
+    import seq2bert
+
+    model = seq2bert.from_pretrained(tmp_path / "run" / "best")
+    lm_model, _ = registry.load(lm / "run" / "best", head="causal_lm")
+    assert torch.equal(
+        model.bilstm.embeddings.weight, lm_model.embed.weight
+    )  # frozen in epoch 0: the head alone trained
+    for name, value in lm_model.rnn.rnn.state_dict().items():
+        assert torch.equal(model.bilstm.lstm.rnn.state_dict()[name], value)
+    row = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert row["trainable_parameters"] == sum(p.numel() for p in model.parameters())  # all of them, in turn

@@ -4,6 +4,7 @@ are one-line errors."""
 
 import random
 
+import numpy as np
 import pytest
 import torch
 
@@ -175,3 +176,50 @@ def test_embed_gives_a_static_word_one_vector_in_every_sentence(topics, tmp_path
     assert "1.000  1.000" in capsys.readouterr().out  # one vector for every sense
     assert main(["embed", str(tmp_path / "run"), "the dog sat", "--word", "cat"]) == 2
     assert "'cat' is not in 'the dog sat'" in capsys.readouterr().err
+
+
+def test_text_without_context_and_mismatched_methods_are_one_line_errors(tmp_path, capsys):
+    alone = tmp_path / "alone.txt"
+    alone.write_text("\n\n".join(["cat", "dog", "cow", "tin", "gold", "iron"] * 10) + "\n")
+    for method in ("cbow", "skipgram", "glove"):
+        assert main(["train-vectors", "--method", method, str(alone), "--out", str(tmp_path / method),
+                     "--set", "model.min_count=1", "--set", "model.negative=2"] if method != "glove" else
+                    ["train-vectors", "--method", method, str(alone), "--out", str(tmp_path / method),
+                     "--set", "model.min_count=1"]) == 2  # fmt: skip
+        assert "no two words of the vocabulary share a paragraph" in capsys.readouterr().err
+    assert (
+        main(["train-vectors", str(alone), "--out", str(tmp_path / "m"), "--set", "model.model_type=glove"])
+        == 2
+    )
+    assert "with --method skipgram's training" in capsys.readouterr().err
+
+
+def test_a_stale_corpus_in_the_run_directory_is_read_again(topics, tmp_path):
+    train_vectors(small("skipgram", [topics]), tmp_path / "a", progress_bar=False)
+    import shutil
+
+    shutil.copytree(tmp_path / "a" / "corpus", tmp_path / "b" / "corpus")
+    from dataclasses import replace
+
+    cfg = small("skipgram", [topics])
+    cfg = replace(cfg, model=replace(cfg.model, min_count=10_000_000))
+    with pytest.raises(Exception, match="no word occurs 10000000 times"):
+        train_vectors(cfg, tmp_path / "b", progress_bar=False)  # not the cached vocabulary of run a
+
+
+def test_evaluating_no_vectors_is_a_one_line_error(tmp_path, capsys):
+    empty = tmp_path / "empty.txt"
+    empty.write_text("0 16\n")
+    assert main(["evaluate-vectors", str(empty)]) == 2
+    assert "no vectors to score" in capsys.readouterr().err
+
+
+def test_word_vectors_are_no_encoder_to_train_sentence_embeddings_from(topics, tmp_path, capsys):
+    from tests.recipes.test_sentence_embedding_training import write_sts
+
+    train_vectors(small("skipgram", [topics]), tmp_path / "run", progress_bar=False)
+    rng = np.random.default_rng(0)
+    train, valid = write_sts(tmp_path / "train.tsv", 16, rng), write_sts(tmp_path / "dev.tsv", 8, rng)
+    code = main(["finetune", "--task", "sentence-embedding", "--init", str(tmp_path / "run"), "--train", str(train),
+                 "--valid", str(valid), "--out", str(tmp_path / "se")])  # fmt: skip
+    assert code == 2 and "sentence embeddings are trained from an encoder" in capsys.readouterr().err

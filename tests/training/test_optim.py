@@ -81,3 +81,37 @@ def test_discriminative_rates_divide_each_lower_group_by_the_decay():
         assert all(rate[id(p)] == pytest.approx(1e-3 / 2.6**depth) for p in group)
     lstm = torch.nn.LSTM(4, 4, num_layers=2)
     assert [len(g) for g in layer_groups(lstm)] == [4, 4]  # weight_ih_l0 … bias_hh_l1: two layers
+
+
+def test_slanted_triangular_ends_at_the_lowest_rate_on_short_runs_too():
+    cfg = TrainConfig(schedule="slanted_triangular", stlr_cut_frac=0.1, stlr_ratio=32)
+    for T in (3, 7, 25):
+        assert lr_multiplier(T - 1, cfg, T) == pytest.approx(1 / 32)
+
+
+def test_layer_groups_cover_each_parameter_once_and_refuse_two_stacks():
+    from seq2bert.errors import ConfigError
+    from seq2bert.models import registry
+    from seq2bert.models.bilstm.config import BiLSTMConfig
+    from seq2bert.models.gpt.config import gpt2_tiny
+    from seq2bert.models.rnn_lm.config import RNNLMConfig
+    from seq2bert.models.transformer.config import TransformerConfig
+    from seq2bert.training.optim import layer_groups
+
+    for cfg, arch in [
+        (gpt2_tiny(), None),
+        (
+            BiLSTMConfig(vocab_size=20, embedding_dim=8, hidden_size=8, num_layers=2),
+            "BiLSTMForSequenceClassification",
+        ),
+        (RNNLMConfig(vocab_size=20, embedding_dim=8, hidden_size=8), None),
+    ]:
+        model = registry.build_model(cfg, arch)
+        groups = layer_groups(model)
+        assert sorted(id(p) for g in groups for p in g) == sorted(id(p) for p in model.parameters())
+        names = {id(p): n for n, p in model.named_parameters()}
+        assert all("embed" in names[id(p)] for p in groups[0]) and len(groups) >= 3
+    t = TransformerConfig(src_vocab_size=20, tgt_vocab_size=20, d_model=16, encoder_attention_heads=2,
+                          decoder_attention_heads=2, encoder_ffn_dim=32, decoder_ffn_dim=32)  # fmt: skip
+    with pytest.raises(ConfigError, match="2 stacks of layers"):
+        layer_groups(registry.build_model(t))

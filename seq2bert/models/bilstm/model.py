@@ -50,9 +50,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from seq2bert.data.tokenization import Tokenizer
+from seq2bert.errors import ConfigError
 from seq2bert.models.bilstm.config import BiLSTMConfig
 from seq2bert.models.bilstm.features import TOKENIZER_DIR, WordFeatures
 from seq2bert.models.family import Family
@@ -128,6 +130,19 @@ class BiLSTMModel(SavePretrained, nn.Module):
         return BiLSTMOutput(last_hidden_state=h, final_state=state)
 
 
+class BatchNorm(nn.BatchNorm1d):
+    """Batch normalisation (Ioffe & Szegedy 2015) of ULMFiT's classifier blocks; a training batch of one example
+    (an epoch's last, say) is normalised with the running statistics, as in evaluation — one example has no
+    batch variance."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.training and x.shape[0] == 1:
+            return F.batch_norm(
+                x, self.running_mean, self.running_var, self.weight, self.bias, False, 0.0, self.eps
+            )
+        return super().forward(x)
+
+
 class BiLSTMTaskModel(SavePretrained, nn.Module):
     """The encoder under ``bilstm`` and a linear classifier W ∈ R^{K×2H} after dropout; a head says what it
     reads (``logits``) and how it is scored (``loss``)."""
@@ -144,13 +159,17 @@ class BiLSTMTaskModel(SavePretrained, nn.Module):
         if config.pooling == "concat" and self.pools_sentences:
             width *= 3  # [h_T; maxpool(H); meanpool(H)]
         n = config.classifier_hidden
+        if n and not self.pools_sentences:
+            raise ConfigError(
+                "classifier_hidden: ULMFiT's classifier blocks are a sentence classifier's (0 for a tagger)"
+            )
         if n:  # ULMFiT's two blocks: batch norm, dropout, linear (ReLU between)
             self.classifier = nn.Sequential(
-                nn.BatchNorm1d(width),
+                BatchNorm(width),
                 nn.Dropout(p),
                 nn.Linear(width, n),
                 nn.ReLU(),
-                nn.BatchNorm1d(n),
+                BatchNorm(n),
                 nn.Dropout(p),
                 nn.Linear(n, config.num_labels),
             )
@@ -203,7 +222,10 @@ class BiLSTMForSequenceClassification(BiLSTMTaskModel):
         return torch.cat([last, top, mean], dim=-1)  # [h_T; maxpool(H); meanpool(H)]: (B, 3D)
 
     def logits(self, out: BiLSTMOutput, attention_mask: torch.Tensor) -> torch.Tensor:
-        return self.classifier(self.dropout(self.sentence_vector(out, attention_mask)))  # W u + b: (B, K)
+        u = self.sentence_vector(out, attention_mask)
+        if self.config.classifier_hidden:  # ULMFiT's blocks have their own dropout
+            return self.classifier(u)  # (B, K)
+        return self.classifier(self.dropout(u))  # W u + b: (B, K)
 
     def loss(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         """labels (B,) class ids, (B,) floats for regression, (B, K) 0/1 for multi-label."""

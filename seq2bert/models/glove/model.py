@@ -8,6 +8,11 @@ w_i, context vectors w̃_j and biases b_i, b̃_j fitted to the logarithm of the 
 trained with AdaGrad (Sect. 4.2: "initial learning rate of 0.05"; train.optimizer=adagrad) on shuffled
 entries of X. "We choose to use the sum W + W̃ as our word vectors" (Sect. 4.2). Initialisation as the
 paper's code: every parameter uniform in ±0.5/d.
+
+Departures: the loss is Eq. 8 itself (glove.c minimises ½ of it), and AdaGrad steps on the gradient summed
+over a batch of entries (data.batch_size, 100,000) — a word's accumulator grows by (Σ g)² per step where
+glove.c's grows by Σ g² entry by entry — so the step of a frequent word differs from the paper's code; on
+the books this GloVe trails word2vec on syntax (docs/results.md, issue 43).
 """
 
 from __future__ import annotations

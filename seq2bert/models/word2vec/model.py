@@ -24,11 +24,12 @@ fastText (models/fasttext/) is this model with another input table: v_w the mean
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 from torch import nn
 
-from seq2bert.data.word_corpus import Vocabulary
+from seq2bert.data.word_corpus import VOCAB_FILE, Vocabulary
 from seq2bert.models.family import Family
 from seq2bert.models.pretrained import SavePretrained
 from seq2bert.models.word2vec.config import Word2VecConfig
@@ -114,7 +115,7 @@ class Word2Vec(SavePretrained, nn.Module):
         """contexts (B, 2W) the window's words, context_mask (B, 2W) which are in the window; targets (B,)
         the middle words; negatives (B, k)."""
         mask = context_mask.to(self.output.weight.dtype)[..., None]  # (B, 2W, 1)
-        v = self.input(contexts.reshape(-1)).view(*contexts.shape, -1)  # (B, 2W, d)
+        v = self.input(contexts.reshape(-1)).view(*contexts.shape, self.config.vector_size)  # (B, 2W, d)
         h = code_mean((v * mask).sum(1), mask.sum(1).clamp(min=1))  # h = (1/|C|) Σ_c v_c: (B, d)
         return self.score(h, targets, negatives)
 
@@ -148,7 +149,14 @@ def save_vocabulary(model: nn.Module, directory) -> None:
 
 
 def load_vocabulary(model: nn.Module, directory) -> None:
-    model.set_vocabulary(Vocabulary.load(directory))
+    """The checkpoint's vocabulary, when it was saved with one (a model never trained has none)."""
+    if (Path(directory) / VOCAB_FILE).is_file():
+        model.set_vocabulary(Vocabulary.load(directory))
+
+
+def vocabulary_of(directory) -> Vocabulary | None:
+    """A word-vector checkpoint's tokenizer: its words and counts (None when it has none)."""
+    return Vocabulary.load(directory) if (Path(directory) / VOCAB_FILE).is_file() else None
 
 
 def word_vectors_family(model_type: str, config_class: type, model_class: type[nn.Module]) -> Family:
@@ -161,7 +169,7 @@ def word_vectors_family(model_type: str, config_class: type, model_class: type[n
         heads={"base": model_class.__name__},
         kind="encoder",
         tokenizer="words",
-        load_tokenizer=Vocabulary.load,
+        load_tokenizer=vocabulary_of,
         save_files=save_vocabulary,
         load_files=load_vocabulary,
         word_vectors=True,
