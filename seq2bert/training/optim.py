@@ -35,7 +35,7 @@ def layer_groups(model: nn.Module, trainable_only: bool = True) -> list[list[nn.
         found = LAYER_INDEX.search(name)
         if found:
             layers.setdefault(int(found.group(1) or found.group(2)), []).append(p)
-            stacks.add(name[: found.start()] if found.group(1) else name.rsplit(".", 1)[0])
+            stacks.add(name[: found.start()] if found.group(1) else name.rpartition(".")[0])  # the RNN's path
         elif EMBEDDING.search(name):
             embeddings.append(p)
         else:

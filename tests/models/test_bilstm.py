@@ -142,7 +142,7 @@ def test_checkpoints_through_the_registry_and_from_pretrained(tmp_path):
     [
         (dict(dropout=1.0), "dropout: must be in [0, 1)"),
         (dict(hidden_size=0), "hidden_size: must be at least 1"),
-        (dict(pooling="mean"), "pooling: expected 'max' or 'last'"),
+        (dict(pooling="mean"), "pooling: expected 'max', 'last' or 'concat'"),
         (dict(pad_token_id=V), "pad_token_id: must be a token id below vocab_size"),
     ],
 )
