@@ -150,7 +150,10 @@ def write_corpus(folder: Path, rng) -> None:
 def write_wikitext(folder: Path, rng) -> None:
     folder.mkdir(parents=True)
     body = " ".join(sentences(rng, 12)).replace(" tree ", " <unk> ")
-    (folder / "wiki.test.tokens").write_text(f" \n = Robert <unk> = \n \n {body} \n", encoding="utf-8")
+    for split in ("valid", "test"):  # the real folder's two files
+        (folder / f"wiki.{split}.tokens").write_text(
+            f" \n = Robert <unk> = \n \n {body} \n", encoding="utf-8"
+        )
 
 
 def write_stsb(folder: Path, rng) -> None:
