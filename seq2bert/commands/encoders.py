@@ -446,8 +446,8 @@ def register(sub) -> None:
     p.add_argument(
         "--features",
         metavar="DIR",
-        help="with --model: a frozen encoder (ELMo, BERT) whose layers "
-        "the model reads beside its embeddings (sets features.path; features.layers=mix|last|"
+        help="with --model: a frozen encoder (ELMo, BERT, or a translation run's encoder: CoVe) whose "
+        "layers the model reads beside its embeddings (sets features.path; features.layers=mix|last|"
         "sum_last_four)",
     )
     p.add_argument(

@@ -317,16 +317,23 @@ class Tokenizer:
             [e.ids for e in backend.encode_batch_fast(list(texts), add_special_tokens=False)] if texts else []
         )
 
-    def encode_words(self, sentences: Sequence, *, max_length: int | None = None) -> list[Encoding]:
+    def encode_words(
+        self, sentences: Sequence, *, max_length: int | None = None, add_special_tokens: bool = True
+    ) -> list[Encoding]:
         """Encode sentences already split into words (CoNLL), or ``(words, words)`` tuples (pairs): each word
         is split into sub-words on its own, so ``word_ids`` index the given words (of the text that
-        ``sequence_ids`` names). ``max_length``: truncate (special tokens kept; pairs: the longer first)."""
+        ``sequence_ids`` names). ``max_length``: truncate (special tokens kept; pairs: the longer first).
+        ``add_special_tokens=False``: the bare sub-words (what a translation encoder read)."""
         truncation = "longest_first" if max_length is not None else None
         pairs = sorted({isinstance(s, tuple) for s in sentences}) or [False]
-        backend = self._configured(max_length, truncation, None, (), pairs, True)
+        backend = self._configured(max_length, truncation, None, (), pairs, add_special_tokens)
         words = [(list(s[0]), list(s[1])) if isinstance(s, tuple) else list(s) for s in sentences]
         try:
-            encs = backend.encode_batch(words, is_pretokenized=True) if words else []
+            encs = (
+                backend.encode_batch(words, is_pretokenized=True, add_special_tokens=add_special_tokens)
+                if words
+                else []
+            )
         except Exception as err:  # the engine raises a bare Exception
             _raise_if_truncation_error(err, max_length, truncation)
             raise

@@ -32,6 +32,8 @@ the family, never a family's name:
     word_vectors     one static vector per word, trained by `seq2bert train-vectors` (recipes/vectors.py:
                      word2vec, GloVe, fastText); its tokenizer is the vocabulary with counts (word_counts.txt)
     text_inputs, default_layer   how the pipelines feed its base model texts and which layer they read
+    reads_specials   as a frozen features encoder (models/bilstm/features.py): whether it reads its tokenizer's
+                     [CLS] A [SEP] (False: bare sub-words, a pair as one text — a translation encoder, CoVe)
     kind             "encoder", "encoder-decoder" or "decoder": how its attention is shown and used
     base_model_prefix  the attribute under which a head model keeps the bare model ("bert"; "" for none)
     tokenizer        the tokenizer kind its checkpoints carry ("wordpiece", "sentencepiece", "bytelevel-bpe",
@@ -132,6 +134,9 @@ class Family:
     # how the pipelines give texts to its base model: (model, tokenizer, texts) → (inputs, each text's tokens);
     # None: the tokenizer's ids, [CLS] and [SEP] included (a model that reads characters spells words itself)
     text_inputs: Callable[[nn.Module, Any, list[str]], tuple[dict, list[list[str]]]] | None = None
+    # as a features encoder (models/bilstm/features.py): whether its base model reads its tokenizer's special
+    # tokens ([CLS] A [SEP] (B [SEP])); False: bare sub-words, a pair as one text (a translation encoder: CoVe)
+    reads_specials: bool = True
     default_layer: int | Literal["mean"] = -1  # what the pipelines read: a layer, or "mean" (all of them)
     # files of a checkpoint beside its config, weights and tokenizer: (model, directory) → None, written with
     # every checkpoint and read when one is loaded (the BiLSTM's: its features encoder's tokenizer)

@@ -9,6 +9,19 @@ import torch
 
 
 @dataclass
+class LayersOutput:
+    """An encoder's layers of the tokens, each (B, T, D) with zeros at padding (ELMo's L + 1, CoVe's L): the
+    last is ``last_hidden_state``."""
+
+    hidden_states: tuple[torch.Tensor, ...]
+    attention_mask: torch.Tensor  # (B, T)
+
+    @property
+    def last_hidden_state(self) -> torch.Tensor:
+        return self.hidden_states[-1]
+
+
+@dataclass
 class Seq2SeqLMOutput:
     """Output of an encoder-decoder: next-token ``logits`` (B, T, V), ``loss`` when labels were given, and
     ``attentions`` (B, T, S) — the weight of each source position for each target position — when asked.

@@ -28,6 +28,7 @@ from seq2bert.models.attention.config import BahdanauConfig, LuongConfig
 from seq2bert.models.attention.luong import LuongNMT
 from seq2bert.models.bert.pretrained import FAMILY as BERT
 from seq2bert.models.bilstm.model import FAMILY as BILSTM
+from seq2bert.models.cove import FAMILY as COVE
 from seq2bert.models.distilbert.pretrained import FAMILY as DISTILBERT
 from seq2bert.models.electra.pretrained import FAMILY as ELECTRA
 from seq2bert.models.elmo.model import FAMILY as ELMO
@@ -99,6 +100,7 @@ for _family in (
     MOBILEBERT,
     BILSTM,
     ELMO,
+    COVE,
     OPENAI_GPT,
     GPT2,
     WORD2VEC,

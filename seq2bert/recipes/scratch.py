@@ -23,7 +23,7 @@ from seq2bert import config as config_io
 from seq2bert.data.finetuning import collate
 from seq2bert.data.tokenization import SPECIAL_TOKENS, Tokenizer
 from seq2bert.errors import CheckpointError, ConfigError
-from seq2bert.models import registry
+from seq2bert.models import cove, registry
 from seq2bert.tasks.task import HEADS, Task
 
 # the config fields the recipe sets: from the trained tokenizer, from the task, from --features
@@ -101,19 +101,23 @@ def reads_features(model: str) -> bool:
 
 def features_encoder(path: str, model: str) -> tuple[nn.Module, Any]:
     """The frozen encoder whose layers ``model`` reads, and its tokenizer: the bare model of a checkpoint of
-    an encoder family (ELMo, BERT, …) other than ``model``'s own."""
+    an encoder family (ELMo, BERT, …) other than ``model``'s own, or the encoder of a translation model
+    (CoVe, models/cove.py)."""
     family = registry.family_at(path)
     if family.word_vectors:
         raise ConfigError(f"features: {path} holds static word vectors: give them as --vectors")
+    if registry.translates(family):
+        translation, tok = registry.load(path)
+        return cove.from_translation(translation, str(path)), tok
     if family.kind != "encoder" or family.model_type == model or "base" not in family.heads:
         encoders = [
             t
             for t, f in registry.FAMILIES.items()
-            if f.kind == "encoder" and t != model and not f.word_vectors
+            if f.kind == "encoder" and t not in (model, cove.FAMILY.model_type) and not f.word_vectors
         ]
         raise ConfigError(
             f"features: {path} is a {family.model_type} checkpoint; the features come from an "
-            f"encoder ({', '.join(encoders)})"
+            f"encoder ({', '.join(encoders)}) or a translation model's (bahdanau, luong: CoVe)"
         )
     encoder, tok = registry.load(path, head="base")
     if tok is None:

@@ -16,8 +16,9 @@ embeddings as layer 0.
 Which words. The BiLSTM reads ids of its own word vocabulary; the encoder reads the words themselves, as
 strings, so a word that is [UNK] for the BiLSTM keeps its spelling for ELMo's character CNN or BERT's word
 pieces. A family that spells words (``text_inputs``: ELMo) reads <S> w_1 … w_n </S>; the others read
-their own tokenizer's [CLS] A [SEP] (B [SEP]) of the words, and a word takes the vector of its first
-sub-token. A sentence pair is one sequence for ELMo (the BiLSTM too reads across the [SEP]). The BiLSTM's
+their own tokenizer's [CLS] A [SEP] (B [SEP]) of the words — or, a family that reads no special tokens
+(``reads_specials=False``: a translation encoder, CoVe in models/cove.py), the bare sub-words, a pair as one
+text — and a word takes the vector of its first sub-token. A sentence pair is one sequence for ELMo (the BiLSTM too reads across the [SEP]). The BiLSTM's
 [CLS] and [SEP] stand for no word: their feature vector is zero (ELMo has no such tokens; giving BERT's
 its own but not ELMo's would make the two rows of the table differ in more than the features).
 
@@ -64,12 +65,12 @@ class WordFeatures(nn.Module):
         self.encoder.requires_grad_(False)
         self.encoder.eval()
         self.tokenizer = None  # the encoder's: set by the recipe or when a checkpoint is read
-        self.num_layers = encoder_config.num_hidden_layers + 1  # the embeddings (or token layer) and L
+        self.num_layers = feature_layers(encoder_config)
         self.dim = encoder_config.hidden_size
-        if config.layers == "sum_last_four" and self.num_layers - 1 < 4:
+        if config.layers == "sum_last_four" and encoder_config.num_hidden_layers < 4:
             raise ConfigError(
                 f"features.layers: sum_last_four needs an encoder of at least 4 layers; "
-                f"{config.path or family.model_type} has {self.num_layers - 1}"
+                f"{config.path or family.model_type} has {encoder_config.num_hidden_layers}"
             )
         self.mix = (
             ScalarMix(self.num_layers, layer_norm=config.layer_norm) if config.layers == "mix" else None
@@ -97,9 +98,12 @@ class WordFeatures(nn.Module):
                 )
             positions = [list(range(len(w))) for w in words]
         else:  # its own sub-words: each word's first one
+            specials = self.family.reads_specials  # [CLS] A [SEP] (B [SEP]); else bare, a pair as one text
+            if not specials:
+                batch = [[w] for w in words]
             texts = [segments[0] if len(segments) == 1 else tuple(segments) for segments in batch]
             limit = max_input_length(self.encoder.config)
-            encodings = self.tokenizer.encode_words(texts, max_length=limit)
+            encodings = self.tokenizer.encode_words(texts, max_length=limit, add_special_tokens=specials)
             positions = [
                 first_pieces(e.word_ids, e.sequence_ids, [len(t) for t in s])
                 for e, s in zip(encodings, batch, strict=True)
@@ -137,6 +141,8 @@ class WordFeatures(nn.Module):
         (B, N, K, D) computed already, or the encoder's inputs (``inputs``) to compute them. → (B, T, D)."""
         if word_layers is None:
             word_layers = self.word_layers(**inputs)
+        if word_layers.size(1) == 0:  # no row has a word (empty texts): one zero word to gather from
+            word_layers = word_layers.new_zeros(word_layers.size(0), 1, *word_layers.shape[2:])
         if self.mix is not None:  # ELMo_k = γ Σ_j s_j h_{k,j}, the layer norm (if any) over the real words
             words = word_index.amax(1, keepdim=True) + 1  # (B, 1): the words of each row
             mask = torch.arange(word_layers.size(1), device=words.device)[None] < words  # (B, N)
@@ -156,6 +162,13 @@ class WordFeatures(nn.Module):
             return None
         s, gamma = self.mix.s.detach(), self.mix.gamma.detach()
         return {"s": [round(float(w), 4) for w in s], "gamma": round(float(gamma), 4)}
+
+
+def feature_layers(config) -> int:
+    """The layers an encoder offers: its embeddings (or token layer) and its L hidden layers — or what its
+    config's ``feature_layers`` says (a translation encoder's L alone: models/cove.py)."""
+    said = getattr(config, "feature_layers", None)
+    return said if said is not None else config.num_hidden_layers + 1
 
 
 def first_pieces(word_ids: Sequence[int | None], sequence_ids: Sequence[int | None], lengths: Sequence[int]):

@@ -43,6 +43,7 @@ from torch import nn
 from seq2bert.data.characters import BOS_CHAR, EOS_CHAR, PAD_CHAR, batch_char_ids, boundary_char_ids, words_of
 from seq2bert.models.elmo.config import ELMoConfig
 from seq2bert.models.family import Family
+from seq2bert.models.outputs import LayersOutput
 from seq2bert.models.pretrained import SavePretrained
 from seq2bert.nn.char_cnn import CharacterCNN
 from seq2bert.nn.lstmp import ProjectedLSTM
@@ -56,16 +57,8 @@ LayerStates = list[tuple[torch.Tensor, torch.Tensor]]  # one LM's (r (B, P), c (
 State = tuple[torch.Tensor, torch.Tensor]
 
 
-@dataclass
-class ELMoOutput:
-    """The L + 1 layers of the words (B, T, 2P): [x; x], then [h→_j; h←_j]; zeros at padding."""
-
-    hidden_states: tuple[torch.Tensor, ...]
-    attention_mask: torch.Tensor  # (B, T)
-
-    @property
-    def last_hidden_state(self) -> torch.Tensor:
-        return self.hidden_states[-1]
+# the L + 1 layers of the words (B, T, 2P): [x; x], then [h→_j; h←_j]; zeros at padding
+ELMoOutput = LayersOutput
 
 
 @dataclass
