@@ -93,6 +93,9 @@ class TrainConfig:
     layer_lr_decay: float = 1.0
     # ULMFiT's gradual unfreezing (Sect. 3.3): epoch e trains the top e + 1 layer groups, the rest frozen
     gradual_unfreezing: bool = False
+    # … one more group every this many optimizer steps in place of every epoch (0: an epoch, the paper's):
+    # a run of a few epochs (or a time budget) unfreezes them all
+    unfreeze_every: int = 0
     max_epochs: int = 10
     max_steps: int = 0  # 0: max_epochs decides
     max_minutes: float = 0.0  # 0: no time limit; otherwise stop (and evaluate, save) after this much training
@@ -169,6 +172,8 @@ class TrainConfig:
             raise ConfigError("stlr_cut_frac must be in (0, 1) and stlr_ratio >= 1")
         if not 0.0 < self.layer_lr_decay <= 1.0:
             raise ConfigError(f"layer_lr_decay: must be in (0, 1] (1: one rate), got {self.layer_lr_decay}")
+        if self.unfreeze_every < 0:
+            raise ConfigError(f"unfreeze_every: must be >= 0 (0: every epoch), got {self.unfreeze_every}")
         if self.halving_start < 0 or self.halving_every <= 0:
             raise ConfigError("halving_start must be >= 0 and halving_every > 0 (in epochs)")
         check_seed("seed", self.seed)

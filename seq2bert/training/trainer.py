@@ -193,6 +193,7 @@ class Trainer:
         if cfg.gradual_unfreezing and self.dist.enabled:  # DDP expects a gradient of every parameter it wraps
             raise ConfigError("train.gradual_unfreezing: one process only (not with torchrun)")
         self.unfreezable = layer_groups(self.model) if cfg.gradual_unfreezing else []
+        self.unfrozen_stage = -1  # the stage of gradual unfreezing the parameters are set for
         batches = len(plan.batches(0))
         if not batches:  # else zero steps, a run that "trains" without a word
             raise DataError("no training batches: the training data makes no instances (files, settings)")
@@ -368,8 +369,8 @@ class Trainer:
         try:  # the bar ends its line however the loop ends: an error's message gets a line of its own
             while not self._done():
                 batches = self.plan.batches(p.epoch)
-                self._unfreeze(p.epoch)
                 while p.batch < len(batches) and not self._done():
+                    self._unfreeze(p.step // cfg.unfreeze_every if cfg.unfreeze_every else p.epoch)
                     t0 = time.perf_counter()
                     # one optimizer step = `accumulate` micro-batches (fewer at the end of an epoch)
                     group = min(cfg.accumulate, len(batches) - p.batch)
@@ -436,19 +437,21 @@ class Trainer:
             tokens_per_second=p.tokens / max(p.train_seconds, 1e-9),
         )
 
-    def _unfreeze(self, epoch: int) -> None:
+    def _unfreeze(self, stage: int) -> None:
         """ULMFiT's gradual unfreezing (Howard & Ruder 2018, Sect. 3.3): "we first unfreeze the last layer and
         fine-tune all unfrozen layers for one epoch. We then unfreeze the next lower frozen layer and repeat,
-        until we fine-tune all layers" — epoch e trains the top e + 1 groups of ``optim.layer_groups``."""
-        if not self.unfreezable:
+        until we fine-tune all layers" — stage e (the epoch, or ``train.unfreeze_every`` steps) trains the top
+        e + 1 groups of ``optim.layer_groups``."""
+        if not self.unfreezable or stage == self.unfrozen_stage:
             return
-        trains = len(self.unfreezable) - min(epoch + 1, len(self.unfreezable))
+        self.unfrozen_stage = stage
+        trains = len(self.unfreezable) - min(stage + 1, len(self.unfreezable))
         for level, group in enumerate(self.unfreezable):
             for param in group:
                 param.requires_grad_(level >= trains)
         log.info(
-            "gradual unfreezing: epoch %d trains the top %d of %d layer groups",
-            epoch,
+            "gradual unfreezing: stage %d trains the top %d of %d layer groups",
+            stage,
             len(self.unfreezable) - trains,
             len(self.unfreezable),
         )

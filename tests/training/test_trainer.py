@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch import nn
 
-from seq2bert.errors import CheckpointError, DataError
+from seq2bert.errors import CheckpointError, ConfigError, DataError
 from seq2bert.models.outputs import Seq2SeqLMOutput
 from seq2bert.training import checkpoint as ckpt
 from seq2bert.training.config import TrainConfig
@@ -282,3 +282,28 @@ def test_gradual_unfreezing_trains_one_more_group_from_the_top_each_epoch(tmp_pa
         [False, True, True, True],
         [True, True, True, True],
     ]
+
+
+def test_gradual_unfreezing_every_n_steps_unfreezes_within_an_epoch(tmp_path):
+    torch.manual_seed(0)
+    model = Stack()
+    parts = [model.embeddings, model.layers[0], model.layers[1], model.head]
+    snapshots = [[m.weight.detach().clone() for m in parts]]
+
+    def after_step(*_):
+        snapshots.append([p.weight.detach().clone() for p in parts])
+
+    cfg = TrainConfig(
+        lr=0.05, clip_norm=0.0, weight_decay=0.0, max_epochs=1, gradual_unfreezing=True, unfreeze_every=2
+    )
+    trainer = Trainer(model, cfg, plan=Plan(64, 8), collate=collate, out_dir=tmp_path, progress_bar=False)
+    trainer.optimizer.register_step_post_hook(after_step)
+    trainer.fit()
+    moved = [
+        [not torch.equal(a, b) for a, b in zip(before, after, strict=True)]
+        for before, after in zip(snapshots, snapshots[1:], strict=False)
+    ]
+    stages = [[False, False, False, True], [False, False, True, True], [False, True, True, True], [True] * 4]
+    assert moved == [stage for stage in stages for _ in range(2)]  # 8 steps: a group more every 2
+    with pytest.raises(ConfigError, match="unfreeze_every: must be >= 0"):
+        TrainConfig(gradual_unfreezing=True, unfreeze_every=-1)
