@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import torch
@@ -86,22 +86,29 @@ class TranslationConfig:
 
     model: ModelConfig = field(default_factory=Seq2SeqConfig)
     data: DataConfig = field(default_factory=DataConfig)
-    train: TranslationTrainConfig = field(
-        default_factory=lambda: TranslationTrainConfig(metric="exact_match")
-    )
+    train: TranslationTrainConfig = field(default_factory=lambda: TranslationTrainConfig(metric="auto"))
     distill: DistillSection = field(default_factory=DistillSection)
 
 
 EVAL_METRICS = ("loss", "perplexity", "token_accuracy", "exact_match", "bleu", "bleu_lowercase")
 
 
+def main_metric(cfg: TranslationConfig) -> str:
+    """The metric that picks the best checkpoint: ``train.metric``, or for ``auto`` exact match on a synthetic
+    task (a sequence right as a whole) and BLEU on parallel text, where exact match stays near 0 and would
+    keep the first evaluation's checkpoint as the best."""
+    if cfg.train.metric != "auto":
+        return cfg.train.metric
+    return "exact_match" if cfg.data.task in SYNTHETIC_TASKS else "bleu"
+
+
 def check_run_config(cfg: TranslationConfig) -> None:
     """What a run needs beyond each section's own checks: its files exist, its metric is one we compute, and
     scheduled sampling, if asked for, has a recurrent decoder to feed."""
     cfg.data.check_files()
-    if cfg.train.metric not in EVAL_METRICS:
+    if cfg.train.metric not in (*EVAL_METRICS, "auto"):
         raise ConfigError(
-            f"train.metric: expected one of {', '.join(EVAL_METRICS)}, got {cfg.train.metric!r}"
+            f"train.metric: expected auto or one of {', '.join(EVAL_METRICS)}, got {cfg.train.metric!r}"
         )
     if cfg.train.scheduled_sampling.enabled and not isinstance(cfg.model, RecurrentConfig):
         # the paper's method feeds a recurrent decoder step by step; a Transformer trains every position at once
@@ -385,7 +392,7 @@ def train(
 
     trainer = Trainer(
         model,
-        cfg.train,
+        replace(cfg.train, metric=main_metric(cfg)),
         plan=plan,
         collate=make_collate(train_enc, tok),
         out_dir=out_dir,
