@@ -108,7 +108,7 @@ def check_run_config(cfg: TranslationConfig) -> None:
     cfg.data.check_files()
     if cfg.train.metric not in (*EVAL_METRICS, "auto"):
         raise ConfigError(
-            f"train.metric: expected auto or one of {', '.join(EVAL_METRICS)}, got {cfg.train.metric!r}"
+            f"train.metric: expected one of {', '.join(EVAL_METRICS)} or auto, got {cfg.train.metric!r}"
         )
     if cfg.train.scheduled_sampling.enabled and not isinstance(cfg.model, RecurrentConfig):
         # the paper's method feeds a recurrent decoder step by step; a Transformer trains every position at once
