@@ -11,6 +11,11 @@ initialized start and end tokens (⟨s⟩, ⟨e⟩)", and a delimiter token ($) 
     multiple choice  [start] context [delim] answer_k [extract]   for each k  (SWAG: context = sent1,
                                                                               answer_k = sent2 + ending_k)
 
+Tagging is not among GPT-1's tasks; a decoder tags (``tokens``, transformers' GPT2ForTokenClassification) the
+words as the running text they come from, with no added token, each word tagged at its first piece as BERT
+is (data/finetuning.py ``encode_tags``). A causal model reads that piece with only the words before it: the
+label of "Paris" in "Paris Hilton" is given before "Hilton" is read.
+
 The three tokens are added to the vocabulary as special tokens (``with_task_tokens``), after its last id; the
 model grows its token embedding by as many rows (models/gpt/heads.py). Each text is tokenized on its own,
 without special tokens, and the sequence built from ids; a pair too long for ``max_length`` loses tokens at
@@ -38,7 +43,7 @@ from seq2bert.errors import DataError
 from seq2bert.objectives.cross_entropy import IGNORE_INDEX
 
 START, DELIM, EXTRACT = "[start]", "[delim]", "[extract]"
-SHAPES = ("classification", "entailment", "similarity", "choice")
+SHAPES = ("classification", "entailment", "similarity", "choice", "tokens")
 # the GLUE tasks by the shape of GPT-1's Table 2–4 (WNLI, a pair that entails or not, as entailment)
 GLUE_SHAPES = {
     "cola": "classification",
@@ -82,16 +87,6 @@ def task_tokens(tok: Tokenizer) -> TaskTokens:
             f"the tokenizer has no {START}, {DELIM} and {EXTRACT} tokens (GPT-1's fine-tuning tokens)"
         )
     return TaskTokens(*ids)
-
-
-def shape_of(task: str) -> str:
-    """The input transformation of a built-in fine-tuning task (its name: a GLUE task, or swag); the task
-    registry's records carry it as ``decoder_shape`` (seq2bert/tasks/registry.py)."""
-    if task not in TASK_SHAPES:
-        raise DataError(
-            f"task {task}: GPT-1's input transformations cover {', '.join(TASK_SHAPES)} (Sect. 3.3)"
-        )
-    return TASK_SHAPES[task]
 
 
 def fit(a: list[int], b: list[int], budget: int) -> tuple[list[int], list[int]]:
@@ -165,7 +160,8 @@ def collate(
     features: Sequence[Feature], pad_token_id: int, shape: str, *, lm: bool = True
 ) -> dict[str, torch.Tensor]:
     """A batch padded to its longest sequence: input_ids and attention_mask (B, T), or (B, 2, T) for
-    similarity and (B, C, T) for multiple choice; the task's labels; with ``lm`` the auxiliary LM's labels; for
+    similarity and (B, C, T) for multiple choice; the task's labels (tagging: per token); with ``lm`` the
+    auxiliary LM's labels; for
     multiple choice mc_token_ids (B, C), the position of each [extract] (see the module docstring for names)."""
     nested = isinstance(features[0]["input_ids"][0], list)
     rows = [x for f in features for x in f["input_ids"]] if nested else [f["input_ids"] for f in features]
@@ -177,7 +173,9 @@ def collate(
         B = len(features)
         ids, mask, lm_labels, extract = (x.view(B, -1, *x.shape[1:]) for x in (ids, mask, lm_labels, extract))
     batch = {"input_ids": ids, "attention_mask": mask}
-    if "labels" in features[0]:
+    if "labels" in features[0] and shape == "tokens":  # a tag id per token (B, T), −100 on padding
+        batch["labels"], _ = pad_sequences([f["labels"] for f in features], IGNORE_INDEX)
+    elif "labels" in features[0]:
         dtype = torch.float if isinstance(features[0]["labels"], float) else torch.long
         labels = torch.tensor([f["labels"] for f in features], dtype=dtype)  # (B,)
         batch["mc_labels" if shape == "choice" else "labels"] = labels

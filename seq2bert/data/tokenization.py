@@ -323,11 +323,16 @@ class Tokenizer:
         """Encode sentences already split into words (CoNLL), or ``(words, words)`` tuples (pairs): each word
         is split into sub-words on its own, so ``word_ids`` index the given words (of the text that
         ``sequence_ids`` names). ``max_length``: truncate (special tokens kept; pairs: the longer first).
-        ``add_special_tokens=False``: the bare sub-words (what a translation encoder read)."""
+        ``add_special_tokens=False``: the bare sub-words (what a translation encoder read).
+
+        A byte-level BPE (GPT-2's, RoBERTa's) keeps a word's leading space in its first piece ("Ġrejects"),
+        so every word after a text's first is given one: the words are read as the running text they
+        come from, not as pieces never seen in pretraining ("rej", "ects")."""
         truncation = "longest_first" if max_length is not None else None
         pairs = sorted({isinstance(s, tuple) for s in sentences}) or [False]
         backend = self._configured(max_length, truncation, None, (), pairs, add_special_tokens)
-        words = [(list(s[0]), list(s[1])) if isinstance(s, tuple) else list(s) for s in sentences]
+        spaced = self._spaces_in_pieces()
+        words = [(spaced(s[0]), spaced(s[1])) if isinstance(s, tuple) else spaced(s) for s in sentences]
         try:
             encs = (
                 backend.encode_batch(words, is_pretokenized=True, add_special_tokens=add_special_tokens)
@@ -338,6 +343,14 @@ class Tokenizer:
             _raise_if_truncation_error(err, max_length, truncation)
             raise
         return [Encoding.from_backend(e) for e in encs]
+
+    def _spaces_in_pieces(self):
+        """How encode_words passes a text's words: with a space before each but the first when the
+        pre-tokenizer is byte-level without a prefix space (the space belongs to the next word's piece)."""
+        pre = self._backend.pre_tokenizer
+        if not isinstance(pre, pre_tokenizers.ByteLevel) or pre.add_prefix_space:
+            return list
+        return lambda words: [w if i == 0 else f" {w}" for i, w in enumerate(words)]
 
     def decode(self, ids: Sequence[int] | Any, skip_special_tokens: bool = True) -> str:
         """Turn ids (a list, or a 1-D tensor/array) back into text."""

@@ -211,8 +211,9 @@ def tag(
     int8: bool = False,
     batch_size: int = 32,
 ) -> list[dict]:
-    """Named entities (or any tags) of ``text`` with a BertForTokenClassification directory; of a list of
-    texts, a list each (the texts read ``batch_size`` at a time, in batches of similar length).
+    """Named entities (or any tags) of ``text`` with a …ForTokenClassification directory (an encoder's, or a
+    decoder's, GPT2ForTokenClassification, which reads no token types); of a list of texts, a list each (the
+    texts read ``batch_size`` at a time, in batches of similar length).
 
     Each word — as the tokenizer's pre-tokenizer splits it — is labelled by its first sub-token (the
     fine-tuning convention). ``aggregate``: consecutive B-X, I-X, … words become one entity
@@ -226,11 +227,16 @@ def tag(
     said_truncated(encodings, max_length)
     out: list = [None] * len(texts)
     device = _device(net)
+    decoder = registry.family_of(net).kind == "decoder"
     for indices, batch in length_batches(encodings, batch_size, pad_id(tok, net.config)):
         words = _word_features(net, [encodings[i] for i in indices], [texts[i] for i in indices])
         inputs = {k: v.to(device) for k, v in {**batch, **words}.items()}
+        types = inputs.pop("token_type_ids")
         logits = net(
-            inputs.pop("input_ids"), inputs.pop("attention_mask"), inputs.pop("token_type_ids"), **inputs
+            inputs.pop("input_ids"),
+            inputs.pop("attention_mask"),
+            *([] if decoder else [types]),
+            **inputs,
         ).logits  # (B, T, K)
         for row, i in enumerate(indices):
             probs = logits[row, : len(encodings[i])].float().softmax(-1)

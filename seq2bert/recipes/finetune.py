@@ -16,6 +16,8 @@ Read top to bottom:
    added to its vocabulary and embedding), classifies from the final state of [extract] (a pair of a
    similarity task in both orders, added; multiple choice with the double-heads model) and trains on
    L_3 = L_2 + λ·L_1, the language-model loss on the task's inputs as an auxiliary objective (``lm_coef``);
+   a tagging task, which GPT-1 did not do, it reads as running text and tags at each word's first piece,
+   on L_2 alone (GPT2ForTokenClassification has no LM head);
 4. the engine trains with AdamW, linear warm-up over ``warmup_ratio`` of the steps then linear decay
    (Sect. A.3: batch 32, lr among 5e-5 / 3e-5 / 2e-5, 2–4 epochs), length-bucketed batches padded to their
    own longest; every evaluation scores dev with the task's metrics (recipes/scoring.py) and keeps the best
@@ -54,7 +56,7 @@ from seq2bert.models import registry
 from seq2bert.models.bilstm.config import FeaturesConfig
 from seq2bert.models.pretrained import init_task_model, load_hf_weights, write_hf_files
 from seq2bert.nn.lora import merge_lora
-from seq2bert.recipes.decoder_tasks import decoder_inputs, decoder_loss, task_head
+from seq2bert.recipes.decoder_tasks import auxiliary_lm, decoder_inputs, decoder_loss, task_head
 from seq2bert.recipes.scoring import (
     encode,
     evaluate_checkpoint,
@@ -140,7 +142,7 @@ class FinetuneConfig:
     hidden_dropout_prob: float | None = None
     attention_probs_dropout_prob: float | None = None
     # a decoder (GPT): λ of L_3 = L_2 + λ·L_1, the auxiliary LM loss on the task's inputs (GPT-1 Sect. 3.2: 0.5;
-    # 0: the task's loss alone). An encoder has no such term
+    # 0: the task's loss alone). An encoder has no such term, nor a decoder's tagger (no LM head)
     lm_coef: float = 0.5
     data: FinetuneDataConfig = field(default_factory=FinetuneDataConfig)
     embedding: EmbeddingConfig = field(
@@ -310,7 +312,7 @@ def finetune(
     shape = task.decoder_shape if decoder else None
     loaded = {id(p) for p in model.parameters()}
     if decoder:
-        tok = decoder_inputs(model, tok)
+        tok = decoder_inputs(model, tok, shape)
     lora = cfg.train.lora
     if lora.r:  # LoRA: the head, the parameters new to the checkpoint and the low-rank B A train
         added = [name for name, p in model.named_parameters() if id(p) not in loaded]  # GPT-1's token rows
@@ -362,7 +364,7 @@ def finetune(
     def collate_batch(indices: list[int]) -> dict:
         chunk = [train_features[i] for i in indices]
         if decoder:
-            return gpt.collate(chunk, pad, shape, lm=cfg.lm_coef > 0)
+            return gpt.collate(chunk, pad, shape, lm=auxiliary_lm(shape, cfg.lm_coef))
         return batch_of(model, chunk, pad, task.collate)
 
     def loss_fn(m, batch: dict) -> torch.Tensor:
@@ -420,7 +422,7 @@ def finetune(
         "tokens_per_s": result.tokens_per_second,
         "checkpoint_bytes": folder_bytes(last) if last is not None else 0,  # a checkpoint-<step>/ to resume
         **peak_memory(device),
-        **({"lm_coef": cfg.lm_coef} if decoder else {}),
+        **({"lm_coef": cfg.lm_coef if auxiliary_lm(shape, cfg.lm_coef) else 0.0} if decoder else {}),
     }
     if dist.is_main and (out_dir / "best").is_dir():
         # 5. the best checkpoint's dev predictions, in fp32 as `seq2bert evaluate` gives them: scored again unless

@@ -64,6 +64,8 @@ def served_pipelines(directory: Path) -> tuple[Any, str, list[str]]:
     if family.kind == "decoder" or config.get("is_decoder"):
         if named & {"causal_lm", "pretraining"}:
             pipelines.append("generate")
+        if "tokens" in named:
+            pipelines.append("tag")
         return family, architecture, pipelines
     mlm = named & {"masked_lm"} or (named & {"pretraining"} and family.pretraining_objective == "masked_lm")
     generator = family.head_dirs.get("masked_lm")

@@ -137,6 +137,7 @@ def token_tagging(
         max_seq_length=max_seq_length,
         labels=label_list,
         gold=lambda e: e.tags,
+        decoder_shape="tokens",
         user_files=user_files,
         find_labels=find_labels,
     )

@@ -25,7 +25,8 @@ Fine-tuning, evaluation and distillation ask the task, never its name or its sha
                     predictions.jsonl (SQuAD's predictions.json, for the official scripts)
     texts           the texts of an example (a tokenizer trained from scratch is trained on them)
     decoder_shape   GPT-1's input transformation of the task for a decoder (data/gpt_finetuning.py:
-                    "classification", "entailment", "similarity", "choice"); None: no decoder fine-tunes on it
+                    "classification", "entailment", "similarity", "choice"; "tokens": tagging, the words as
+                    running text); None: no decoder fine-tunes on it
     augmentable     whether TinyBERT's augmentation applies (its examples are sentences or pairs)
     extra_dev       another task scored on the same folder after training when its dev file is there (MNLI's
                     mismatched dev set beside the matched one)
@@ -165,8 +166,9 @@ class Task:
         decoder: bool = False,
     ) -> list[Feature]:
         """Features of ``examples`` (QA: several per example); ``words``: with the words of each (a model that
-        reads a frozen encoder's features of them); for a ``decoder`` GPT-1's input transformations."""
-        if decoder:
+        reads a frozen encoder's features of them); for a ``decoder`` GPT-1's input transformations (a tagging
+        task's features are an encoder's: the tokenizer of a decoder adds no token; gpt.collate pads them)."""
+        if decoder and self.decoder_shape != "tokens":
             return gpt.encode_task(examples, tok, self.decoder_shape, settings.seq_length)
         label2id = {label: i for i, label in (id2label or {}).items()}
         return self.encode(self, examples, tok, label2id, settings, progress=progress, words=words)

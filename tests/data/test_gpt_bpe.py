@@ -307,6 +307,26 @@ def test_gpt1_equals_gpt1s_bpe_on_the_same_words(saved):
     assert checked > 1000
 
 
+@pytest.mark.parametrize("kind", GPT_KINDS)
+def test_words_given_apart_are_read_as_their_running_text(kind):
+    """CoNLL's words, given one by one, are encoded as the text they come from: a byte-level BPE's pieces
+    carry the space before a word ("Ġthe"), which each word after a text's first (of a pair, each text's)
+    gets back; GPT-1's BPE, which splits on spaces, needs none."""
+    tok = trained(kind)
+    words = "the river bank , a bank of the river".split()
+    [enc] = tok.encode_words([words])
+    assert enc.ids == tok.encode(" ".join(words)).ids
+    assert [w for w in enc.word_ids if w is not None] == sorted(w for w in enc.word_ids if w is not None)
+    for i, word in enumerate(words):  # each word's own pieces, where it falls in the text
+        pieces = [t for t, w in zip(enc.ids, enc.word_ids, strict=True) if w == i]
+        spaced = word if i == 0 else f" {word}"
+        assert pieces == tok.encode(spaced if kind == "bytelevel-bpe" else word).ids
+    [pair] = tok.encode_words([(words[:3], words[4:])])
+    first = [t for t, s in zip(pair.ids, pair.sequence_ids, strict=True) if s == 0]
+    second = [t for t, s in zip(pair.ids, pair.sequence_ids, strict=True) if s == 1]
+    assert first == tok.encode("the river bank").ids and second == tok.encode("a bank of the river").ids
+
+
 # ---------------------------------------------------------------------- the command line
 
 

@@ -14,6 +14,8 @@ import torch
 import seq2bert
 from seq2bert.cli import main
 from seq2bert.data import gpt_finetuning as gpt
+from seq2bert.data.batching import pad_sequences
+from seq2bert.data.conll import TaggedSentence
 from seq2bert.data.glue import TextExample
 from seq2bert.data.swag import ChoiceExample
 from seq2bert.data.tokenization import Tokenizer
@@ -21,8 +23,12 @@ from seq2bert.models import registry
 from seq2bert.models.gpt.config import gpt1_tiny, gpt2_tiny
 from seq2bert.models.gpt.heads import GPT2DoubleHeadsModel, GPT2ForSimilarity, GPT2LMHeadModel
 from seq2bert.models.pretrained import init_task_model
-from seq2bert.pipelines import classify
+from seq2bert.pipelines import classify, tag
 from seq2bert.recipes.decoder_tasks import decoder_inputs, decoder_loss
+from seq2bert.serve.models import served_pipelines
+from seq2bert.tasks import registry as task_registry
+from seq2bert.tasks.data import FinetuneDataConfig
+from tests.recipes.test_finetune import PEOPLE, PLACES, write_conll
 
 FILLER = "the a of on in and to was is it this that film story movie".split()
 GOOD, BAD = "great fine lovely superb".split(), "awful dull boring poor".split()
@@ -30,10 +36,10 @@ GRADES = [BAD[0], BAD[3], GOOD[1], GOOD[0], GOOD[3]]  # awful poor fine great su
 
 
 def vocabulary(root, kind="bytelevel-bpe"):
-    words = FILLER + GOOD + BAD + ["he", "it", "was", "."]
+    words = FILLER + GOOD + BAD + PLACES + PEOPLE + ["smith", "he", "it", "was", "."]
     corpus = root / "words.txt"
     corpus.write_text("\n".join(" ".join(words[i:] + words[:i]) for i in range(len(words))) + "\n")
-    return Tokenizer.train([corpus], kind=kind, vocab_size=300 if kind == "bytelevel-bpe" else 120)
+    return Tokenizer.train([corpus], kind=kind, vocab_size=400 if kind == "bytelevel-bpe" else 160)
 
 
 @pytest.fixture(scope="module")
@@ -122,12 +128,15 @@ def test_the_tokens_are_new_rows_of_the_embedding_and_a_tied_head_follows(tok):
     torch.manual_seed(0)
     model = GPT2DoubleHeadsModel(gpt2_tiny(vocab_size=tok.vocab_size, n_embd=16, n_head=2))
     before = model.transformer.embeddings.token.weight.detach().clone()
-    grown = decoder_inputs(model, tok)
+    grown = decoder_inputs(model, tok, "classification")
     assert grown.vocab_size == tok.vocab_size + 3 == model.config.vocab_size
     weight = model.transformer.embeddings.token.weight
     assert weight.shape == (tok.vocab_size + 3, 16) and torch.equal(weight[: tok.vocab_size], before)
     assert model.lm_head.weight is weight and model.config.pad_token_id == tok.eos_token_id
-    assert decoder_inputs(model, grown) is grown and model.config.vocab_size == grown.vocab_size  # once only
+    assert (
+        decoder_inputs(model, grown, "classification") is grown
+        and model.config.vocab_size == grown.vocab_size
+    )  # once only
 
 
 def test_similarity_is_symmetric_in_its_two_orders(tok):
@@ -181,6 +190,42 @@ def test_the_auxiliary_lm_term_is_lambda_times_the_lm_loss_on_the_same_inputs(to
         assert torch.equal(decoder_loss(model, plain, shape, 0.5), task)  # no LM labels: nothing to add
         torch.testing.assert_close(decoder_loss(model, batch, shape, 0.5), task + 0.5 * lm_loss.loss)
         torch.testing.assert_close(decoder_loss(model, batch, shape, 2.0), task + 2.0 * lm_loss.loss)
+
+
+def test_a_decoder_tags_the_words_as_running_text_at_each_words_first_piece(tok):
+    """Tagging, not among GPT-1's tasks: no [start] / [extract], the words' pieces as in running text, the tag
+    on each word's first piece, padded with −100; the loss is the token classifier's alone (no LM head)."""
+    conll = task_registry.get("conll2003")
+    sentence = TaggedSentence(
+        "train.txt:1", ["the", "cat", "sat", "on", "a", "mat"], ["O", "B-LOC", "O", "O", "O", "B-LOC"]
+    )
+    other = TaggedSentence("train.txt:8", ["a", "dog"], ["O", "B-PER"])
+    label2id = {"O": 0, "B-LOC": 1, "B-PER": 2}
+    cfg = gpt2_tiny(vocab_size=tok.vocab_size, n_embd=16, n_head=2, id2label={0: "O", 1: "B-LOC", 2: "B-PER"})
+    torch.manual_seed(0)
+    model = registry.get("gpt2").make(cfg, "GPT2ForTokenClassification").eval()
+    assert (
+        decoder_inputs(model, tok, "tokens") is tok and model.config.vocab_size == tok.vocab_size
+    )  # no token added
+    settings = FinetuneDataConfig(task="conll2003", max_seq_length=64)
+    features = conll.features(
+        [sentence, other], tok, {i: t for t, i in label2id.items()}, settings, decoder=True
+    )
+    f = features[0]
+    assert f["input_ids"] == ids(tok, "the cat sat on a mat")  # the text itself, no token added
+    firsts = [i for i, w in enumerate(f["word_ids"]) if w >= 0]
+    assert [f["labels"][i] for i in firsts] == [label2id[t] for t in sentence.tags]
+    assert all(y == -100 for i, y in enumerate(f["labels"]) if i not in firsts)
+    batch = gpt.collate(features, model.config.pad_token_id or 0, "tokens", lm=False)
+    assert set(batch) == {"input_ids", "attention_mask", "labels"}  # no token types: GPT-2 would embed them
+    n = len(features[1]["input_ids"])
+    assert batch["labels"].shape == batch["input_ids"].shape and (batch["labels"][1, n:] == -100).all()
+    with torch.no_grad():
+        logits = model(batch["input_ids"], batch["attention_mask"]).logits
+        expected = torch.nn.functional.cross_entropy(
+            logits.flatten(0, 1), batch["labels"].flatten(), ignore_index=-100
+        )
+        torch.testing.assert_close(decoder_loss(model, batch, "tokens", 0.5), expected)
 
 
 # --- end to end
@@ -270,6 +315,41 @@ def test_classification_learns_writes_a_transformers_checkpoint_and_serves_the_p
     assert capsys.readouterr().out.startswith("1\t")
 
 
+def test_a_decoder_tags_conll_learns_writes_a_transformers_checkpoint_and_serves_tag(
+    gpt2_dir, tmp_path, capsys
+):
+    """finetune --task conll2003 from a GPT-2: a GPT2ForTokenClassification that transformers reads to the same
+    logits, whose entities the tag pipeline, `seq2bert evaluate` and the server give."""
+    transformers = pytest.importorskip("transformers")
+    write_conll(tmp_path / "conll", np.random.default_rng(5))
+    assert (
+        finetune("conll2003", tmp_path / "conll", gpt2_dir, tmp_path / "run", "--set", "train.max_epochs=4")
+        == 0
+    )
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert results["dev_f1"] >= 80 and results["lm_coef"] == 0, (
+        results
+    )  # B-LOC and B-PER I-PER, read left to right
+    best = tmp_path / "run" / "best"
+    config = json.loads((best / "config.json").read_text())
+    assert config["architectures"] == ["GPT2ForTokenClassification"]
+    assert Tokenizer.load(best).vocab_size == Tokenizer.load(gpt2_dir).vocab_size == config["vocab_size"]
+    ours, tok = registry.load(best)
+    theirs = transformers.GPT2ForTokenClassification.from_pretrained(best).eval()
+    rows = tok.ids_batch(["the film paris", "john smith was in rome"])
+    ids, mask = pad_sequences(rows, config["pad_token_id"])  # padded on the right, as fine-tuning does
+    inputs = {"input_ids": ids, "attention_mask": mask.long()}
+    with torch.no_grad():
+        torch.testing.assert_close(ours(**inputs).logits, theirs(**inputs).logits, rtol=0, atol=1e-5)
+    place, person = PLACES[1], PEOPLE[2]
+    found = tag(f"the film was in {place} and {person} smith", best)
+    assert [(e["entity_group"], e["word"]) for e in found] == [("LOC", place), ("PER", f"{person} smith")]
+    assert "tag" in served_pipelines(best)[2]
+    capsys.readouterr()
+    assert main(["evaluate", str(tmp_path / "run")]) == 0
+    assert f"{results['dev_f1']:.2f}" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("task", ["mrpc", "stsb"])
 def test_similarity_tasks_write_our_similarity_architecture(gpt2_dir, tmp_path, capsys, task):
     write_glue(tmp_path / task, task, np.random.default_rng(1), n=(120, 30))
@@ -329,10 +409,10 @@ def test_gpt1_fine_tunes_entailment_and_lambda_zero_switches_the_lm_term_off(tmp
 def test_a_fine_tuned_checkpoint_starts_another_run_with_its_tokens_once(gpt2_dir, tmp_path):
     model, tok, new = init_task_model(registry.get("gpt2"), gpt2_dir, "GPT2ForSequenceClassification")
     assert new == ["score.weight"]
-    tok = decoder_inputs(model, tok)
+    tok = decoder_inputs(model, tok, "classification")
     model.save_pretrained(tmp_path / "tuned", tok)
     again, tok2, _ = init_task_model(registry.get("gpt2"), tmp_path / "tuned", "GPT2ForSimilarity")
-    assert decoder_inputs(again, tok2).vocab_size == tok.vocab_size == again.config.vocab_size
+    assert decoder_inputs(again, tok2, "similarity").vocab_size == tok.vocab_size == again.config.vocab_size
     assert torch.equal(again.transformer.embeddings.token.weight, model.transformer.embeddings.token.weight)
 
 
@@ -357,9 +437,9 @@ def test_a_killed_fine_tuning_run_resumes_exactly(gpt2_dir, tmp_path):
     "task, setting, message",
     [
         (
-            "conll2003",
+            "squad",
             "lm_coef=0.5",
-            "data.task: gpt2 is a decoder; task conll2003: GPT-1's input transformations",
+            "data.task: gpt2 is a decoder; task squad: a decoder fine-tunes on cola,",
         ),
         ("sst2", "lm_coef=-1", "lm_coef: must be >= 0"),
         ("sst2", "data.max_seq_length=128", "data.max_seq_length: 128 is longer than the 64 positions"),

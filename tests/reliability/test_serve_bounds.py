@@ -71,7 +71,9 @@ def kinds(bert_runs, translation_runs, tmp_path_factory) -> dict:
     classifier = GPT2ForSequenceClassification(
         gpt2_tiny(**size, pad_token_id=eot, id2label={0: "neg", 1: "pos"})
     )
-    task_tok = decoder_inputs(classifier, gpt_tok)  # GPT-1's [start], [delim], [extract] (Sect. 3.3)
+    task_tok = decoder_inputs(
+        classifier, gpt_tok, "classification"
+    )  # GPT-1's [start], [delim], [extract] (Sect. 3.3)
     classifier.save_pretrained(root / "gpt-classifier", tokenizer=task_tok)
     out["gpt-classifier"] = root / "gpt-classifier"
 

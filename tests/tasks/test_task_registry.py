@@ -32,9 +32,10 @@ USER_FILES = {  # issue 40: the tasks over a user's files (--train, --valid)
     "question-answering": ("qa", 384),
     "token-classification": ("tokens", 256),  # tasks/tagging_files.py
 }
-# GPT-1's input transformation of each generic task (a decoder fine-tunes on them as on GLUE and SWAG)
+# GPT-1's input transformation of each generic task (a decoder fine-tunes on them as on GLUE and SWAG), and
+# tagging's running text (CoNLL-2003 and a user's tagged files)
 GENERIC_SHAPES = {"text-classification": "classification", "text-pair": "entailment", "regression": "similarity",
-                  "multiple-choice": "choice"}  # fmt: skip
+                  "multiple-choice": "choice", "token-classification": "tokens", "conll2003": "tokens"}  # fmt: skip
 
 
 def test_the_built_in_tasks_and_their_heads_lengths_and_decoder_shapes():
