@@ -146,21 +146,28 @@ class TransformerLayer(nn.Module):
         need_weights: bool = False,
         positions: Positions | None = None,
         stream: QueryStream | None = None,
+        past: torch.Tensor | None = None,
     ) -> LayerOutput:
         """x (B, T, d_model) → (B, T, d_model); the weights (B, h, T, T_past + T) of self-attention and
         (B, h, T, S) of cross-attention when asked. With a ``cache``, x holds only the new steps and
         ``mask`` covers the cached keys too. ``positions``: the stack's (seq2bert/nn/positions.py), handed
         to the self-attention. ``stream``: a second query stream, whose self-attention reads the keys and
-        values of the content stream's (x's) attention input; its output is ``LayerOutput.stream``."""
-        if stream is not None and cache is not None:
-            raise ValueError("a query stream reads the whole content stream: it takes no cache")
+        values of the content stream's (x's) attention input; its output is ``LayerOutput.stream``.
+        ``past`` (B, M, d_model): the previous segment's states of this layer (Transformer-XL's memory),
+        read as keys and values before x's own by both streams, without a gradient (SG(·), Sect. 3.2);
+        ``mask`` then covers M + T keys."""
+        if (stream is not None or past is not None) and cache is not None:
+            raise ValueError("a query stream or a past segment reads whole keys: it takes no cache")
         out = LayerOutput(x)
         content = None if stream is None else self.attention_input(x)  # the query stream's keys and values
+        if past is not None:  # what the self-attention reads of the previous segment's layer input
+            past = self.attention_input(past.detach())
 
         def self_attend(y: torch.Tensor) -> torch.Tensor:
             kv_cache = None if cache is None else cache.self_attn
+            keys = None if past is None else torch.cat([past, y], dim=1)  # h̃ = [SG(h_{τ−1}) ∘ h_τ]
             h, out.self_weights = self.self_attn(
-                y, mask=mask, cache=kv_cache, need_weights=need_weights, positions=positions
+                y, keys, mask=mask, cache=kv_cache, need_weights=need_weights, positions=positions
             )
             return h
 
@@ -176,7 +183,8 @@ class TransformerLayer(nn.Module):
             x = self.cross_attn_sublayer(x, cross_attend)
         out.hidden = self.ffn_sublayer(x, self.feed_forward)
         if stream is not None:
-            out.stream = self.query_stream(stream, content, memory, memory_mask, positions)
+            keys = content if past is None else torch.cat([past, content], dim=1)
+            out.stream = self.query_stream(stream, keys, memory, memory_mask, positions)
         return out
 
     def query_stream(

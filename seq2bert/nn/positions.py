@@ -49,12 +49,17 @@ class Positions:
     """What the stack computes once per forward for every layer: the positions of the queries ``query``
     (T_q,) and of the keys ``key`` (T_k,), long; a scheme's per-pair ``index`` (T_q, T_k), long (Shaw et
     al.'s clip(j − i, k) + k), and a score ``bias`` (h | 1, T_q, T_k), float, that every self-attention
-    adds."""
+    adds; a scheme's ``encoding`` (n, d_model) of the relations ``index`` points into (Transformer-XL's
+    sinusoids of i − j, which each layer projects with its own W_R); and, when the stack is given segment
+    ids, ``other_segment`` (B, T_q, T_k), bool: whether query i and key j lie in different segments (XLNet's
+    relative segment encodings)."""
 
     query: torch.Tensor
     key: torch.Tensor
     index: torch.Tensor | None = None
     bias: torch.Tensor | None = None
+    encoding: torch.Tensor | None = None
+    other_segment: torch.Tensor | None = None
 
     @property
     def distance(self) -> torch.Tensor:

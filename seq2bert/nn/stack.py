@@ -25,6 +25,14 @@ A second query stream (XLNet's two-stream attention, layers.QueryStream): ``quer
 at the same positions as input_ids, goes through every layer beside the content stream with its own
 ``query_stream_mask``; its last state is ``last_query_stream_state`` (the final norm applied too).
 
+Segment recurrence (Transformer-XL, Dai et al. 2019, Sect. 3.2): ``past_states`` holds, per layer, the
+hidden states (B, M, d_model) that layer read for the previous segment; its self-attention (and the query
+stream's) reads them as keys and values before the segment's own, h̃ = [SG(h_{τ−1}) ∘ h_τ]. The segment's
+tokens then sit at positions M … M + T − 1 (give ``offset`` = M and an ``attention_mask`` over M + T
+keys). ``self_mask`` (bool, broadcastable to (B, h | 1, T, T_k)) is and-ed with the padding and causal
+mask of the content stream (XLNet's permutation: content i sees the tokens before it in the factorisation
+order, and itself); ``segment_ids`` (B, T_k) give the positions' ``other_segment``.
+
 The embeddings module is called as ``embeddings(input_ids, offset=…, **embedding_inputs)`` (segment ids
 for BERT, say). Shapes: input_ids (B, T), attention_mask (B, T_k) with 1 on real tokens, where T_k counts
 the cached keys too; memory (B_s, S, d_model), memory_mask (B_s, S).
@@ -123,6 +131,9 @@ class TransformerStack(nn.Module):
         output_attentions: bool = False,
         query_stream: torch.Tensor | None = None,
         query_stream_mask: torch.Tensor | None = None,
+        past_states: Sequence[torch.Tensor] | None = None,
+        self_mask: torch.Tensor | None = None,
+        segment_ids: torch.Tensor | None = None,
         **embedding_inputs,
     ) -> StackOutput:
         """input_ids (B, T) at positions offset … offset + T − 1 → StackOutput.
@@ -136,8 +147,10 @@ class TransformerStack(nn.Module):
         extra: dict = {}  # only what is given, so that layers written before the channel are called as ever
         if positions is not None:
             x = self.positions.embed(x, positions)  # (a)
+            if segment_ids is not None:  # (B, T_q, T_k): query and key in different segments
+                positions.other_segment = segment_ids[:, -T:, None] != segment_ids[:, None, :]
             extra["positions"] = positions
-        mask = self.self_attention_mask(attention_mask, T, offset, device)
+        mask = combine(self.self_attention_mask(attention_mask, T, offset, device), self_mask)
         cross_mask = padding_mask(memory_mask)  # (B_s, 1, 1, S)
         hidden, attentions, cross = [x], [], []
         g = query_stream  # (B, T, d_model)
@@ -147,6 +160,8 @@ class TransformerStack(nn.Module):
             cache = None if caches is None else caches[i]
             if g is not None:
                 extra["stream"] = QueryStream(g, query_stream_mask)
+            if past_states is not None:
+                extra["past"] = past_states[i]
             out = layer(x, mask, memory, cross_mask, cache=cache, need_weights=output_attentions, **extra)
             x, g = out.hidden, out.stream
             if output_hidden_states:

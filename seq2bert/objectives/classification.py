@@ -49,6 +49,16 @@ class ClassifierFields:
             raise ConfigError(f"classifier_dropout: must be in [0, 1), got {self.classifier_dropout}")
 
 
+def labels_from_hf(hf: dict) -> dict[str, dict[int, str]]:
+    """{"id2label": …} of a transformers config.json dictionary: its id2label with JSON's string keys made
+    ints, else ``num_labels`` names LABEL_0 … (transformers'); {} when it has neither."""
+    if "id2label" in hf:
+        return {"id2label": {int(i): str(label) for i, label in hf["id2label"].items()}}
+    if "num_labels" in hf:
+        return {"id2label": {i: f"LABEL_{i}" for i in range(int(hf["num_labels"]))}}
+    return {}
+
+
 def problem_type_of(problem_type: str | None, num_labels: int) -> str:
     """transformers' rule: the given problem type, else regression for one output, else single-label."""
     if problem_type is not None:

@@ -282,3 +282,24 @@ def test_a_query_stream_follows_the_content_stream_with_its_own_mask(norm_first)
     )
     with pytest.raises(ValueError, match="takes no cache"):
         s(x, query_stream=g, caches=s.new_caches())
+
+
+@pytest.mark.parametrize("scheme", list(SCHEMES))
+def test_a_segment_after_its_predecessors_states_is_the_whole_sequence_read_at_once(scheme):
+    """Segment recurrence (Transformer-XL, Dai et al. 2019, Sect. 3.2): a causal stack that reads segment τ
+    with each layer's input states of segment τ − 1 as past_states (h̃ = [SG(h_{τ−1}) ∘ h_τ]) gives what the
+    whole sequence gives at τ's positions — with relative positions as with absolute ones — and no gradient
+    reaches the memory."""
+    s = SCHEMES[scheme]()
+    x = torch.randint(0, V, (2, 9))
+    whole = s(x, output_hidden_states=True)
+    first = s(x[:, :5], output_hidden_states=True)
+    past = [h.detach().requires_grad_() for h in first.hidden_states[:-1]]  # each layer's input
+    second = s(x[:, 5:], torch.ones(2, 9, dtype=torch.long), offset=5, past_states=past)
+    torch.testing.assert_close(second.last_hidden_state, whole.last_hidden_state[:, 5:], rtol=0, atol=1e-5)
+    second.last_hidden_state.sum().backward()
+    assert all(p.grad is None for p in past)
+    # a query stream reads the memory too: with the content's input and mask it is the content stream
+    stream = dict(query_stream=s.embeddings(x[:, 5:]), query_stream_mask=causal_mask(4, 5))
+    again = s(x[:, 5:], torch.ones(2, 9, dtype=torch.long), offset=5, past_states=past, **stream)
+    torch.testing.assert_close(again.last_query_stream_state, again.last_hidden_state, rtol=0, atol=1e-6)

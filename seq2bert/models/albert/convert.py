@@ -22,6 +22,7 @@ from seq2bert.errors import CheckpointError, ConfigError
 from seq2bert.models.albert.config import AlbertConfig
 from seq2bert.models.bert.convert import tf_renamed
 from seq2bert.models.keymap import HeadLayout, KeyMap, conversions, linear, pooled, task_heads, tied_decoder
+from seq2bert.objectives.classification import labels_from_hf
 
 RENAMED = {"classifier_dropout": "classifier_dropout_prob"}  # ours → transformers'
 CONFIG_FIELDS = tuple(f for f in AlbertConfig.__dataclass_fields__ if f not in ("model_type", "id2label"))
@@ -63,10 +64,7 @@ def config_from_hf(hf: dict[str, Any], source: str = "config.json") -> AlbertCon
             raise CheckpointError(f"{source}: share={fields['share']!r} needs one group per layer")
         fields["num_hidden_groups"] = 1
     try:
-        if "id2label" in hf:  # JSON keys are strings
-            fields["id2label"] = {int(i): str(label) for i, label in hf["id2label"].items()}
-        elif "num_labels" in hf:
-            fields["id2label"] = {i: f"LABEL_{i}" for i in range(int(hf["num_labels"]))}
+        fields.update(labels_from_hf(hf))  # JSON keys are strings
         return AlbertConfig(**fields)
     except (ConfigError, TypeError, ValueError, AttributeError) as e:
         raise CheckpointError(f"{source}: {e}") from None

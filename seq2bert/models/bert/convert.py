@@ -16,6 +16,7 @@ import torch
 from seq2bert.errors import CheckpointError, ConfigError
 from seq2bert.models.bert.config import BertConfig
 from seq2bert.models.keymap import HeadLayout, KeyMap, conversions, linear, pooled, task_heads, tied_decoder
+from seq2bert.objectives.classification import labels_from_hf
 
 LAYER = {
     "self_attn.qkv": ("attention.self.query", "attention.self.key", "attention.self.value"),
@@ -58,10 +59,7 @@ def config_from_hf(
         )
     fields = {k: hf[k] for k in config_class.__dataclass_fields__ if k in hf and k != "model_type"}
     try:
-        if "id2label" in fields:  # JSON keys are strings
-            fields["id2label"] = {int(i): str(label) for i, label in fields["id2label"].items()}
-        elif "num_labels" in hf:
-            fields["id2label"] = {i: f"LABEL_{i}" for i in range(int(hf["num_labels"]))}
+        fields.update(labels_from_hf(hf))  # JSON keys are strings
         return config_class(**fields)
     except (ConfigError, TypeError, ValueError, AttributeError) as e:
         raise CheckpointError(f"{source}: {e}") from None

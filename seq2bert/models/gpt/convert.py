@@ -32,6 +32,7 @@ import torch
 from seq2bert.errors import CheckpointError, ConfigError
 from seq2bert.models.gpt.config import GPT2Config, GPTConfig, OpenAIGPTConfig
 from seq2bert.models.keymap import HeadLayout, KeyMap, conversions, linear
+from seq2bert.objectives.classification import labels_from_hf
 
 CONFIGS: dict[str, type[GPTConfig]] = {"openai-gpt": OpenAIGPTConfig, "gpt2": GPT2Config}
 PREFIXES = {"openai-gpt": "OpenAIGPT", "gpt2": "GPT2"}  # transformers' class names: prefix + head
@@ -81,10 +82,7 @@ def config_from_hf(hf: dict[str, Any], source: str = "config.json") -> GPTConfig
     cls = CONFIGS[model_type]
     fields = {k: hf[k] for k in cls.__dataclass_fields__ if k in hf and k != "model_type"}
     try:
-        if "id2label" in fields:  # JSON keys are strings
-            fields["id2label"] = {int(i): str(label) for i, label in fields["id2label"].items()}
-        elif "num_labels" in hf:
-            fields["id2label"] = {i: f"LABEL_{i}" for i in range(int(hf["num_labels"]))}
+        fields.update(labels_from_hf(hf))  # JSON keys are strings
         return cls(**fields)
     except (ConfigError, TypeError, ValueError, AttributeError) as e:
         raise CheckpointError(f"{source}: {e}") from None
