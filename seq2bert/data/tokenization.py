@@ -105,9 +105,13 @@ class Tokenizer:
 
     The tokenizer takes ownership of ``backend``: any truncation or padding stored in it is switched off,
     and it should not be mutated afterwards (cached copies made for truncation/padding would not see it).
+    Of a stored padding only its side is kept (``padding_side``: XLNet pads on the left), for every padded
+    call and for :meth:`save`.
     """
 
     def __init__(self, backend: tokenizers.Tokenizer) -> None:
+        stored = backend.padding or {}
+        self.padding_side: str = stored.get("direction", "right").lower()
         if backend.truncation is not None or backend.padding is not None:
             logger.info("ignoring the truncation/padding stored in the tokenizer; they are set per call")
             backend.no_truncation()
@@ -116,16 +120,32 @@ class Tokenizer:
         self._variants: dict[tuple[Any, ...], tokenizers.Tokenizer] = {}
         self._lock = threading.Lock()
 
+    @classmethod
+    def padded_on(cls, backend: tokenizers.Tokenizer, side: str) -> Tokenizer:
+        """A tokenizer that pads on ``side`` ("left" or "right")."""
+        tokenizer = cls(backend)
+        tokenizer.padding_side = side
+        return tokenizer
+
+    def _with_padding(self, backend: tokenizers.Tokenizer, length: int | None) -> None:
+        backend.enable_padding(
+            direction=self.padding_side,
+            pad_id=self.pad_token_id,
+            pad_token=self.id_to_token(self.pad_token_id),
+            length=length,
+        )
+
     @property
     def backend(self) -> tokenizers.Tokenizer:
         """The underlying ``tokenizers.Tokenizer`` (read only: see the class docstring)."""
         return self._backend
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"backend": self._backend.to_str()}
+        return {"backend": self._backend.to_str(), "padding_side": self.padding_side}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self._backend = tokenizers.Tokenizer.from_str(state["backend"])
+        self.padding_side = state.get("padding_side", "right")
         self._variants = {}
         self._lock = threading.Lock()
 
@@ -223,8 +243,12 @@ class Tokenizer:
         fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tokenizer.", suffix=".json.tmp")
         os.fchmod(fd, umask_mode())  # the mode of the user's other files, not mkstemp's 0600
         os.close(fd)
+        backend = self._backend
+        if self.padding_side != "right":  # the side travels in tokenizer.json
+            backend = tokenizers.Tokenizer.from_str(backend.to_str())
+            self._with_padding(backend, None)
         try:
-            self._backend.save(tmp, pretty=True)
+            backend.save(tmp, pretty=True)
             os.replace(tmp, directory / "tokenizer.json")
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
@@ -391,13 +415,13 @@ class Tokenizer:
 
     @property
     def cls_token_id(self) -> int | None:
-        """``[CLS]``, else ``<s>``."""
-        return self._first_id("[CLS]", ROBERTA_SPECIAL["cls"])
+        """``[CLS]``, else ``<cls>`` (XLNet's, which also has ``<s>``), else ``<s>``."""
+        return self._first_id("[CLS]", "<cls>", ROBERTA_SPECIAL["cls"])
 
     @property
     def sep_token_id(self) -> int | None:
-        """``[SEP]``, else ``</s>``."""
-        return self._first_id("[SEP]", ROBERTA_SPECIAL["sep"])
+        """``[SEP]``, else ``<sep>`` (XLNet's, which also has ``</s>``), else ``</s>``."""
+        return self._first_id("[SEP]", "<sep>", ROBERTA_SPECIAL["sep"])
 
     @property
     def mask_token_id(self) -> int | None:
@@ -468,10 +492,7 @@ class Tokenizer:
                 if truncation is not None:
                     backend.enable_truncation(max_length, stride=0, strategy=truncation)
                 if padding is not None:
-                    length = max_length if padding == "max_length" else None
-                    backend.enable_padding(
-                        pad_id=self.pad_token_id, pad_token=self.id_to_token(self.pad_token_id), length=length
-                    )
+                    self._with_padding(backend, max_length if padding == "max_length" else None)
                 if len(self._variants) >= _MAX_CACHED_BACKENDS:
                     self._variants.pop(next(iter(self._variants)))
                 self._variants[key] = backend

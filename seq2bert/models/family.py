@@ -15,7 +15,8 @@ the family, never a family's name:
                      one finds it: {"masked_lm": "generator"} (ELECTRA's generator beside the discriminator)
     pretraining_objective  what `seq2bert pretrain` trains the "pretraining" head on: "masked_lm" (MLM + NSP
                      instances, BERT), "causal_lm" (contiguous blocks of the text, GPT) or
-                     "replaced_token_detection" (a generator's samples in the masked instances, ELECTRA)
+                     "replaced_token_detection" (a generator's samples in the masked instances, ELECTRA) or
+                     "permutation_lm" (factorisation orders, two streams, partial prediction: XLNet)
     pretrainer       (config, **options) → the module pretraining trains when it is more than the
                      "pretraining" head: ELECTRA's generator and discriminator (None: the head alone)
     sentence_pairs   the masked LM's pairs: "next_sentence" (NSP, BERT: next_sentence_label),
@@ -117,7 +118,9 @@ class Family:
     build: Callable[..., nn.Module] | None = None
     head_modules: tuple[str, ...] = ()  # top-level modules of every head (dropped when a task starts)
     pretraining_options: dict = field(default_factory=dict)  # keyword arguments of the pretraining forward
-    pretraining_objective: Literal["masked_lm", "causal_lm", "replaced_token_detection"] = "masked_lm"
+    pretraining_objective: Literal["masked_lm", "causal_lm", "replaced_token_detection", "permutation_lm"] = (
+        "masked_lm"
+    )
     pretrainer: Callable[..., nn.Module] | None = None
     sentence_pairs: Literal["next_sentence", "sentence_order", "none"] = "next_sentence"
     # the data section's values its pretraining takes by default (for the settings left at "auto":

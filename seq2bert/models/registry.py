@@ -49,6 +49,7 @@ from seq2bert.models.transformer.config import TransformerConfig
 from seq2bert.models.transformer.marian import FAMILY as MARIAN
 from seq2bert.models.transformer.model import Transformer
 from seq2bert.models.word2vec.model import FAMILY as WORD2VEC
+from seq2bert.models.xlnet.pretrained import FAMILY as XLNET
 
 __all__ = [
     "FAMILIES",
@@ -96,6 +97,7 @@ for _family in (
     ROBERTA,
     ALBERT,
     SPANBERT,
+    XLNET,
     DISTILBERT,
     MOBILEBERT,
     BILSTM,

@@ -40,6 +40,7 @@ SMALL = dict(
     char_embedding_dim=4,
     num_highway=1,
     intra_bottleneck_size=8,
+    d_inner=32,
 )
 OWN = {"rnn-lm": dict(embedding_dim=16)}  # its output layer is its embedding matrix
 

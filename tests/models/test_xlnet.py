@@ -9,9 +9,10 @@ import math
 import pytest
 import torch
 
+from seq2bert.models import registry
 from seq2bert.models.xlnet.config import XLNetConfig
 from seq2bert.models.xlnet.convert import from_hf_state_dict, to_hf_state_dict
-from seq2bert.models.xlnet.model import XLNetLMHeadModel, XLNetModel, relative_sinusoids
+from seq2bert.models.xlnet.model import XLNetModel, relative_sinusoids
 from tests.models.hf_parity import CLOSE, made_to_count
 
 transformers = pytest.importorskip("transformers")
@@ -27,7 +28,7 @@ def pair(attn_type="bi", clamp_len=-1, architecture="XLNetLMHeadModel"):
     )
     made_to_count(theirs)
     cfg = XLNetConfig(**SIZES, attn_type=attn_type, clamp_len=clamp_len)
-    ours = {"XLNetModel": XLNetModel, "XLNetLMHeadModel": XLNetLMHeadModel}[architecture](cfg).eval()
+    ours = registry.FAMILIES["xlnet"].make(cfg, architecture).eval()
     ours.load_state_dict(from_hf_state_dict(theirs.state_dict(), cfg, architecture))
     return theirs, ours, cfg
 
@@ -97,9 +98,70 @@ def test_the_permutation_mask_and_partial_prediction_equal_transformers():
         assert a.logits.shape == (2, 3, 101)
 
 
-def test_the_conversion_both_ways_is_the_identity():
-    theirs, ours, cfg = pair()
-    back = to_hf_state_dict(ours.state_dict(), cfg, "XLNetLMHeadModel")
+HEADS = {
+    "XLNetForSequenceClassification": ("logits",),
+    "XLNetForTokenClassification": ("logits",),
+    "XLNetForQuestionAnsweringSimple": ("start_logits", "end_logits"),
+}
+
+
+@pytest.mark.parametrize("architecture", list(HEADS))
+def test_each_task_head_equals_transformers_with_its_loss_and_memory(architecture):
+    """Left padding (the summary reads the last token, <cls>), two segments, the loss, then a second segment
+    reading the first's memory."""
+    theirs, ours, _ = pair(architecture=architecture)
+    ids, mask, types = batch()
+    g = torch.Generator().manual_seed(6)
+    if architecture == "XLNetForQuestionAnsweringSimple":
+        targets = dict(start_positions=torch.tensor([3, 20]), end_positions=torch.tensor([5, 6]))
+    elif architecture == "XLNetForTokenClassification":
+        targets = dict(labels=torch.randint(0, 2, (2, 9), generator=g).masked_fill(mask == 0, -100))
+    else:
+        targets = dict(labels=torch.tensor([1, 0]))
+    with torch.no_grad():
+        a = ours(ids, mask, token_type_ids=types, **targets)
+        b = theirs(ids, attention_mask=mask, token_type_ids=types, **targets)
+        for field in HEADS[architecture]:
+            torch.testing.assert_close(getattr(a, field), getattr(b, field), **CLOSE)
+        torch.testing.assert_close(a.loss, b.loss, **CLOSE)
+        nxt = ids[:, :5]
+        a2, b2 = ours(nxt, mems=a.mems), theirs(nxt, mems=b.mems)
+        for field in HEADS[architecture]:
+            torch.testing.assert_close(getattr(a2, field), getattr(b2, field), **CLOSE)
+
+
+def test_multiple_choice_and_regression_equal_transformers():
+    theirs, ours, _ = pair(architecture="XLNetForMultipleChoice")
+    g = torch.Generator().manual_seed(7)
+    ids = torch.randint(0, 101, (2, 3, 6), generator=g)
+    mask = torch.ones_like(ids)
+    mask[0, 1, :2] = 0
+    labels = torch.tensor([2, 0])
+    with torch.no_grad():
+        a, b = ours(ids, mask, labels=labels), theirs(ids, attention_mask=mask, labels=labels)
+    torch.testing.assert_close(a.logits, b.logits, **CLOSE)
+    torch.testing.assert_close(a.loss, b.loss, **CLOSE)
+    assert a.logits.shape == (2, 3)
+    torch.manual_seed(0)
+    cfg = transformers.XLNetConfig(**SIZES, num_labels=1)
+    theirs = made_to_count(transformers.XLNetForSequenceClassification(cfg))
+    ours = registry.FAMILIES["xlnet"].make(
+        XLNetConfig(**SIZES, id2label={0: "score"}), theirs.__class__.__name__
+    )
+    state = from_hf_state_dict(theirs.state_dict(), ours.config, "XLNetForSequenceClassification")
+    ours.load_state_dict(state)
+    ids, mask, _ = batch()
+    y = torch.tensor([0.5, -1.0])
+    with torch.no_grad():
+        a, b = ours.eval()(ids, mask, labels=y), theirs(ids, attention_mask=mask, labels=y)
+    torch.testing.assert_close(a.logits, b.logits, **CLOSE)
+    torch.testing.assert_close(a.loss, b.loss, **CLOSE)
+
+
+@pytest.mark.parametrize("architecture", ["XLNetLMHeadModel", *HEADS, "XLNetForMultipleChoice"])
+def test_the_conversion_both_ways_is_the_identity(architecture):
+    theirs, ours, cfg = pair(architecture=architecture)
+    back = to_hf_state_dict(ours.state_dict(), cfg, architecture)
     expected = theirs.state_dict()
     assert set(back) == set(expected)
     for key, value in expected.items():
@@ -133,3 +195,28 @@ def test_one_score_is_transformer_xl_and_xlnets_equation():
             scores.append(a / math.sqrt(d))
         expected = torch.softmax(torch.stack(scores), dim=0)
     torch.testing.assert_close(weights[0, head, i], expected, rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("architecture", ["XLNetForSequenceClassification", "XLNetForMultipleChoice"])
+def test_the_summary_reads_the_last_real_token_whichever_side_is_padded(architecture):
+    """Relative positions make a row's states independent of where its padding is, so the summary of <cls>,
+    read at the last real token, is the same when the padding moves from the left to the right."""
+    _, ours, _ = pair(architecture=architecture)
+    g = torch.Generator().manual_seed(8)
+    ids = torch.randint(6, 101, (2, 7), generator=g)
+    left = torch.ones_like(ids)
+    left[1, :3] = 0
+    right = left.flip(1)
+    moved = ids.clone()
+    moved[1] = torch.cat([ids[1, 3:], ids[1, :3]])  # the same 4 real tokens first, then the padding
+    if architecture == "XLNetForMultipleChoice":
+        ids, moved, left, right = (x[None] for x in (ids, moved, left, right))
+    with torch.no_grad():
+        a, b = ours(ids, left).logits, ours(moved, right).logits
+    torch.testing.assert_close(a, b, rtol=0, atol=1e-5)
+    with torch.no_grad():  # reading the last position instead (a pad on the right) would differ
+        summary = ours.sequence_summary
+        c = ours.logits_proj(
+            summary(ours.transformer(moved.flatten(0, -2), right.flatten(0, -2)).last_hidden_state)
+        )
+    assert not torch.allclose(c.view_as(b), b, atol=1e-3)

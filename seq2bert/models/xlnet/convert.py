@@ -12,6 +12,8 @@ config fields one to one.
     stack.layers.i.feed_forward.w_1 / .w_2              layer.i.ff.layer_1 / layer_2
     stack.layers.i.ffn_sublayer.norm                    layer.i.ff.layer_norm
     lm_loss.bias                                        lm_loss.bias           (its weight: the tied embedding)
+    sequence_summary.summary, logits_proj               the same names        (sequence, multiple choice)
+    classifier, qa_outputs                              the same names        (tokens, question answering)
 
 transformers keeps each projection as a (d_model, n_head, d_head) tensor applied by einsum: W^Q, W^K, W^V and
 W_R are our Linear weights' transpose once the heads are flattened, W^O is our out.weight as it is. Those are
@@ -32,7 +34,18 @@ from seq2bert.objectives.classification import labels_from_hf
 
 PROJECTION = re.compile(r"(^|\.)layer\.\d+\.rel_attn\.([qkvor])$")
 HEAD_MODULES = ("lm_loss", "sequence_summary", "logits_proj", "qa_outputs", "classifier")
-ARCHITECTURES = ("XLNetModel", "XLNetLMHeadModel")
+SUMMARISED = linear("sequence_summary.summary", "sequence_summary.summary") + linear(
+    "logits_proj", "logits_proj"
+)
+HEADS = {
+    "XLNetModel": [],
+    "XLNetLMHeadModel": [("lm_loss.bias", ("lm_loss.bias",))],
+    "XLNetForSequenceClassification": SUMMARISED,
+    "XLNetForTokenClassification": linear("classifier", "classifier"),
+    "XLNetForQuestionAnsweringSimple": linear("qa_outputs", "qa_outputs"),
+    "XLNetForMultipleChoice": SUMMARISED,
+}
+ARCHITECTURES = tuple(HEADS)
 
 
 def config_from_hf(hf: dict[str, Any], source: str = "config.json") -> XLNetConfig:
@@ -116,7 +129,7 @@ def layout(cfg: XLNetConfig) -> HeadLayout:
         base="XLNetModel",
         prefix="transformer",
         encoder=lambda ours, theirs: base_keymap(cfg, ours, theirs),
-        heads={"XLNetModel": [], "XLNetLMHeadModel": [("lm_loss.bias", ("lm_loss.bias",))]},
+        heads=HEADS,
         head_modules=HEAD_MODULES,
         tied={"XLNetLMHeadModel": tied},
         load=flattened,

@@ -38,6 +38,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from seq2bert.models.pretrained import SavePretrained
 from seq2bert.models.xlnet.config import XLNetConfig
 from seq2bert.nn.feed_forward import PositionwiseFeedForward
 from seq2bert.nn.layers import TransformerLayer
@@ -176,7 +177,7 @@ def init_xlnet_weights(module: nn.Module, config: XLNetConfig) -> None:
             m.mask_emb.normal_(0.0, std)
 
 
-class XLNetModel(nn.Module):
+class XLNetModel(SavePretrained, nn.Module):
     """The bare XLNet: the stack of ``n_layer`` layers over the token embeddings, with both streams."""
 
     def __init__(self, config: XLNetConfig):
@@ -268,7 +269,7 @@ class XLNetModel(nn.Module):
         )
 
 
-class XLNetLMHeadModel(nn.Module):
+class XLNetLMHeadModel(SavePretrained, nn.Module):
     """XLNet with its language-model head ``lm_loss``: logits = h W_eᵀ + b, tied to the token embeddings."""
 
     def __init__(self, config: XLNetConfig):
