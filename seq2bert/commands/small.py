@@ -159,6 +159,28 @@ def cmd_quantize(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_prune(args: argparse.Namespace) -> int:
+    from seq2bert.recipes.prune import prune_checkpoint
+    from seq2bert.tasks.data import FinetuneDataConfig
+
+    data = FinetuneDataConfig(task=args.task, path=args.data) if args.task else None
+    r = prune_checkpoint(
+        args.model,
+        args.out,
+        heads=args.heads,
+        sparsity=args.sparsity,
+        step=args.step,
+        examples=args.examples,
+        data=data,
+        dense=args.dense,
+        overwrite=args.overwrite,
+    )
+    heads = f"heads {r['heads_before']} -> {r['heads_after']}; " if "heads_after" in r else ""
+    zeros = f"; encoder weights {100 * r['sparsity']:.1f} % zero" if "sparsity" in r else ""
+    print(f"{args.out}: {heads}parameters {r['params_before']:,} -> {r['params_after']:,}{zeros}")
+    return 0
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     from seq2bert.recipes.export import export_onnx
 
@@ -226,6 +248,37 @@ def register(sub) -> None:
         "--overwrite", action="store_true", help="replace --out if it holds a previous quantize output"
     )
     p.set_defaults(func=cmd_quantize)
+
+    p = sub.add_parser(
+        "prune",
+        help="remove a fine-tuned encoder's least important attention heads, or its smallest weights",
+        description="Heads (--heads P): remove the fraction P of all attention heads, least important first "
+        "(Michel et al. 2019: |dL/d gate| on training examples of the checkpoint's task, normalised per layer), "
+        "a --step of them at a time with the importances measured again; each layer keeps one. Weights "
+        "(--sparsity S): set the fraction S of the encoder layers' Linear weights with the smallest magnitude "
+        "to 0 (global). OUT is a directory of the model's family with prune.json; heads are laid out as "
+        "transformers 4's prune_heads (--dense: full size, the removed heads' weights 0, for transformers 5).",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n"
+        "  seq2bert prune runs/minilm-sst2 --heads 0.5 --out runs/minilm-sst2-heads50\n"
+        "  seq2bert prune runs/minilm-sst2 --sparsity 0.6 --out runs/minilm-sst2-sparse60\n"
+        "  seq2bert evaluate runs/minilm-sst2-heads50",
+    )
+    add_model_arg(p, "a fine-tuned checkpoint or run directory (BERT, RoBERTa, ELECTRA, SpanBERT)")
+    p.add_argument("--heads", type=float, default=0.0, metavar="P", help="the fraction of heads to remove")
+    p.add_argument("--sparsity", type=float, default=0.0, metavar="S", help="the fraction of weights to zero")
+    p.add_argument("--step", type=float, default=0.1, help="heads removed per step, a fraction of all (0.1)")
+    p.add_argument("--examples", type=int, default=2000, help="training examples the importance reads (2000)")
+    p.add_argument("--task", help="the task, when the checkpoint has no run.json")
+    p.add_argument("--data", metavar="DIR", help="the task's data folder, with --task")
+    p.add_argument(
+        "--dense", action="store_true", help="write the heads at full size (transformers 5 reads it)"
+    )
+    p.add_argument("--out", required=True, help="the directory to write: new or empty")
+    p.add_argument(
+        "--overwrite", action="store_true", help="replace --out if it holds a previous prune output"
+    )
+    p.set_defaults(func=cmd_prune)
 
     p = sub.add_parser(
         "export",

@@ -108,7 +108,8 @@ def cmd_variations(args: argparse.Namespace) -> int:
     args.overrides = ["model.model_type=transformer", *args.overrides]
     args.resume = False
     cfg = load_run_config(args)
-    print(format_variations(run_variations(cfg, args.rows, args.out)))
+    rows = [r.strip() for arg in args.rows for r in arg.split(",") if r.strip()]  # --rows A,B or --rows A B
+    print(format_variations(run_variations(cfg, rows, args.out)))
     return 0
 
 
@@ -362,17 +363,20 @@ def register(sub) -> None:
 
     p = sub.add_parser(
         "variations",
-        help="Transformer variations (Vaswani et al. Table 3, rows A and B): train each, print dev PPL / BLEU",
+        help="Transformer variations (Vaswani et al. Table 3, rows A–E): train each, print dev PPL / BLEU",
         description="Train the base Transformer of the configuration and its variations — (A) heads 1/4/8/16 "
-        "at constant compute, (B) smaller d_k — with the same data and budget (train.max_minutes or "
+        "at constant compute, (B) smaller d_k, (C) model size (N, d_model, d_ff), (D) dropout and label "
+        "smoothing, (E) learned positional embeddings — with the same data and budget (train.max_minutes or "
         "train.max_steps), and print a table shaped like Table 3. One run directory per row in --out; "
         "run again to resume.",
-        epilog="example:\n  seq2bert variations --data ../shared/data/multi30k --rows A B --out runs/var "
+        epilog="example:\n  seq2bert variations --data ../shared/data/multi30k --rows A,B,C,D,E --out runs/var "
         "--set train.max_minutes=8",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_config_args(p)
-    p.add_argument("--rows", nargs="+", default=["A", "B"], help="rows of Table 3 to train (A, B)")
+    p.add_argument(
+        "--rows", nargs="+", default=["A", "B"], help="rows of Table 3 to train: some of A B C D E (or A,B,C)"
+    )
     p.add_argument("--out", required=True, help="folder of the rows' run directories")
     p.set_defaults(func=cmd_variations)
 

@@ -5,7 +5,8 @@ tokens, 1 for the passage and the final ``[SEP]``) — the tokenizer's template 
 ``<s> question </s></s> passage </s>`` (all type 0), as transformers' RobertaTokenizer builds it — and learns a start vector S and an end vector E: the
 probability that passage token i starts the answer is softmax_i(S·T_i), likewise for the end, and the score
 of the span (i, j) is S·T_i + E·T_j, maximised over j ≥ i. For SQuAD v2 (Sect. 4.3) an unanswerable
-question points both ends at ``[CLS]``; the null score s_null = S·C + E·C is compared with the best span
+question points both ends at ``[CLS]`` (XLNet's ``<cls>``, the last token of its pair: wherever the
+tokenizer's template puts it); the null score s_null = S·C + E·C is compared with the best span
 score, and "no answer" is predicted when s_null − best > τ (``null_score_diff_threshold``).
 
 Windowing (:func:`make_features`), as in the released run_squad.py, which this module re-implements:
@@ -23,7 +24,7 @@ Windowing (:func:`make_features`), as in the released run_squad.py, which this m
 * the training target of a window is the token span of the first gold answer, found from characters through
   the offsets (start token: the one holding the answer's first non-space character; end token: the one
   holding its last), shifted into the window; a window that does not hold the whole answer, or an
-  unanswerable question, has the target (0, 0), i.e. ``[CLS]``.
+  unanswerable question, has both ends at ``[CLS]`` (``QAFeature.null_position``: 0 for BERT).
 
 Decoding (:func:`postprocess`) takes, in every window of an example, the ``n_best_size`` best start and end
 positions, keeps the pairs that lie on passage tokens with 0 ≤ j − i < ``max_answer_length``, and picks the
@@ -92,6 +93,14 @@ class PairTemplate:
     def num_special(self) -> int:
         return len(self.head) + len(self.middle) + len(self.tail)
 
+    def summary_at(self, cls_id: int) -> int | None:
+        """Where ``cls_id`` sits in a pair: its index in ``head`` (≥ 0), or counted from the end in ``tail``
+        (< 0: XLNet's A <sep> B <sep> <cls> gives −1); None when the template has no such token."""
+        heads, tails = [i for i, _ in self.head], [i for i, _ in self.tail]
+        if cls_id in heads:
+            return heads.index(cls_id)
+        return tails.index(cls_id) - len(tails) if cls_id in tails else None
+
     def ids_and_types(self, a: list[int], b: list[int]) -> tuple[list[int], list[int]]:
         """The input ids and token type ids of the pair of token sequences ``a``, ``b``."""
         ids = [i for i, _ in self.head] + a + [i for i, _ in self.middle] + b + [i for i, _ in self.tail]
@@ -116,8 +125,11 @@ class QAFeature:
     attention_mask: list[int]
     # For context tokens: the (start, end) character span in example.context; None for question / specials.
     offsets: list[tuple[int, int] | None]
-    start_position: int  # answer start token in this window; 0 ([CLS]) if not wholly inside or unanswerable
+    start_position: (
+        int  # answer start token in this window; null_position if not wholly inside or unanswerable
+    )
     end_position: int
+    null_position: int = 0  # where [CLS] is: the "no answer" of both ends (XLNet's <cls>: the last token)
 
     def __len__(self) -> int:
         return len(self.input_ids)
@@ -161,8 +173,9 @@ def make_features(
     if tokenizer.cls_token_id is None or tokenizer.sep_token_id is None:
         raise UserError("the tokenizer has no [CLS] or [SEP] token; span QA needs both")
     template = PairTemplate.of(tokenizer)
-    if not template.head or template.head[0][0] != tokenizer.cls_token_id:
-        raise UserError("the tokenizer's pair does not start with [CLS], where span QA points a non-answer")
+    summary = template.summary_at(tokenizer.cls_token_id)
+    if summary is None:
+        raise UserError("the tokenizer's pair has no [CLS] token, where span QA points a non-answer")
 
     features: list[QAFeature] = []
     bad_text: list[str] = []  # ids of examples whose answer text differs from context[start:start+len]
@@ -187,6 +200,7 @@ def make_features(
                     ctx.offsets,
                     target,
                     template,
+                    summary,
                     max_seq_length,
                     doc_stride,
                 )
@@ -249,11 +263,12 @@ def _windows(
     ctx_offsets: list[tuple[int, int]],
     target: tuple[int, int] | None,
     template: PairTemplate,
+    summary: int,
     max_seq_length: int,
     doc_stride: int,
 ) -> list[QAFeature]:
-    """The features of one example: [CLS] q [SEP] ctx[s : s+W] [SEP] (in ``template``) for every window
-    start s."""
+    """The features of one example: [CLS] q [SEP] ctx[s : s+W] [SEP] (in ``template``; [CLS] at ``summary``,
+    PairTemplate.summary_at) for every window start s."""
     width = max_seq_length - len(q_ids) - template.num_special  # W: context tokens per window
     if width < 1:
         raise DataError(
@@ -272,7 +287,8 @@ def _windows(
     features = []
     for s, e in spans:
         ids, types = template.ids_and_types(q_ids, ctx_ids[s:e])
-        start_position = end_position = 0
+        null = summary if summary >= 0 else len(ids) + summary
+        start_position = end_position = null
         if target is not None and s <= target[0] and target[1] < e:
             start_position, end_position = target[0] - s + before, target[1] - s + before
         features.append(
@@ -284,6 +300,7 @@ def _windows(
                 offsets=[None] * before + list(ctx_offsets[s:e]) + [None] * len(template.tail),
                 start_position=start_position,
                 end_position=end_position,
+                null_position=null,
             )
         )
     return features
@@ -333,7 +350,8 @@ def postprocess(
         null_score = float("inf")
         for w, f in enumerate(windows):
             feature, sl, el = features[f], starts[f], ends[f]  # sl, el: (T,)
-            null_score = min(null_score, float(sl[0] + el[0]))
+            at = feature.null_position
+            null_score = min(null_score, float(sl[at] + el[at]))
             for first, last, score in _spans(feature, sl, el, n_best_size, max_answer_length):
                 if len(windows) > 1 and _max_context_window(places, first, last) != w:
                     continue

@@ -100,6 +100,11 @@ class EncoderDecoder(SavePretrained, nn.Module):
         built first (the recurrent models)."""
         return None
 
+    def alignment_loss(self, out: DecoderOutput, labels: torch.Tensor) -> torch.Tensor:
+        """The loss term of alignments the decoder sampled (``out.alignment_log_probs``): a model with hard
+        attention defines it (models/attention/bahdanau.py)."""
+        raise NotImplementedError(f"{type(self).__name__} samples no alignments")
+
     def decoder_states(self, decoder_input_ids: torch.Tensor, state: Any) -> torch.Tensor:
         """decoder_input_ids (B, T) → the decoder's final states (B, T, d), the input of ``output_layer``."""
         raise NotImplementedError
@@ -149,6 +154,8 @@ class EncoderDecoder(SavePretrained, nn.Module):
         loss = None
         if labels is not None:
             loss = sequence_cross_entropy(out.logits, labels, label_smoothing=label_smoothing)
+            if out.alignment_log_probs is not None:  # sampled alignments: their REINFORCE term
+                loss = loss + self.alignment_loss(out, labels)
         return Seq2SeqLMOutput(
             logits=out.logits,
             loss=loss,

@@ -52,3 +52,7 @@ class DecoderOutput:
     # the decoder's last hidden states (B, T, d), what the output layer reads (contrastive search compares
     # them; seq2bert/decoding/contrastive.py)
     hidden_states: torch.Tensor | None = None
+    # hard attention while training (Xu et al. 2015; nn/attention.py): each step's log-probability of the
+    # sampled location and the attention's entropy (B, T), which the REINFORCE term reads
+    alignment_log_probs: torch.Tensor | None = None
+    alignment_entropy: torch.Tensor | None = None

@@ -20,6 +20,15 @@ Luong, Pham & Manning (2015), Sect. 3.1–3.2 (h_t the current target state, h̄
     local-m: p_t = t;  local-p: p_t = S · sigmoid(v_pᵀ tanh(W_p h_t))                         Eq. 9
     a_t(s) = align(h_t, h̄_s) · exp(−(s − p_t)² / 2σ²),  σ = D/2, window [p_t − D, p_t + D]    Eq. 10
 
+Hard (stochastic) attention, Xu et al. (2015, "Show, Attend and Tell", Sect. 4.1): the same weights α_i are
+the probabilities of one location s_i, and the context is the annotation there, not the expectation:
+
+    s_i ~ Multinoulli(α_i),   c_i = h_{s_i}                                   Eq. 8–9
+    (with probability 0.5 the context is Σ_j α_ij h_j, the expected one, "to further reduce the estimator
+    variance"; at test time the most probable location, argmax_j α_ij)
+
+trained by REINFORCE with a moving-average baseline (objectives/reinforce.py).
+
 Precision: under bf16 autocast both attentions compute in fp32 — the projected keys, the scores, the softmax
 and the context — as torch's fused scaled dot-product attention does for the Transformer. Scores rounded to
 bf16 (8 bits of mantissa) and weights rounded back to bf16 put error into the gradients once attention is
@@ -29,6 +38,8 @@ CPU"; tests/nn/test_attention.py). These are small (B, S, H) products, once per 
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -182,3 +193,35 @@ class LuongAttention(nn.Module):
             sigma = self.D / 2
             alpha = alpha * torch.exp(-((positions - p_t) ** 2) / (2 * sigma**2))
         return weighted_sum(alpha, memory), alpha
+
+
+@dataclass
+class HardAlignment:
+    """One step's hard attention: the context (B, H), the log-probability log α_{i, s_i} of each row's sampled
+    location (B,) (0 where the row took the expected context, or at test time) and the entropy H(α_i) (B,)."""
+
+    context: torch.Tensor
+    log_prob: torch.Tensor
+    entropy: torch.Tensor
+
+
+def hard_alignment(
+    alpha: torch.Tensor, memory: torch.Tensor, *, sample: bool, expected_prob: float = 0.5
+) -> HardAlignment:
+    """Xu et al.'s hard attention over weights α (B, S) and memory h (B, S, H): with ``sample`` (training)
+    s ~ Multinoulli(α) and c = h_s, or for a row chosen with probability ``expected_prob`` c = Σ_j α_j h_j;
+    without, c = h at argmax α. The location is a discrete choice: no gradient flows through c to α (the
+    log-probability carries α's gradient, for REINFORCE)."""
+    B = alpha.size(0)
+    rows = torch.arange(B, device=alpha.device)
+    p = alpha.float()
+    entropy = -(p * torch.log(p.clamp(min=1e-12))).sum(-1)  # H(α_i): (B,)
+    if not sample:
+        location = p.argmax(-1)  # (B,)
+        zero = torch.zeros(B, device=alpha.device)
+        return HardAlignment(memory[rows, location], zero, entropy)
+    location = torch.multinomial(p.detach(), 1).squeeze(-1)  # s_i ~ Multinoulli(α_i): (B,)
+    expected = torch.rand(B, device=alpha.device) < expected_prob  # (B,) rows that take Σ_j α_ij h_j
+    context = torch.where(expected[:, None], weighted_sum(alpha, memory), memory[rows, location])
+    log_prob = torch.log(p[rows, location].clamp(min=1e-12)).masked_fill(expected, 0.0)
+    return HardAlignment(context, log_prob, entropy)

@@ -79,10 +79,13 @@ class QueryStream:
     with the same parameters θ (the layer's attention, residuals, norms and feed-forward network). ``hidden``
     (B, T, d_model): the stream's rows, at the content rows' positions; ``mask``: which content keys each of
     its queries sees (masks.py's convention, broadcastable to (B, h, T, T); XLNet's: the permutation's
-    earlier positions, not itself)."""
+    earlier positions, not itself). With ``rows`` (B, P) the stream has P rows (B, P, d_model), each at the
+    position of that content row (XLNet's predicted positions: the stream computed only where it is read),
+    and its mask is (B, 1 | h, P, T_k)."""
 
     hidden: torch.Tensor
     mask: torch.Tensor | None = None
+    rows: torch.Tensor | None = None
 
 
 @dataclass
@@ -195,8 +198,11 @@ class TransformerLayer(nn.Module):
         memory_mask: torch.Tensor | None,
         positions: Positions | None,
     ) -> torch.Tensor:
-        """The query stream g (B, T, d_model) through this layer: its queries attend to the keys and values of
-        ``content`` (B, T, d_model), the content stream's self-attention input, then the same sub-layers."""
+        """The query stream g (B, T | P, d_model) through this layer: its queries attend to the keys and values
+        of ``content`` (B, T, d_model), the content stream's self-attention input, then the same sub-layers."""
+
+        if stream.rows is not None and positions is not None:  # P queries, each at its row's position
+            positions = positions.at_rows(stream.rows)
 
         def attend(y: torch.Tensor) -> torch.Tensor:
             return self.self_attn(y, content, stream.mask, positions=positions)[0]

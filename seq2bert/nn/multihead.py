@@ -16,6 +16,7 @@ cross-attention Q from the decoder and [W^K W^V] from the encoder output, comput
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
 import torch
 import torch.nn.functional as F
@@ -23,6 +24,7 @@ from torch import nn
 
 from seq2bert.nn.masks import is_causal
 from seq2bert.nn.positions import AttentionPositions, Positions, scaled
+from seq2bert.nn.sesame import seen_keys
 from seq2bert.precision import full_precision, widen
 
 FEW_QUERIES = 8  # queries per row up to which the explicit computation beats the fused kernel
@@ -286,6 +288,12 @@ class MultiHeadAttention(nn.Module):
             self.qkv = nn.Linear(d_model, 2 * hk + hv, bias=bias)  # [W^Q W^K W^V]
         self.out = nn.Linear(hv, d_model, bias=bias)  # W^O
         self.position = position  # no state-dict keys when None (or without parameters)
+        # SesameBERT's Gaussian blurring of the heads' output along the sequence (nn/sesame.py), when attached
+        self.blur: nn.Module | None = None
+        # the heads' original numbers (after prune_heads, those kept), and a gate ξ (h,) on each head's output
+        # whose gradient measures its importance (Michel et al. 2019; recipes/prune.py), when set
+        self.heads = list(range(num_heads))
+        self.head_gate: torch.Tensor | None = None
 
     def linear_roles(self) -> dict[str, tuple[tuple[str, int], ...]]:
         """Its Linear layers and the rows each projection holds in them (what LoRA adapts: nn/lora.py)."""
@@ -295,6 +303,28 @@ class MultiHeadAttention(nn.Module):
         else:  # [W^Q W^K W^V]
             projections = {"qkv": (("query", hk), ("key", hk), ("value", hv))}
         return {**projections, "out": (("output", self.out.out_features),)}
+
+    @torch.no_grad()
+    def prune_heads(self, heads: Iterable[int]) -> None:
+        """Remove the heads numbered ``heads`` (their original numbers, ``self.heads``) — their rows of W^Q, W^K,
+        W^V and their columns of W^O — keeping at least one (Michel et al. 2019; transformers' prune_heads)."""
+        if self.cross:
+            raise ValueError("prune_heads: of a self-attention")
+        gone = set(heads) & set(self.heads)
+        keep = [i for i, h in enumerate(self.heads) if h not in gone]  # positions among the current heads
+        if not keep:
+            raise ValueError(f"prune_heads: {sorted(gone)} would leave no head")
+        if len(keep) == self.h:
+            return
+        hk = self.h * self.d_k
+
+        def rows(offset: int, d: int) -> list[int]:
+            return [offset + i * d + j for i in keep for j in range(d)]
+
+        index = torch.tensor(rows(0, self.d_k) + rows(hk, self.d_k) + rows(2 * hk, self.d_v))
+        self.qkv = _sliced(self.qkv, index.to(self.qkv.weight.device), dim=0)  # [W^Q W^K W^V]: their rows
+        self.out = _sliced(self.out, torch.tensor(rows(0, self.d_v), device=self.out.weight.device), dim=1)
+        self.heads, self.h = [self.heads[i] for i in keep], len(keep)
 
     def split_heads(self, x: torch.Tensor, d: int) -> torch.Tensor:
         """(B, T, h·d) → (B, h, T, d); one step (T = 1, decoding) is a view of the same memory."""
@@ -396,8 +426,24 @@ class MultiHeadAttention(nn.Module):
             heads, weights = scaled_dot_product_attention(
                 q, k, v, mask, dropout=p, need_weights=need_weights, scale=self.scale
             )
+        if self.head_gate is not None:  # ξ_i · head_i
+            heads = heads * self.head_gate.to(heads.dtype).view(1, -1, 1, 1)
         # Concat(head_1 … head_h): (B, T, h·d_v); with g > 1 the g·T queries go back to their g rows
         concat = heads.view(B, 1, -1) if T == 1 and g == 1 else heads.transpose(1, 2).reshape(B, T, -1)
         if weights is not None and g > 1:  # (B_s, h, g·T, S) → (B, h, T, S)
             weights = weights.unflatten(2, (g, T)).transpose(1, 2).reshape(B, self.h, T, -1)
+        if self.blur is not None:  # along the whole sequence: queries that are the keys
+            if self.cross or memory is not None or cache is not None:
+                raise ValueError("blur: along a self-attention's whole sequence (no memory, no cache)")
+            concat = self.blur(concat, seen_keys(mask, B, T))
         return self.out(concat), weights  # W^O
+
+
+def _sliced(linear: nn.Linear, index: torch.Tensor, dim: int) -> nn.Linear:
+    """A Linear with the rows (dim 0: outputs) or columns (dim 1: inputs) ``index`` of ``linear``'s weight."""
+    w = linear.weight.index_select(dim, index)
+    out = nn.Linear(w.size(1), w.size(0), bias=linear.bias is not None, device=w.device, dtype=w.dtype)
+    out.weight.copy_(w)
+    if linear.bias is not None:
+        out.bias.copy_(linear.bias if dim == 1 else linear.bias.index_select(0, index))
+    return out

@@ -66,6 +66,20 @@ class Positions:
         """j − i: (T_q, T_k), long."""
         return self.key[None, :] - self.query[:, None]
 
+    def at_rows(self, rows: torch.Tensor) -> Positions:
+        """The positions of P queries per batch row that sit where the queries ``rows`` (B, P) of these sit
+        (XLNet's query stream read at its P predicted positions only): ``query`` (B, P), ``index`` (B, 1, P,
+        T_k), ``bias`` (B, h | 1, P, T_k), ``other_segment`` (B, P, T_k); the keys and encoding as they are."""
+        batch = torch.arange(rows.size(0), device=rows.device)[:, None]  # (B, 1)
+        return Positions(
+            query=self.query[rows],
+            key=self.key,
+            index=None if self.index is None else self.index[rows][:, None],
+            bias=None if self.bias is None else self.bias[:, rows].transpose(0, 1),
+            encoding=self.encoding,
+            other_segment=None if self.other_segment is None else self.other_segment[batch, rows],
+        )
+
 
 class PositionScheme(nn.Module):
     """The stack's half of a scheme. The base computes the positions only and adds nothing to the input."""

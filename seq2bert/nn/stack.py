@@ -33,6 +33,9 @@ keys). ``self_mask`` (bool, broadcastable to (B, h | 1, T, T_k)) is and-ed with 
 mask of the content stream (XLNet's permutation: content i sees the tokens before it in the factorisation
 order, and itself); ``segment_ids`` (B, T_k) give the positions' ``other_segment``.
 
+SesameBERT (nn/sesame.py; attached by models/sesame.py): with ``excitation`` the last layer's output is
+scaled by the gate s_N that the squeeze and excitation computes from every layer's output.
+
 The embeddings module is called as ``embeddings(input_ids, offset=…, **embedding_inputs)`` (segment ids
 for BERT, say). Shapes: input_ids (B, T), attention_mask (B, T_k) with 1 on real tokens, where T_k counts
 the cached keys too; memory (B_s, S, d_model), memory_mask (B_s, S).
@@ -101,6 +104,9 @@ class TransformerStack(nn.Module):
         self.final_norm = final_norm
         self.causal = causal
         self.positions = positions  # no state-dict keys when None (or without parameters)
+        # SesameBERT's squeeze and excitation over the layer outputs (nn/sesame.py), when attached: the
+        # last layer's output is scaled by its gate s_N
+        self.excitation: nn.Module | None = None
 
     def layer(self, i: int) -> TransformerLayer:
         """The module that computes layer i (0-based)."""
@@ -131,6 +137,7 @@ class TransformerStack(nn.Module):
         output_attentions: bool = False,
         query_stream: torch.Tensor | None = None,
         query_stream_mask: torch.Tensor | None = None,
+        query_stream_rows: torch.Tensor | None = None,
         past_states: Sequence[torch.Tensor] | None = None,
         self_mask: torch.Tensor | None = None,
         segment_ids: torch.Tensor | None = None,
@@ -140,7 +147,8 @@ class TransformerStack(nn.Module):
 
         ``upto``: run the first ``upto`` layers only and skip the final norm (a model that computes its
         last layer its own way, e.g. BERT's sparse prediction). ``query_stream`` (B, T, d_model) and its
-        mask (broadcastable to (B, h, T, T)): a second query stream (see the module's docstring)."""
+        mask (broadcastable to (B, h, T, T)): a second query stream (see the module's docstring); with
+        ``query_stream_rows`` (B, P) the stream is (B, P, d_model), its rows at those positions."""
         T, device = input_ids.size(1), input_ids.device
         x = self.embeddings(input_ids, offset=offset, **embedding_inputs)  # (B, T, d_model)
         positions = self.position_info(T, offset, device)  # once, for every layer
@@ -153,18 +161,20 @@ class TransformerStack(nn.Module):
         mask = combine(self.self_attention_mask(attention_mask, T, offset, device), self_mask)
         cross_mask = padding_mask(memory_mask)  # (B_s, 1, 1, S)
         hidden, attentions, cross = [x], [], []
-        g = query_stream  # (B, T, d_model)
+        g = query_stream  # (B, T | P, d_model)
         n = self.num_layers if upto is None else upto
+        excite = self.excitation is not None and upto is None
+        keep = output_hidden_states or excite
         for i in range(n):
             layer = self.layer(i)
             cache = None if caches is None else caches[i]
             if g is not None:
-                extra["stream"] = QueryStream(g, query_stream_mask)
+                extra["stream"] = QueryStream(g, query_stream_mask, query_stream_rows)
             if past_states is not None:
                 extra["past"] = past_states[i]
             out = layer(x, mask, memory, cross_mask, cache=cache, need_weights=output_attentions, **extra)
             x, g = out.hidden, out.stream
-            if output_hidden_states:
+            if keep:
                 hidden.append(x)
             if output_attentions:
                 attentions.append(out.self_weights)
@@ -172,8 +182,13 @@ class TransformerStack(nn.Module):
         if self.final_norm is not None and upto is None:
             x = self.final_norm(x)
             g = None if g is None else self.final_norm(g)
-            if output_hidden_states:  # the last entry is the normalised output, as the stack returns it
+            if keep:  # the last entry is the normalised output, as the stack returns it
                 hidden[-1] = x
+        if excite:  # ũ_N = s_N · u_N, s from every layer's output
+            valid = None if attention_mask is None else attention_mask[:, -T:].bool()
+            s = self.excitation(hidden[1:], valid)  # (B, N)
+            x = (s[:, -1, None, None] * x).to(x.dtype)
+            hidden[-1] = x
         return StackOutput(
             last_hidden_state=x,
             hidden_states=tuple(hidden) if output_hidden_states else None,

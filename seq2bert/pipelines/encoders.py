@@ -19,6 +19,7 @@ from seq2bert.pipelines.loading import (
     _load,
     default_max_length,
     inference_precision,
+    model_pair,
     one_text,
     pad_id,
     positions,
@@ -264,14 +265,46 @@ def word_vectors(texts: list[str], word: str, model, *, layer: int | str | None 
     return torch.stack(out) if out else torch.zeros(0, encoder.config.hidden_size)
 
 
+def fill_head(model) -> str:
+    """The head that fills a mask: the masked LM; of XLNet, its permutation LM ("pretraining")."""
+    if isinstance(model, (str, Path)):
+        directory = registry.checkpoint_dir(registry.local_path(model))
+        if not (Path(directory) / "config.json").is_file():
+            return "masked_lm"  # _load says what is missing
+        family = registry.family_at(directory)
+    else:
+        family = registry.family_of(model_pair(model)[0])
+    return "pretraining" if family.pretraining_objective == "permutation_lm" else "masked_lm"
+
+
+def permuted_logits(net, batch: dict, positions: list[int]) -> torch.Tensor:
+    """XLNet's prediction of the tokens at ``positions`` from every other token (Yang et al. 2019): each a
+    target of the query stream, whose content no position reads (perm_mask); (len(positions), V)."""
+    T = batch["input_ids"].size(1)
+    perm_mask = torch.zeros(1, T, T, device=batch["input_ids"].device)
+    perm_mask[:, :, positions] = 1.0  # (1, T, T): no query reads a masked token
+    target_mapping = torch.zeros(1, len(positions), T, device=perm_mask.device)
+    target_mapping[0, torch.arange(len(positions)), positions] = 1.0  # (1, P, T)
+    return net(
+        batch["input_ids"],
+        batch["attention_mask"],
+        token_type_ids=batch["token_type_ids"],
+        perm_mask=perm_mask,
+        target_mapping=target_mapping,
+        use_mems=False,
+    ).logits[0]
+
+
 @torch.no_grad()
 def fill_mask(text: str, model, *, top_k: int = 5, int8: bool = False) -> list[dict] | list[list[dict]]:
     """The ``top_k`` most probable tokens for the [MASK] (the tokenizer's mask: RoBERTa's ``<mask>``) in
     ``text``: [{"token", "token_id", "score", "sequence"}, …] best first (one such list per [MASK] when there
-    are several). Of an ELECTRA run's checkpoint, the generator (generator/) fills the mask. A text longer
-    than the model's positions is truncated to them, with a warning."""
+    are several). Of an ELECTRA run's checkpoint, the generator (generator/) fills the mask; XLNet predicts
+    each mask from every other token with its query stream (``permuted_logits``). A text longer than the
+    model's positions is truncated to them, with a warning."""
     text = one_text(text, "fill_mask: text")
-    net, tok, _ = _load(model, "masked_lm", int8)
+    head = fill_head(model)
+    net, tok, _ = _load(model, head, int8)
     if getattr(net.config, "is_decoder", False):  # BERT's LTR: its LM head was trained on the next token
         raise UserError(
             f"fill_mask: {model if isinstance(model, (str, Path)) else 'the model'} is a left-to-right "
@@ -289,10 +322,14 @@ def fill_mask(text: str, model, *, top_k: int = 5, int8: bool = False) -> list[d
         where = f" in its first {longest} tokens" if enc.encodings[0].truncated else ""
         raise UserError(f"fill_mask: no {tok.id_to_token(mask_id)}{where} in {text[:80]!r}")
     device = next(net.parameters()).device
-    logits = net(ids.to(device), enc["attention_mask"].to(device), enc["token_type_ids"].to(device)).logits
+    batch = {k: enc[k].to(device) for k in ("input_ids", "attention_mask", "token_type_ids")}
+    if head == "pretraining":
+        logits = dict(zip(positions, permuted_logits(net, batch, positions), strict=True))
+    else:
+        logits = net(batch["input_ids"], batch["attention_mask"], batch["token_type_ids"]).logits[0]
     results = []
     for p in positions:
-        probs = logits[0, p].float().softmax(-1)
+        probs = logits[p].float().softmax(-1)
         scores, top = probs.topk(min(top_k, probs.numel()))
         rows = []
         for score, token_id in zip(scores.tolist(), top.tolist(), strict=True):

@@ -34,6 +34,10 @@ Read top to bottom:
 ``features`` (``--features DIR``): the model trained from scratch also reads the layers of a frozen
 pretrained encoder at its input (feature-based transfer: ELMo's scalar mix, or BERT's Table 7 choices;
 models/bilstm/features.py); the learned layer weights go to results.json (``feature_layer_weights``).
+
+``sesame`` (``--set sesame.squeeze_excitation=true --set sesame.gaussian_blur=true``): SesameBERT's options
+on the encoder (Su & Cheng 2019; models/sesame.py) — the last layer scaled by a gate computed from every
+layer's output, and every self-attention's output blurred along the sequence.
 """
 
 from __future__ import annotations
@@ -52,9 +56,10 @@ from seq2bert.data import gpt_finetuning as gpt
 from seq2bert.data.batching import BucketBatchSampler
 from seq2bert.data.finetuning import feature_length
 from seq2bert.errors import ConfigError, DataError
-from seq2bert.models import registry
+from seq2bert.models import registry, sesame
 from seq2bert.models.bilstm.config import FeaturesConfig
 from seq2bert.models.pretrained import init_task_model, load_hf_weights, write_hf_files
+from seq2bert.models.sesame import SesameSettings
 from seq2bert.nn.lora import merge_lora
 from seq2bert.recipes.decoder_tasks import auxiliary_lm, decoder_inputs, decoder_loss, task_head
 from seq2bert.recipes.scoring import (
@@ -144,6 +149,8 @@ class FinetuneConfig:
     # a decoder (GPT): λ of L_3 = L_2 + λ·L_1, the auxiliary LM loss on the task's inputs (GPT-1 Sect. 3.2: 0.5;
     # 0: the task's loss alone). An encoder has no such term, nor a decoder's tagger (no LM head)
     lm_coef: float = 0.5
+    # SesameBERT's options on the encoder (Su & Cheng 2019: models/sesame.py)
+    sesame: SesameSettings = field(default_factory=SesameSettings)
     data: FinetuneDataConfig = field(default_factory=FinetuneDataConfig)
     embedding: EmbeddingConfig = field(
         default_factory=EmbeddingConfig
@@ -161,6 +168,10 @@ class FinetuneConfig:
         if not self.lm_coef >= 0:
             raise ConfigError(f"lm_coef: must be >= 0 (0: no auxiliary LM loss), got {self.lm_coef}")
         if self.data.spec.head == "embedding":
+            if self.sesame.enabled:
+                raise ConfigError(
+                    "sesame: options of a task model; the sentence-embedding task pools the encoder"
+                )
             if self.model:
                 raise ConfigError(
                     "model: the sentence-embedding task trains a pretrained encoder; give --init DIR"
@@ -293,6 +304,8 @@ def finetune(
             lm_weights=not cfg.random_init,
         )
         new = []
+        if cfg.sesame.enabled:
+            sesame.attach(model, cfg.sesame)
     else:
         found_vectors = {}
         model, tok, new = init_task_model(
@@ -303,6 +316,7 @@ def finetune(
             problem_type=task.problem_type,
             random_init=cfg.random_init,
             overrides=dropout_overrides(cfg),
+            options=cfg.sesame,
         )
     data = fit_length(data, model.config, cfg.init)
     if tok is None:

@@ -1,6 +1,6 @@
 """Recipe: pretrain a model from raw text — BERT with masked LM + next-sentence prediction (Devlin et al. 2018),
-GPT / GPT-2 with the causal LM (Radford et al. 2018, 2019), or ELECTRA with replaced token detection (Clark et
-al. 2020). One path: ``model.model_type`` picks the family, and the family its objective
+GPT / GPT-2 with the causal LM (Radford et al. 2018, 2019), ELECTRA with replaced token detection (Clark et
+al. 2020), or XLNet with the permutation LM (Yang et al. 2019). One path: ``model.model_type`` picks the family, and the family its objective
 (``Family.pretraining_objective``, models/registry.py).
 
 Read top to bottom:
@@ -27,6 +27,10 @@ Read top to bottom:
    replaced_token_detection  the masked LM's instances (single segments: ELECTRA's sentence task is none), a
               generator's samples in the masked positions and a discriminator over every position
               (recipes/pretrain_electra.py, the ``electra`` section); loss = L_MLM + λ L_Disc;
+   permutation_lm  XLNet's: the stream in blocks as causal_lm's, each framed A <sep> B <sep> <cls>, about 1/K of
+              its tokens predicted in a random factorisation order by the two-stream attention
+              (recipes/pretrain_permutation.py, the ``permutation`` section); loss = Eq. 5's NLL; held-out
+              accuracy and perplexity of the predicted tokens;
 With ``init.checkpoint`` (``--init DIR``) the run continues a checkpoint's own objective on the new text with
 its own tokenizer, in place of steps 1 and 4's new vocabulary and model (recipes/pretrain_init.py): the held-out
 loss of the checkpoint as given (``valid_before_*``) and at the end in results.json. Held-out text is
@@ -39,6 +43,7 @@ data.valid_files (``--valid FILE``) when given, else data.valid_fraction of the 
 
     seq2bert pretrain ../shared/data/corpus --out runs/bert-mini --set train.max_minutes=55
     seq2bert pretrain ../shared/data/corpus --out runs/gpt2-mini --set model.model_type=gpt2
+    seq2bert pretrain ../shared/data/corpus --out runs/xlnet-mini --set model.model_type=xlnet
     seq2bert pretrain ../shared/data/sst2/train.tsv --text-column sentence --init MODEL_DIR --out runs/tapt
 """
 
@@ -65,7 +70,7 @@ from seq2bert.models.family import Family, PretrainingTerms, max_input_length, n
 from seq2bert.models.pretrained import load_hf_weights, write_hf_files, write_tokenizer
 from seq2bert.nn.embeddings import init_sinusoidal_
 from seq2bert.objectives.cross_entropy import IGNORE_INDEX
-from seq2bert.recipes import pretrain_electra, pretrain_init
+from seq2bert.recipes import pretrain_electra, pretrain_init, pretrain_permutation
 from seq2bert.recipes.pretrain_causal import (
     SampleConfig,
     continuations,
@@ -89,6 +94,7 @@ from seq2bert.recipes.pretrain_data import (
 )
 from seq2bert.recipes.pretrain_electra import ElectraSettings
 from seq2bert.recipes.pretrain_init import Start
+from seq2bert.recipes.pretrain_permutation import PermutationSettings
 from seq2bert.training import checkpoint as ckpt
 from seq2bert.training.config import TrainConfig
 from seq2bert.training.distributed import DistInfo, cleanup, setup
@@ -170,6 +176,7 @@ class PretrainConfig:
     )
     samples: SampleConfig = field(default_factory=SampleConfig)
     electra: ElectraSettings = field(default_factory=ElectraSettings)  # replaced token detection's pair
+    permutation: PermutationSettings = field(default_factory=PermutationSettings)  # the permutation LM's K
     init: InitConfig = field(default_factory=InitConfig)
 
 
@@ -373,6 +380,51 @@ def causal_lm(
     )
 
 
+def permutation_lm(
+    cfg: PretrainConfig,
+    corpus: Corpus,
+    train_docs,
+    valid_docs,
+    tok: Tokenizer,
+    dist: DistInfo,
+    device,
+    valid_corpus: Corpus | None = None,
+) -> Objective:
+    """XLNet's objective (recipes/pretrain_permutation.py): framed blocks of the documents' stream, about 1/K
+    of each block predicted (held out: ``valid_docs`` of ``valid_corpus``, data.valid_files, when given)."""
+    L, B, k = cfg.data.max_seq_length, cfg.data.batch_size, cfg.permutation.k
+    train = pretrain_permutation.blocks(
+        corpus,
+        train_docs,
+        tok,
+        L,
+        B,
+        k,
+        seed=cfg.train.seed,
+        rank=dist.rank,
+        world=dist.world_size,
+        source="the training documents",
+    )
+    valid = pretrain_permutation.blocks(
+        valid_corpus or corpus,
+        valid_docs,
+        tok,
+        L,
+        B,
+        k,
+        seed=cfg.train.seed + 1,
+        shuffle=False,
+        source="the held-out documents",
+    )
+    indices = list(range(min(len(valid), cfg.data.max_valid_instances)))
+    return Objective(
+        plan=train,
+        loss=pretrain_permutation.loss,
+        evaluate=lambda m: pretrain_permutation.evaluate(m, valid, indices, device),
+        metric=pretrain_permutation.METRIC,
+    )
+
+
 def replaced_token_detection(
     cfg: PretrainConfig,
     train: PretrainingData,
@@ -441,11 +493,12 @@ def pretrain(
             cfg = replace(cfg, electra=replace(cfg.electra, generator_size=size))
     cfg = replace(cfg, data=family_data(cfg.data, family.pretraining_data))  # its defaults for "auto"
     causal = objective_kind == "causal_lm"
+    stream = causal or objective_kind == "permutation_lm"  # blocks of the documents' stream
     if objective_kind == "replaced_token_detection" and cfg.train.average_last > 1:
         raise ConfigError(
             "train.average_last: ELECTRA's pair is not averaged (model.safetensors is one network)"
         )
-    if not causal:
+    if not stream:
         task, label_key, sbo = sentence_task(family, cfg.data.sentence_task)
     model_section = cfg.model if start is None else start.config
     positions = max_input_length(model_section)
@@ -492,9 +545,12 @@ def pretrain(
     valid_corpus = held_out_corpus(cfg.data, tok, out_dir, causal, dist, progress_bar)
     # 3. held-out documents, and the objective's batches and evaluation
     train_docs, valid_docs = held_out(
-        corpus, cfg.data, cfg.train.seed, least=1 if causal else 2, valid=valid_corpus
+        corpus, cfg.data, cfg.train.seed, least=1 if stream else 2, valid=valid_corpus
     )
-    if causal:
+    if objective_kind == "permutation_lm":  # XLNet's specials are at the ids of its config's defaults
+        objective = permutation_lm(cfg, corpus, train_docs, valid_docs, tok, dist, device, valid_corpus)
+        special = {}
+    elif causal:
         objective = causal_lm(cfg, corpus, train_docs, valid_docs, tok, dist, device, valid_corpus)
         special = dict(bos_token_id=tok.eos_token_id, eos_token_id=tok.eos_token_id)
     else:

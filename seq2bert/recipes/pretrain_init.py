@@ -14,7 +14,9 @@ The objective is the checkpoint's (``continued_head``):
   checkpoint when it has one and else initialised as the family initialises it, the decoder tied to the
   input embeddings — a log line says so. Masking follows the family (RoBERTa's <mask> and dynamic masking,
   BERT's 80/10/10, ALBERT's n-grams): the data section's "auto" settings.
-- the causal LM for the GPTs (and a BERT pretrained left to right, is_decoder), on contiguous blocks.
+- the causal LM for the GPTs (and a BERT pretrained left to right, is_decoder), on contiguous blocks;
+- the permutation LM for XLNet, whatever head the checkpoint was saved with (XLNetLMHeadModel's decoder is
+  tied to the input embeddings; its bias starts at zero when the checkpoint has none).
 
 ELECTRA's replaced token detection needs the generator: a checkpoint of `seq2bert pretrain`, which keeps it
 beside the discriminator (``generator/``), continues the pair (at the generator's own width); a released
@@ -63,8 +65,8 @@ BEFORE = "valid_before.json"  # the held-out metrics of the checkpoint as given,
 @dataclass(frozen=True)
 class Start:
     """The checkpoint a continued pretraining starts from: its directory, family, config, the head trained
-    (``continued_head``), the objective ("masked_lm", "causal_lm", or ELECTRA's pair's
-    "replaced_token_detection") and its tokenizer."""
+    (``continued_head``), the objective ("masked_lm", "causal_lm", ELECTRA's pair's
+    "replaced_token_detection", XLNet's "permutation_lm") and its tokenizer."""
 
     path: Path
     family: Family
@@ -151,7 +153,7 @@ def continued_head(family: Family, named: str | None, config: Any, source: Path)
         )
     if getattr(config, "is_decoder", False) and "causal_lm" in heads:  # BERT pretrained left to right
         return "causal_lm"
-    if "pretraining" in heads and family.pretraining_objective == "causal_lm":
+    if "pretraining" in heads and family.pretraining_objective in ("causal_lm", "permutation_lm"):
         return "pretraining"
     kept_apart = [source / d / "config.json" for d in family.head_dirs.values()]
     if (
@@ -197,7 +199,10 @@ def open_checkpoint(init: str) -> Start:
     if not causal and tokenizer.mask_token_id is None:
         raise CheckpointError(f"--init {path}: its tokenizer has no mask token for the masked LM")
     objective = "causal_lm" if causal else "masked_lm"
-    if head == "pretraining" and family.pretraining_objective == "replaced_token_detection":
+    if head == "pretraining" and family.pretraining_objective in (
+        "replaced_token_detection",
+        "permutation_lm",
+    ):
         objective = family.pretraining_objective
     return Start(path, family, config, head, objective, tokenizer)
 

@@ -151,6 +151,25 @@ def write_predictions(path: Path, data: FinetuneDataConfig, examples: list, pred
     data.spec.write_predictions(path, examples, preds, id2label)
 
 
+def checkpoint_task(
+    checkpoint: str | Path, data: FinetuneDataConfig | None = None
+) -> tuple[Path, FinetuneDataConfig]:
+    """A fine-tuned checkpoint directory (a run's best/, or any directory with run.json: a fine-tuning's or a
+    task distillation's) and its task: the ``data`` of its run.json, whose task and folder ``data`` overrides."""
+    checkpoint = registry.local_path(checkpoint)  # a Hub model name: its folder in the cache
+    checkpoint = ckpt.resolve_checkpoint(checkpoint) if (checkpoint / "best").is_dir() else checkpoint
+    run = checkpoint / "run.json"
+    recorded = ckpt.read_json(run).get("data") if run.is_file() else None  # fine-tuning's, distillation's
+    trained = None if recorded is None else config_io.from_dict(FinetuneDataConfig, recorded, f"{run}: data.")
+    if data is None:
+        if trained is None:
+            raise ConfigError(f"{checkpoint}: no run.json; give --task and --data")
+        return checkpoint, trained
+    if trained is not None:  # the run's windows, lengths and thresholds, on the task and folder given
+        return checkpoint, replace(trained, task=data.task, path=data.path)
+    return checkpoint, data
+
+
 def evaluate_checkpoint(
     checkpoint: str | Path,
     data: FinetuneDataConfig | None = None,
@@ -161,17 +180,7 @@ def evaluate_checkpoint(
     """Dev metrics of a fine-tuned checkpoint directory (a run's best/, or any directory with run.json: a
     fine-tuning's or a task distillation's, whose ``data`` is read); ``data`` overrides the task and folder of
     its run.json. Writes predictions to ``out`` when given."""
-    checkpoint = registry.local_path(checkpoint)  # a Hub model name: its folder in the cache
-    checkpoint = ckpt.resolve_checkpoint(checkpoint) if (checkpoint / "best").is_dir() else checkpoint
-    run = checkpoint / "run.json"
-    recorded = ckpt.read_json(run).get("data") if run.is_file() else None  # fine-tuning's, distillation's
-    trained = None if recorded is None else config_io.from_dict(FinetuneDataConfig, recorded, f"{run}: data.")
-    if data is None:
-        if trained is None:
-            raise ConfigError(f"{checkpoint}: no run.json; give --task and --data")
-        data = trained
-    elif trained is not None:  # the run's windows, lengths and thresholds, on the task and folder given
-        data = replace(trained, task=data.task, path=data.path)
+    checkpoint, data = checkpoint_task(checkpoint, data)
     task = data.spec
     model, tok = registry.load(checkpoint, device=device)
     family = registry.family_of(model)

@@ -20,6 +20,7 @@ Read top to bottom:
     seq2bert tour --data ../shared/data/multi30k --budget 4
     seq2bert tour --models seq2seq,bahdanau --set train.scheduled_sampling.schedule=inverse_sigmoid
                                                     # some of the models, with settings of every run changed
+    seq2bert tour --models bahdanau,bahdanau-hard   # hard attention (Xu et al. 2015) beside soft, a row each
 """
 
 from __future__ import annotations
@@ -86,6 +87,7 @@ TRANSFORMER_TRAINING = (
     "train.warmup_steps=100",
     "train.label_smoothing=0.1",
 )
+BAHDANAU = ("model.model_type=bahdanau", "model.attention_size=128", "model.maxout_size=64", *RNN)
 MODELS = (
     TourModel(
         "Seq2Seq (fixed vector)",
@@ -114,13 +116,7 @@ MODELS = (
         False,
         RNN_TRAINING,
     ),
-    TourModel(
-        "Bahdanau attention",
-        "bahdanau",
-        ("model.model_type=bahdanau", "model.attention_size=128", "model.maxout_size=64", *RNN),
-        True,
-        RNN_TRAINING,
-    ),
+    TourModel("Bahdanau attention", "bahdanau", BAHDANAU, True, RNN_TRAINING),
     TourModel(
         "Luong attention (general)",
         "luong",
@@ -154,6 +150,17 @@ MODELS = (
     ),
 )
 
+# rows the tour runs when --models names them (not by default): hard attention (Xu et al. 2015) beside the soft
+# attention it samples from — Bahdanau's model, its context the annotation at a location drawn from α
+OPTIONS = (
+    TourModel(
+        "Bahdanau attention, hard (Xu et al.)",
+        "bahdanau-hard",
+        (*BAHDANAU, "model.attention_type=hard"),
+        True,
+        RNN_TRAINING,
+    ),
+)
 SYNTHETIC = (
     "data.task=lang",
     "data.num_train=20000",
@@ -210,13 +217,16 @@ def select_models(slugs: list[str] | None) -> tuple[TourModel, ...]:
     """The MODELS named by ``slugs`` (in the tour's order); None: all of them."""
     if slugs is None:
         return MODELS
-    known = [m.slug for m in MODELS]
+    every = []  # the tour's order, each option after its model (bahdanau-hard after bahdanau)
+    for model in MODELS:
+        every += [model, *(o for o in OPTIONS if o.slug.startswith(f"{model.slug}-"))]
+    known = [m.slug for m in every]
     unknown = [s for s in slugs if s not in known]
     if unknown or not slugs:
         raise ConfigError(
             f"--models: expected some of {', '.join(known)}, got {', '.join(unknown) or 'none'}"
         )
-    return tuple(m for m in MODELS if m.slug in slugs)
+    return tuple(m for m in every if m.slug in slugs)
 
 
 def longest_test_source(cfg: TranslationConfig, n_words: int = 18) -> str:

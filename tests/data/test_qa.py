@@ -487,3 +487,34 @@ def test_contexts_are_encoded_once_in_batches_and_progress_shows_a_bar(tok, caps
     assert questions[0] == [ex.question for ex in examples]
     assert all(kwargs == {"add_special_tokens": False} for _, kwargs in calls)
     assert "QA features" in capsys.readouterr().err
+
+
+def test_xlnets_pair_ends_with_its_summary_token_where_a_non_answer_points(tmp_path):
+    """A <sep> B <sep> <cls>: the null position is each window's last token, and the null score read there."""
+    from seq2bert.models.xlnet.tokenizer import train_tokenizer
+
+    words = "the a cat dog sat on mat in New York lives who where".split()
+    rng = np.random.default_rng(0)
+    (tmp_path / "t.txt").write_text("\n".join(" ".join(rng.choice(words, 8)) for _ in range(200)) + "\n")
+    tok = train_tokenizer([tmp_path / "t.txt"], 200)
+    context = "the cat sat on the mat in New York and the dog sat on the mat"
+    answered = example(context, "New York", question="where ?")
+    unanswerable = QAExample(id="q1", title="", context=context, question="who sat ?", is_impossible=True)
+    features = make_features([answered, unanswerable], tok, max_seq_length=24, doc_stride=4)
+    for f in features:
+        assert f.input_ids[-1] == tok.cls_token_id and f.null_position == len(f.input_ids) - 1
+        if f.example_index == 1 or f.start_position == f.null_position:
+            assert f.start_position == f.end_position == f.null_position
+        else:
+            assert f.start_position < f.end_position < f.null_position
+    found = [f for f in features if f.example_index == 0 and f.start_position != f.null_position]
+    assert found
+    # logits that put the null at <cls> and a weaker span elsewhere: SQuAD 2.0 says "no answer"
+    f = found[0]
+    start, end = np.zeros(len(f.input_ids)), np.zeros(len(f.input_ids))
+    start[f.null_position] = end[f.null_position] = 10.0
+    start[f.start_position], end[f.end_position] = 4.0, 4.0
+    pred = postprocess([answered], [f], [start], [end], version_2=True)["q0"]
+    assert pred.text == "" and pred.score == 20.0
+    start[f.null_position] = end[f.null_position] = 1.0
+    assert postprocess([answered], [f], [start], [end], version_2=True)["q0"].text == "New York"

@@ -56,6 +56,8 @@ SKIP = {
     "--set train.scheduled_sampling.schedule=inverse_sigmoid": TOUR,
     "python docs/objectives.py run mlm-only": "pretrains for 45 minutes, then three fine-tunes (--dry, below, "
         "prints its commands; tests/test_docs_objectives.py tests the script)",
+    "python docs/sesame.py run": "fine-tunes all-MiniLM-L6-v2 24 times (hours); tests/test_docs_sesame.py tests "
+        "the script",
     "python docs/objectives.py collect": "writes docs/objectives.json and docs/img/objectives.png in the repository",
     "docs/architecture.md: FAMILY = Family(": "a fragment of a how-to: tests/models/test_adding_a_family.py is its "
         "worked example",

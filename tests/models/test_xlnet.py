@@ -12,7 +12,7 @@ import torch
 from seq2bert.models import registry
 from seq2bert.models.xlnet.config import XLNetConfig
 from seq2bert.models.xlnet.convert import from_hf_state_dict, to_hf_state_dict
-from seq2bert.models.xlnet.model import XLNetModel, relative_sinusoids
+from seq2bert.models.xlnet.model import XLNetModel, one_hot_rows, relative_sinusoids
 from tests.models.hf_parity import CLOSE, made_to_count
 
 transformers = pytest.importorskip("transformers")
@@ -79,7 +79,7 @@ def test_left_to_right_attention_with_clamped_distances_equals_transformers():
 
 def test_the_permutation_mask_and_partial_prediction_equal_transformers():
     """perm_mask alone changes the content stream; with a target_mapping the query stream predicts the P
-    positions. Every query sees at least one key (a query that sees none: transformers averages every key,
+    positions, computed there only (a mapping that is not one-hot refused). Every query sees at least one key (a query that sees none: transformers averages every key,
     ours reads nothing)."""
     theirs, ours, _ = pair()
     ids, mask, types = batch()
@@ -89,12 +89,21 @@ def test_the_permutation_mask_and_partial_prediction_equal_transformers():
     targets = torch.zeros(2, 3, 9)
     targets[:, 0, 2] = targets[:, 1, 5] = targets[:, 2, 8] = 1
     labels = torch.randint(0, 101, (2, 3), generator=g)
+    targets[1, 2] = 0  # a row predicting nothing (padding): no label reads it
+    labels[1, 2] = -100
+    soft = targets.clone()  # a mapping that mixes positions is refused
+    soft[:, 0, 3] = 0.5
+    assert one_hot_rows(targets).tolist() == [[2, 5, 8], [2, 5, 0]]
+    with pytest.raises(ValueError, match="one-hot"):
+        ours(ids, mask, perm_mask=perm, target_mapping=soft)
     with torch.no_grad():
         for extra in ({}, {"target_mapping": targets, "labels": labels}):
             a = ours(ids, mask, perm_mask=perm, token_type_ids=types, **extra)
             b = theirs(ids, attention_mask=mask, perm_mask=perm, token_type_ids=types, **extra)
-            torch.testing.assert_close(a.logits, b.logits, **CLOSE)
-        torch.testing.assert_close(a.loss, b.loss, **CLOSE)
+            read = (slice(None),) if not extra else (labels != -100,)  # the empty row is not read
+            torch.testing.assert_close(a.logits[read], b.logits[read], **CLOSE)
+            if "labels" in extra:
+                torch.testing.assert_close(a.loss, b.loss, **CLOSE)
         assert a.logits.shape == (2, 3, 101)
 
 

@@ -111,7 +111,7 @@ def test_neither_init_nor_model_and_an_unknown_model_are_one_line(tmp_path, caps
         ([], "init: give the checkpoint to start from (--init DIR), or a model to train from random weights"),
         (
             ["--model", "lstm"],
-            "model: expected an encoder family (bert, electra, roberta, albert, distilbert, mobilebert, bilstm), "
+            "model: expected an encoder family (bert, electra, roberta, albert, xlnet, distilbert, mobilebert, bilstm), "
             "got 'lstm'",
         ),
         (["--model", "seq2seq"], "model: expected an encoder family"),

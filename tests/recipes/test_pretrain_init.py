@@ -90,13 +90,21 @@ def same_tokenizer_files(source, target):
         assert (target / name).read_bytes() == (source / name).read_bytes(), name
 
 
-CASES = [  # (model_type, the checkpoint's class, the class continued, a head initialised, the loss metric)
-    ("bert", "BertForPreTraining", "BertForPreTraining", False, "valid_nsp_loss"),
-    ("roberta", "RobertaForMaskedLM", "RobertaForMaskedLM", False, "valid_mlm_loss"),
-    ("albert", "AlbertModel", "AlbertForMaskedLM", True, "valid_mlm_loss"),
-    ("distilbert", "DistilBertForMaskedLM", "DistilBertForMaskedLM", False, "valid_mlm_loss"),
-    ("electra", "ElectraForPreTraining", "ElectraForMaskedLM", True, "valid_mlm_loss"),
-    ("gpt2", "GPT2LMHeadModel", "GPT2LMHeadModel", False, "valid_perplexity"),
+MLM_TIED = ("mlm.", "word_embeddings.weight = mlm.decoder.weight")  # a new MLM head, its decoder tied
+CASES = [  # (model_type, the checkpoint's class, the class continued, the head initialised, the loss metric)
+    ("bert", "BertForPreTraining", "BertForPreTraining", None, "valid_nsp_loss"),
+    ("roberta", "RobertaForMaskedLM", "RobertaForMaskedLM", None, "valid_mlm_loss"),
+    ("albert", "AlbertModel", "AlbertForMaskedLM", MLM_TIED, "valid_mlm_loss"),
+    ("distilbert", "DistilBertForMaskedLM", "DistilBertForMaskedLM", None, "valid_mlm_loss"),
+    ("electra", "ElectraForPreTraining", "ElectraForMaskedLM", MLM_TIED, "valid_mlm_loss"),
+    ("gpt2", "GPT2LMHeadModel", "GPT2LMHeadModel", None, "valid_perplexity"),
+    (  # a fine-tuned XLNet continues the permutation LM, its LM head's bias new
+        "xlnet",
+        "XLNetForSequenceClassification",
+        "XLNetLMHeadModel",
+        ("lm_loss.bias", "word_embedding.weight = lm_loss.weight"),
+        "valid_plm_loss",
+    ),
 ]
 
 
@@ -131,10 +139,9 @@ def test_pretraining_continues_the_checkpoints_objective_with_its_own_vocabulary
         assert math.isfinite(results[key]) and math.isfinite(results[key.replace("valid_", "valid_before_")])
     assert results["valid_before_loss"] != results["valid_loss"]
     initialised = [r.getMessage() for r in caplog.records if "has no" in r.getMessage()]
-    assert bool(initialised) == new_head
-    if new_head:  # the MLM head is new, its decoder the input embeddings
-        assert "initialised mlm." in initialised[0]
-        assert "word_embeddings.weight = mlm.decoder.weight" in initialised[0]
+    assert bool(initialised) == bool(new_head)
+    if new_head:  # the LM head is new, its decoder the input embeddings
+        assert f"initialised {new_head[0]}" in initialised[0] and new_head[1] in initialised[0]
 
 
 def test_the_loss_before_is_the_checkpoints_own(text, tmp_path):

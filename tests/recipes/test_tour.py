@@ -115,3 +115,21 @@ def test_some_models_with_settings_of_every_run(tmp_path, monkeypatch, capsys):
         "trained with train.scheduled_sampling.schedule='inverse_sigmoid', not 'none'"
         in capsys.readouterr().err
     )
+
+
+def test_hard_attention_is_a_row_beside_soft_when_asked(tmp_path, monkeypatch, capsys):
+    """`seq2bert tour --models bahdanau,bahdanau-hard`: Xu et al.'s hard attention, its own row and map."""
+    monkeypatch.setattr(tour, "SYNTHETIC", (*tour.SYNTHETIC[:1], "data.num_train=200", "data.num_valid=20",
+                                            "data.num_test=20", "data.min_len=3", "data.max_len=12",
+                                            "data.max_tokens=400"))  # fmt: skip
+    assert "bahdanau-hard" not in [m.slug for m in tour.select_models(None)]  # not in the default tour
+    args = ["tour", "--out", str(tmp_path), "--budget", "0.005", "--models", "bahdanau-hard,bahdanau"]
+    assert main(args) == 0
+    summary = json.loads((tmp_path / "tour.json").read_text())
+    assert [r["model"] for r in summary["rows"]] == [
+        "Bahdanau attention",
+        "Bahdanau attention, hard (Xu et al.)",
+    ]
+    run = json.loads((tmp_path / "bahdanau-hard" / "run.json").read_text())
+    assert run["model"]["attention_type"] == "hard"
+    assert len(summary["attention_maps"]) == 2 and (tmp_path / "attention-bahdanau-hard.png").is_file()

@@ -124,6 +124,6 @@ def test_the_tour_refuses_the_transformer_before_training_anything(tmp_path, cap
     assert err.count("\n") == 1 and not out.exists()
     assert main(["tour", "--out", str(out), "--models", "bahdanau,rnn"]) == 2
     assert (
-        "--models: expected some of seq2seq, seq2seq-reversed, cho, bahdanau, luong, transformer, got rnn"
+        "--models: expected some of seq2seq, seq2seq-reversed, cho, bahdanau, bahdanau-hard, luong, transformer, got rnn"
         in (capsys.readouterr().err)
     )

@@ -25,6 +25,11 @@ Departures from the paper, marked where they happen:
   family with z ↔ 1 − z);
 - dropout on embeddings and before the output layer; sub-word vocabularies; deep (num_layers > 1)
   encoders as an option. Padded source positions get zero attention weight.
+
+``attention_type="hard"``: Xu et al.'s (2015) stochastic hard attention on the same alignment model — the
+context is the annotation at one location s_i ~ α_i (nn/attention.py, ``hard_alignment``), the most probable
+one at test time — trained on the cross-entropy plus REINFORCE with a moving-average baseline
+(objectives/reinforce.py; the baseline is the buffer ``reward_baseline``, kept in checkpoints).
 """
 
 from __future__ import annotations
@@ -32,15 +37,18 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from seq2bert.models.attention.config import BahdanauConfig
 from seq2bert.models.encoder_decoder import EncoderDecoder
 from seq2bert.models.outputs import DecoderOutput
 from seq2bert.models.seq2seq.cho import init_paper_style
-from seq2bert.nn.attention import AdditiveAttention
+from seq2bert.nn.attention import AdditiveAttention, HardAlignment, hard_alignment
 from seq2bert.nn.heads import MaxoutDeepOutput
 from seq2bert.nn.rnn import FusedRNN, gru_cell, widen
+from seq2bert.objectives.cross_entropy import IGNORE_INDEX
+from seq2bert.objectives.reinforce import reinforce_loss
 
 
 @dataclass
@@ -69,6 +77,8 @@ class RNNSearch(EncoderDecoder):
         )  # s_i = f(s_{i−1}, y_{i−1}, c_i), via seq2bert.nn.rnn.gru_cell
         self.dropout = nn.Dropout(p)  # departure: the paper used no dropout
         self.output = MaxoutDeepOutput(E + n + 2 * n, config.maxout_size, config.tgt_vocab_size, dropout=p)
+        if config.attention_type == "hard":  # [b, batches seen]: REINFORCE's moving-average baseline
+            self.register_buffer("reward_baseline", torch.zeros(2))
         init_paper_style(self, pad_token_id=config.pad_token_id)
         with torch.no_grad():  # B.1: W_a and U_a from N(0, 0.001²), v_a zero
             nn.init.normal_(self.attention.W_a.weight, 0.0, 0.001)
@@ -96,36 +106,67 @@ class RNNSearch(EncoderDecoder):
 
     def decoder_step(
         self, y: torch.Tensor, state: BahdanauState
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """One decoder step from embedded y_{i−1} (B, E) → s_i (B, n), c_i (B, 2n), α_i (B, S)."""
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, HardAlignment | None]:
+        """One decoder step from embedded y_{i−1} (B, E) → s_i (B, n), c_i (B, 2n), α_i (B, S), and with hard
+        attention its HardAlignment (c_i its context)."""
         c, alpha = self.attention(
             state.s, state.annotations, state.mask, projected_keys=state.keys
         )  # Eq. 5–6
+        hard = None
+        if self.config.attention_type == "hard":  # c_i = h_{s_i} (Xu et al.)
+            hard = hard_alignment(
+                alpha,
+                widen(state.annotations),
+                sample=self.training,
+                expected_prob=self.config.hard_expected_prob,
+            )
+            c = hard.context
         d = self.decoder
         s = gru_cell(
             torch.cat([y, c], dim=-1), state.s, d.weight_ih, d.weight_hh, d.bias_ih, d.bias_hh
         )  # s_i = f(s_{i−1}, y_{i−1}, c_i)
-        return s, c, alpha
+        return s, c, alpha, hard
 
     def decode(
         self, decoder_input_ids: torch.Tensor, state: BahdanauState, *, output_attentions: bool = False
     ) -> DecoderOutput:
         """decoder_input_ids (B, T) → logits (B, T, V), the state after step T, and α (B, T, S) if asked."""
         y = self.dropout(self.tgt_embed(decoder_input_ids))  # E y_{i−1}: (B, T, E)
-        states, contexts, alphas = [], [], []
+        states, contexts, alphas, hards = [], [], [], []
         for i in range(y.size(1)):
-            s, c, alpha = self.decoder_step(y[:, i], state)
+            s, c, alpha, hard = self.decoder_step(y[:, i], state)
             state = replace(state, s=s)
             states.append(s)
             contexts.append(c)
             alphas.append(alpha)
+            hards.append(hard)
         s_all, c_all = torch.stack(states, dim=1), torch.stack(contexts, dim=1)  # (B, T, n), (B, T, 2n)
         logits = self.output(y, self.dropout(s_all), c_all)  # Eq. 4: g(y_{i−1}, s_i, c_i) → (B, T, V)
+        sampled = self.training and hards and hards[0] is not None
         return DecoderOutput(
             logits,
             state,
             attentions=torch.stack(alphas, dim=1) if output_attentions else None,
             hidden_states=s_all,
+            alignment_log_probs=torch.stack([h.log_prob for h in hards], 1) if sampled else None,  # (B, T)
+            alignment_entropy=torch.stack([h.entropy for h in hards], 1) if sampled else None,
+        )
+
+    def alignment_loss(self, out: DecoderOutput, labels: torch.Tensor) -> torch.Tensor:
+        """Xu et al.'s Eq. 12 beyond the likelihood: REINFORCE of the sampled locations with the reward
+        log p(y | s̃, a), less the moving-average baseline, and the entropy term (objectives/reinforce.py)."""
+        mask = labels.ne(IGNORE_INDEX)
+        nll = F.cross_entropy(
+            out.logits.float().transpose(1, 2), labels.masked_fill(~mask, 0), reduction="none"
+        )  # −log p(y_t | …): (B, T)
+        return reinforce_loss(
+            nll,
+            out.alignment_log_probs,
+            out.alignment_entropy,
+            mask,
+            self.reward_baseline,
+            weight=self.config.reinforce_weight,
+            entropy_weight=self.config.entropy_weight,
         )
 
     @staticmethod

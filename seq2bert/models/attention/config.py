@@ -10,6 +10,7 @@ from seq2bert.models.seq2seq.config import RecurrentConfig
 from seq2bert.nn.attention import LUONG_SCORES
 
 LUONG_ATTENTIONS = ("global", "local-m", "local-p")
+ATTENTION_TYPES = ("soft", "hard")
 
 
 @dataclass
@@ -24,6 +25,25 @@ class BahdanauConfig(RecurrentConfig):
     model_type: str = "bahdanau"
     attention_size: int = 512
     maxout_size: int = 256
+    # "soft": c_i = Σ_j α_ij h_j (Bahdanau et al.); "hard": c_i = h_{s_i}, s_i ~ α_i (Xu et al. 2015, Sect. 4.1),
+    # trained by REINFORCE (objectives/reinforce.py) with weight λ_r = reinforce_weight and an entropy term
+    # λ_e = entropy_weight (the paper gives no value: off), taking the expected context for a row with
+    # probability hard_expected_prob (the paper's 0.5)
+    attention_type: str = "soft"
+    reinforce_weight: float = 1.0
+    entropy_weight: float = 0.0
+    hard_expected_prob: float = 0.5
+
+    def validate(self) -> None:
+        super().validate()
+        if self.attention_type not in ATTENTION_TYPES:
+            raise ConfigError(
+                f"attention_type: expected one of {', '.join(ATTENTION_TYPES)}, got {self.attention_type!r}"
+            )
+        if not 0.0 <= self.hard_expected_prob <= 1.0:
+            raise ConfigError(f"hard_expected_prob: a probability in [0, 1], got {self.hard_expected_prob}")
+        if self.reinforce_weight < 0 or self.entropy_weight < 0:
+            raise ConfigError("reinforce_weight and entropy_weight: must be >= 0")
 
 
 def bahdanau2015(**overrides) -> BahdanauConfig:

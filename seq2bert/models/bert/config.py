@@ -13,7 +13,7 @@ set) are what such a model's ``generate`` starts and stops with.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from seq2bert.errors import ConfigError
 from seq2bert.nn.feed_forward import ACTIVATIONS
@@ -43,6 +43,8 @@ class BertConfig(ClassifierFields):
     is_decoder: bool = False  # causal self-attention: position t sees positions ≤ t
     bos_token_id: int | None = None
     eos_token_id: int | None = None
+    # heads removed by `seq2bert prune` (transformers' field): layer → the original numbers of its pruned heads
+    pruned_heads: dict[int, list[int]] = field(default_factory=dict)
 
     def validate(self) -> None:
         expected = type(self).__dataclass_fields__["model_type"].default  # a variant's config sets its own
@@ -84,8 +86,28 @@ class BertConfig(ClassifierFields):
                 raise ConfigError(
                     f"{name}: must be null or a token id below vocab_size {self.vocab_size}: {value}"
                 )
+        for layer, heads in self.pruned_heads.items():
+            A = self.num_attention_heads
+            if not 0 <= int(layer) < self.num_hidden_layers or not all(0 <= int(h) < A for h in heads):
+                raise ConfigError(
+                    f"pruned_heads: layer {layer} heads {heads}: expected layers 0 … {self.num_hidden_layers - 1}"
+                    f" and heads 0 … {A - 1}"
+                )
+            if len(set(heads)) >= A:
+                raise ConfigError(f"pruned_heads: layer {layer} would keep none of its {A} heads")
+
+    def heads_of(self, layer: int) -> list[int]:
+        """The original numbers of the heads layer ``layer`` keeps."""
+        pruned = {int(h) for h in self.pruned_heads.get(layer, self.pruned_heads.get(str(layer), ()))}
+        return [h for h in range(self.num_attention_heads) if h not in pruned]
 
     def __post_init__(self) -> None:
+        try:  # JSON keys are strings
+            self.pruned_heads = {int(k): sorted({int(h) for h in v}) for k, v in self.pruned_heads.items()}
+        except (TypeError, ValueError, AttributeError):
+            raise ConfigError(
+                f"pruned_heads: expected {{layer: [heads]}}, got {self.pruned_heads!r}"
+            ) from None
         self.validate()
 
     @property

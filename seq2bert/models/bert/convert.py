@@ -72,6 +72,9 @@ def config_to_hf(cfg: BertConfig, architecture: str) -> dict[str, Any]:
         **{k: getattr(cfg, k) for k in type(cfg).__dataclass_fields__ if k != "model_type"},
         "position_embedding_type": "absolute",
     }
+    out.pop("pruned_heads", None)
+    if getattr(cfg, "pruned_heads", None):  # JSON keys are strings
+        out["pruned_heads"] = {str(layer): heads for layer, heads in cfg.pruned_heads.items()}
     out["id2label"] = {str(i): label for i, label in cfg.id2label.items()}
     out["label2id"] = {label: i for i, label in cfg.id2label.items()}
     return out

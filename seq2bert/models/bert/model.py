@@ -127,19 +127,25 @@ class BertEmbeddings(nn.Module):
         return torch.arange(offset, offset + input_ids.size(1), device=input_ids.device)
 
 
-def bert_layer(c: BertConfig) -> TransformerLayer:
-    """One encoder layer: post-norm (BERT normalises after each sub-layer, as the 2017 Transformer), A heads,
-    the intermediate_size feed-forward with GELU."""
-    return transformer_layer(
+def bert_layer(c: BertConfig, index: int = 0) -> TransformerLayer:
+    """One encoder layer: post-norm (BERT normalises after each sub-layer, as the 2017 Transformer), A heads
+    (those of layer ``index`` that ``c.pruned_heads`` keeps), the intermediate_size feed-forward with GELU."""
+    # (DistilBERT's config, BERT's sizes under its own names, has no pruned heads)
+    heads = c.heads_of(index) if isinstance(c, BertConfig) else list(range(c.num_attention_heads))
+    layer = transformer_layer(
         c.hidden_size,
-        c.num_attention_heads,
+        len(heads),
         c.intermediate_size,
+        d_k=c.hidden_size // c.num_attention_heads,
+        d_v=c.hidden_size // c.num_attention_heads,
         dropout=c.hidden_dropout_prob,
         attention_dropout=c.attention_probs_dropout_prob,
         activation=c.hidden_act,
         norm_first=False,
         eps=c.layer_norm_eps,
     )
+    layer.self_attn.heads = heads
+    return layer
 
 
 class BertModel(SavePretrained, TransformerStack):
@@ -167,7 +173,7 @@ class BertModel(SavePretrained, TransformerStack):
         if embeddings is None:
             embeddings = BertEmbeddings(c)
         if layers is None:
-            layers = [bert_layer(c) for _ in range(c.num_hidden_layers)]
+            layers = [bert_layer(c, i) for i in range(c.num_hidden_layers)]
         super().__init__(embeddings, layers, order=order, causal=c.is_decoder)
         self.config = c
         self.pooler = nn.Linear(c.hidden_size, c.hidden_size) if add_pooling_layer else None

@@ -46,6 +46,7 @@ from seq2bert.nn.feed_forward import ACTIVATIONS, PositionwiseFeedForward
 from seq2bert.nn.layers import LayerOutput, SublayerConnection
 from seq2bert.nn.multihead import attend_at, scaled_dot_product_attention
 from seq2bert.nn.positions import AttentionPositions, Positions
+from seq2bert.nn.sesame import seen_keys
 
 TORCH_EPS = 1e-5  # nn.LayerNorm's default, which transformers' MobileBERT leaves in two places
 
@@ -136,6 +137,7 @@ class BottleneckAttention(nn.Module):
         self.value = nn.Linear(d_v, d_model)  # W^V
         self.out = nn.Linear(d_model, d_model)  # W^O
         self.dropout = dropout
+        self.blur: nn.Module | None = None  # SesameBERT's Gaussian blurring (nn/sesame.py), when attached
 
     def linear_roles(self) -> dict[str, tuple[tuple[str, int], ...]]:
         """W^Q, W^K, W^V and W^O (what LoRA adapts: seq2bert/nn/lora.py)."""
@@ -158,9 +160,10 @@ class BottleneckAttention(nn.Module):
             heads, weights = attend_at(q, k, v, mask, positions, self.position, p, need_weights)
         else:
             heads, weights = scaled_dot_product_attention(q, k, v, mask, dropout=p, need_weights=need_weights)
-        return self.out(
-            heads.transpose(1, 2).flatten(2)
-        ), weights  # Concat(head_1 … head_h) W^O: (B, T, d_model)
+        concat = heads.transpose(1, 2).flatten(2)  # Concat(head_1 … head_h): (B, T, h·d_k)
+        if self.blur is not None:
+            concat = self.blur(concat, seen_keys(mask, *concat.shape[:2]))
+        return self.out(concat), weights  # W^O: (B, T, d_model)
 
 
 class MobileBertLayer(nn.Module):

@@ -24,7 +24,7 @@ the new ``mems`` (the last ``mem_len`` states of each layer's input), detached.
 The permutation language model (Sect. 2.2–2.3) enters through ``perm_mask`` (B, T, T): 1 where query i may
 not see key j (j comes after i in the factorisation order z); the content stream always sees itself, the
 query stream never does. ``target_mapping`` (B, P, T), one-hot rows: the P positions predicted (partial
-prediction, Sect. 2.3): the query stream's output is read there. The query stream sees what perm_mask lets
+prediction, Sect. 2.3): the query stream is computed there only (P rows, not T). The query stream sees what perm_mask lets
 it see: the pretraining data hides each target from itself (perm_mask[i, i] = 1), as XLNet's pipeline does.
 
 Shapes are batch-first: input_ids (B, T); transformers' XLNet computes in (T, B) and returns (B, T, d_model).
@@ -177,6 +177,19 @@ def init_xlnet_weights(module: nn.Module, config: XLNetConfig) -> None:
             m.mask_emb.normal_(0.0, std)
 
 
+def one_hot_rows(target_mapping: torch.Tensor) -> torch.Tensor:
+    """The position each row of ``target_mapping`` (B, P, T) picks, (B, P): every row one-hot, or empty (a
+    row predicting nothing: padding); another mapping is a ValueError. The query stream is computed at these
+    P positions only, as transformers computes it; an empty row's output, which no label reads, differs from
+    transformers' (there the attention's output is zero, here that of position 0)."""
+    rows = target_mapping.argmax(-1)  # (B, P)
+    picked = F.one_hot(rows, target_mapping.size(-1)).to(target_mapping.dtype)
+    picked = picked * target_mapping.sum(-1, keepdim=True).clamp(max=1)  # an empty row stays empty
+    if not torch.equal(picked, target_mapping):
+        raise ValueError("target_mapping: each row picks one position (one-hot) or none (all zeros)")
+    return rows
+
+
 class XLNetModel(SavePretrained, nn.Module):
     """The bare XLNet: the stack of ``n_layer`` layers over the token embeddings, with both streams."""
 
@@ -233,10 +246,16 @@ class XLNetModel(SavePretrained, nn.Module):
             itself = torch.zeros(T, M + T, dtype=torch.bool, device=device)
             itself[:, M:] = torch.eye(T, dtype=torch.bool, device=device)
             content_mask = visible | itself
-        stream = query_mask = None
+        stream = query_mask = rows = None
         if target_mapping is not None:  # g_{z<t}: a target's own token is hidden by perm_mask itself
-            stream = self.dropout(self.mask_emb.expand(B, T, -1))
             query_mask = combine(visible, self.stack.self_attention_mask(None, T, M, device))
+            rows = one_hot_rows(target_mapping)  # (B, P): the stream computed at the P targets only
+            stream = self.dropout(self.mask_emb.expand(B, rows.size(1), -1))
+            if query_mask is not None:  # (B, 1, P, M + T): the targets' rows
+                query_mask = query_mask.expand(B, 1, T, M + T)[
+                    torch.arange(B, device=device)[:, None], 0, rows
+                ]
+                query_mask = query_mask[:, None]
         out = self.stack(
             input_ids,
             None,  # the padding is in content_mask
@@ -246,6 +265,7 @@ class XLNetModel(SavePretrained, nn.Module):
             segment_ids=segments,
             query_stream=stream,
             query_stream_mask=query_mask,
+            query_stream_rows=rows,
             output_hidden_states=True,
             output_attentions=output_attentions,
         )
@@ -259,8 +279,8 @@ class XLNetModel(SavePretrained, nn.Module):
                 for m, h in zip(mems or [None] * self.config.n_layer, out.hidden_states[:-1], strict=True)
             )
         last = out.last_hidden_state
-        if target_mapping is not None:  # the query stream read at the P predicted positions
-            last = torch.einsum("bpt,btd->bpd", target_mapping.to(last.dtype), out.last_query_stream_state)
+        if target_mapping is not None:  # the query stream, computed at the P predicted positions
+            last = out.last_query_stream_state
         return XLNetModelOutput(
             last_hidden_state=self.dropout(last),
             mems=new_mems,
