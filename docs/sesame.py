@@ -59,12 +59,15 @@ def command(runs: Path, task: str, arm: str, seed: int) -> list[str]:
     ]  # fmt: skip
 
 
-def run(runs: Path, tasks: list[str], seeds: list[int], dry: bool) -> None:
+def run(runs: Path, tasks: list[str], seeds: list[int], dry: bool, record: Path = RECORD) -> None:
+    """Every run of the grid not yet measured: neither finished under ``runs`` nor kept in ``record`` (the
+    runs directory of another machine is gone; its figures are in the record)."""
+    measured = json.loads(record.read_text()) if record.is_file() else {}
     for seed in seeds:  # every cell's first seed before any cell's second
         for task in tasks:
             for arm in ARMS:
                 cmd, out = command(runs, task, arm, seed), run_dir(runs, task, arm, seed)
-                if (out / "results.json").is_file():
+                if (out / "results.json").is_file() or f"{task}-{arm}-seed{seed}" in measured:
                     continue
                 if out.is_dir():
                     cmd.append("--resume")

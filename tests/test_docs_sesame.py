@@ -32,3 +32,12 @@ def test_the_commands_the_record_and_the_table(tmp_path):
     assert f"61.00 ± {statistics.stdev([60.0, 62.0]):.2f} (60.00, 62.00)" in line
     assert "| 63.00 (63.00) |" in line and line.endswith("+2.00 |")
     assert "| MRPC | f1 | — | — | — |" in sesame.table(rows)
+
+
+def test_run_skips_the_cells_the_record_keeps(tmp_path, capsys):
+    sesame = load_script("docs/sesame.py")
+    record = tmp_path / "sesame.json"
+    record.write_text(json.dumps({"rte-bert-seed0": {"task": "rte", "arm": "bert", "seed": 0}}))
+    sesame.run(tmp_path / "runs", ["rte"], [0], dry=True, record=record)
+    printed = capsys.readouterr().out
+    assert "rte-sesame-seed0" in printed and "rte-bert-seed0" not in printed

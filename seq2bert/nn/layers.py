@@ -150,6 +150,7 @@ class TransformerLayer(nn.Module):
         positions: Positions | None = None,
         stream: QueryStream | None = None,
         past: torch.Tensor | None = None,
+        real: torch.Tensor | None = None,
     ) -> LayerOutput:
         """x (B, T, d_model) → (B, T, d_model); the weights (B, h, T, T_past + T) of self-attention and
         (B, h, T, S) of cross-attention when asked. With a ``cache``, x holds only the new steps and
@@ -158,7 +159,8 @@ class TransformerLayer(nn.Module):
         values of the content stream's (x's) attention input; its output is ``LayerOutput.stream``.
         ``past`` (B, M, d_model): the previous segment's states of this layer (Transformer-XL's memory),
         read as keys and values before x's own by both streams, without a gradient (SG(·), Sect. 3.2);
-        ``mask`` then covers M + T keys."""
+        ``mask`` then covers M + T keys. ``real`` (B, T) bool: x's real tokens, when ``mask`` does not tell
+        them (XLNet's padding sees itself), for what works along them only (SesameBERT's blur)."""
         if (stream is not None or past is not None) and cache is not None:
             raise ValueError("a query stream or a past segment reads whole keys: it takes no cache")
         out = LayerOutput(x)
@@ -169,8 +171,9 @@ class TransformerLayer(nn.Module):
         def self_attend(y: torch.Tensor) -> torch.Tensor:
             kv_cache = None if cache is None else cache.self_attn
             keys = None if past is None else torch.cat([past, y], dim=1)  # h̃ = [SG(h_{τ−1}) ∘ h_τ]
+            given = {} if real is None else {"real": real}  # attentions written before it take none
             h, out.self_weights = self.self_attn(
-                y, keys, mask=mask, cache=kv_cache, need_weights=need_weights, positions=positions
+                y, keys, mask=mask, cache=kv_cache, need_weights=need_weights, positions=positions, **given
             )
             return h
 

@@ -361,6 +361,7 @@ class MultiHeadAttention(nn.Module):
         cache: KVCache | None = None,
         need_weights: bool = False,
         positions: Positions | None = None,
+        real: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """x (B, T, d_model) → (B, T, d_model), and the weights (B, h, T, T_k) when ``need_weights``.
 
@@ -377,7 +378,8 @@ class MultiHeadAttention(nn.Module):
         ``positions`` (self-attention; the stack's, seq2bert/nn/positions.py): the queries sit at
         positions.query, the keys at positions.key (with a cache, the new steps' keys at positions.query; with
         a ``memory``, the memory's at positions.key); ``position`` rotates them, biases the scores, adds its
-        value term, and positions.bias is added to the scores."""
+        value term, and positions.bias is added to the scores. ``real`` (B, T) bool: the real tokens, for the
+        blur, when ``mask`` does not tell them."""
         hk = self.h * self.d_k
         B, T, _ = x.shape
         if self.cross:
@@ -435,7 +437,7 @@ class MultiHeadAttention(nn.Module):
         if self.blur is not None:  # along the whole sequence: queries that are the keys
             if self.cross or memory is not None or cache is not None:
                 raise ValueError("blur: along a self-attention's whole sequence (no memory, no cache)")
-            concat = self.blur(concat, seen_keys(mask, B, T))
+            concat = self.blur(concat, seen_keys(mask, B, T) if real is None else real)
         return self.out(concat), weights  # W^O
 
 

@@ -141,6 +141,7 @@ class TransformerStack(nn.Module):
         past_states: Sequence[torch.Tensor] | None = None,
         self_mask: torch.Tensor | None = None,
         segment_ids: torch.Tensor | None = None,
+        real_tokens: torch.Tensor | None = None,
         **embedding_inputs,
     ) -> StackOutput:
         """input_ids (B, T) at positions offset … offset + T − 1 → StackOutput.
@@ -148,7 +149,9 @@ class TransformerStack(nn.Module):
         ``upto``: run the first ``upto`` layers only and skip the final norm (a model that computes its
         last layer its own way, e.g. BERT's sparse prediction). ``query_stream`` (B, T, d_model) and its
         mask (broadcastable to (B, h, T, T)): a second query stream (see the module's docstring); with
-        ``query_stream_rows`` (B, P) the stream is (B, P, d_model), its rows at those positions."""
+        ``query_stream_rows`` (B, P) the stream is (B, P, d_model), its rows at those positions.
+        ``real_tokens`` (B, T) bool: the segment's real tokens when the padding is in ``self_mask`` rather
+        than ``attention_mask`` (XLNet), for what reads them (SesameBERT's squeeze and blur)."""
         T, device = input_ids.size(1), input_ids.device
         x = self.embeddings(input_ids, offset=offset, **embedding_inputs)  # (B, T, d_model)
         positions = self.position_info(T, offset, device)  # once, for every layer
@@ -158,6 +161,8 @@ class TransformerStack(nn.Module):
             if segment_ids is not None:  # (B, T_q, T_k): query and key in different segments
                 positions.other_segment = segment_ids[:, -T:, None] != segment_ids[:, None, :]
             extra["positions"] = positions
+        if real_tokens is not None:
+            extra["real"] = real_tokens
         mask = combine(self.self_attention_mask(attention_mask, T, offset, device), self_mask)
         cross_mask = padding_mask(memory_mask)  # (B_s, 1, 1, S)
         hidden, attentions, cross = [x], [], []
@@ -185,7 +190,9 @@ class TransformerStack(nn.Module):
             if keep:  # the last entry is the normalised output, as the stack returns it
                 hidden[-1] = x
         if excite:  # ũ_N = s_N · u_N, s from every layer's output
-            valid = None if attention_mask is None else attention_mask[:, -T:].bool()
+            valid = real_tokens
+            if valid is None and attention_mask is not None:
+                valid = attention_mask[:, -T:].bool()
             s = self.excitation(hidden[1:], valid)  # (B, N)
             x = (s[:, -1, None, None] * x).to(x.dtype)
             hidden[-1] = x

@@ -109,8 +109,15 @@ def test_a_padded_sentence_gets_the_logits_it_gets_alone(model_type):
     model = task_model(model_type, BOTH)
     left = model_type == "xlnet"
     batch = inputs_of(model, left)
+    stack = sesame.encoder_stack(model)
+    told = []  # the real tokens the squeeze and every blur were given: the padding is never read as a word
+    for module in [stack.excitation, *(m.blur for m in stack.modules() if getattr(m, "blur", None))]:
+        module.register_forward_hook(lambda _, args, __: told.append(args[1]))
     with torch.no_grad():
         logits = model(**batch).logits
+        assert len(told) == 1 + stack.num_layers
+        for valid in told:
+            assert torch.equal(valid, batch["attention_mask"].bool())
         for row in range(3):
             real = batch["attention_mask"][row].bool()
             alone = model(input_ids=batch["input_ids"][row][real][None]).logits

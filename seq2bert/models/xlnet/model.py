@@ -263,6 +263,7 @@ class XLNetModel(SavePretrained, nn.Module):
             past_states=list(mems) if M else None,
             self_mask=content_mask,
             segment_ids=segments,
+            real_tokens=None if attention_mask is None else attention_mask.bool(),
             query_stream=stream,
             query_stream_mask=query_mask,
             query_stream_rows=rows,
