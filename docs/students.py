@@ -44,6 +44,9 @@ STUDENTS = [
     ("l3-none", ("student.num_hidden_layers=3", "method=none")),
     ("tiny4", ("method=tinybert", "student.init={runs}/" + GENERAL + "/best")),
     ("tiny4-none", ("method=none", "student.init={runs}/" + GENERAL + "/best")),
+    # MobileBERT's progressive transfer (recipes/distill_mobilebert.py): 6 blocks of bottleneck 128 between
+    # feature maps of the teacher's 384, each block's stage then prediction distillation, from random weights
+    ("mobile", ("method=mobilebert",)),
 ]
 # a task's settings for all its students: CoNLL-2003's 14,041 sentences make 439 steps an epoch, and its
 # 3-layer student's dev F1 was still climbing after the default 3 epochs (82.08, 84.86, 85.91): 6 epochs
@@ -52,7 +55,13 @@ TASK_STUDENTS = {"conll": ("train.max_epochs=6",)}
 # one student's settings on one task: SST-2's 67,349 sentences make 2,105 steps an epoch, so TinyBERT's stage 1
 # (intermediate layers, teacher and student both run with their attention kept) has one epoch rather than 4,
 # for the run to fit its hour (stage 2 keeps the students' 3 epochs)
-STUDENT_TASK = {("sst2", "tiny4"): ("tinybert.intermediate_epochs=1",)}
+STUDENT_TASK = {
+    ("sst2", "tiny4"): ("tinybert.intermediate_epochs=1",),
+    # MobileBERT's six block stages share one epoch of SST-2 (350 steps each); on CoNLL-2003 each block has an
+    # epoch (439 steps), on MRPC two (230 steps)
+    ("sst2", "mobile"): ("mobilebert.layer_steps=350",),
+    ("mrpc", "mobile"): ("mobilebert.layer_epochs=2",),
+}
 # general distillation: 1,200 steps on the books (a step budget rather than minutes, so that a paused run
 # trains as far as one left alone)
 GENERAL_STEPS = "train.max_steps=1200"
@@ -101,8 +110,22 @@ def done(cmd: list[str]) -> bool:
     return (out / "config.json").is_file() if cmd[1] == "quantize" else (out / "results.json").is_file()
 
 
-def run(task: str, runs: Path, dry: bool, extra: list[str]) -> None:
+def measured(cmd: list[str], task: str, record: dict) -> bool:
+    """Whether the record keeps the command's figures (runs of another machine): a student's run and its int8
+    copy; a teacher only when every student of the task is kept too (the students read its directory)."""
+    name = Path(cmd[cmd.index("--out") + 1]).name
+    if cmd[1] == "quantize":
+        return name.removesuffix("-int8") in record
+    if name == f"teacher-{task}":
+        return all(f"{task}-{s}" in record for s, _ in STUDENTS)
+    return name in record
+
+
+def run(task: str, runs: Path, dry: bool, extra: list[str], record: Path = RECORD) -> None:
+    kept = read(record) or {}
     for cmd in commands(task, runs):
+        if measured(cmd, task, kept):
+            continue
         if cmd[1] != "quantize":
             cmd += sets(*extra, runs=runs)
         print("$", shlex.join(cmd), flush=True)

@@ -18,6 +18,16 @@ TinyBERT (Jiao et al. 2019, Sect. 3.1): student layer m learns from teacher laye
     L_pred = CE(z^T / t, z^S / t)               Eq. 10  soft cross-entropy at temperature t
     layer_map: g(m) = m · N / M                 Sect. 4.3, "uniform strategy"
 
+MobileBERT (Sun et al. 2020, Sect. 3.5): a student whose feature maps (the layer outputs, at the width
+between its blocks) have the teacher's width learns layer ℓ of the teacher's
+
+    L_FMT^ℓ = 1/(TN) Σ_t Σ_n (H^tr_{t,ℓ,n} − H^st_{t,ℓ,n})²      feature map transfer: L_hidn with W_h = I
+    L_AT^ℓ  = 1/(TA) Σ_t Σ_a D_KL(a^tr_{t,ℓ,a} ‖ a^st_{t,ℓ,a})   attention transfer: a the attention
+                                                                  distribution of head a at query t
+
+one layer at a time (progressive knowledge transfer, recipes/distill_mobilebert.py), then its predictions
+(pre-training distillation: α L_task + (1 − α) L_KD).
+
 Shapes: hidden states (B, T, d), attention scores (B, h, T, T), token masks (B, T) with 1 on real tokens;
 every mean runs over real tokens only (and for attention over pairs of real tokens), so that padding — whose
 teacher scores are never used — adds nothing.
@@ -109,6 +119,23 @@ def attention_mse(
     return F.mse_loss(s[pairs], t[pairs])
 
 
+def attention_kl(
+    student_scores: torch.Tensor, teacher_scores: torch.Tensor, mask: torch.Tensor | None = None
+) -> torch.Tensor:
+    """1/(TA) Σ_t Σ_a D_KL(a^T_{t,a} ‖ a^S_{t,a}) (MobileBERT's L_AT): scores (B, h, T, T) before the softmax,
+    each query's distribution over the real keys; the mean over heads and real queries. With fewer student
+    heads, each learns the mean of a group of the teacher's distributions (``pool_heads``)."""
+    s, t = student_scores.float(), teacher_scores.float()
+    if mask is not None:  # padding keys: out of both distributions
+        hidden = ~mask.bool()[:, None, None, :]  # (B, 1, 1, T)
+        s, t = s.masked_fill(hidden, -1e9), t.masked_fill(hidden, -1e9)
+    p = pool_heads(torch.softmax(t, -1), s.size(1))  # a^T (B, h_s, T, T)
+    kl = (torch.xlogy(p, p) - p * torch.log_softmax(s, -1)).sum(-1)  # Σ_k p_k (log p_k − log q_k): (B, h, T)
+    if mask is None:
+        return kl.mean()
+    return kl.transpose(1, 2)[mask.bool()].mean()  # (n, h) at the real queries
+
+
 @dataclass
 class DistillWeights:
     """The weight of each term (0: not computed). DistilBERT's: soft 5, hard 2, cos 1 at T = 2 (its
@@ -119,11 +146,12 @@ class DistillWeights:
     hard: float = 0.0  # the student's own loss on the batch's labels (L_mlm, or the task's)
     cos: float = 0.0  # L_cos on the last hidden states
     attention: float = 0.0  # L_attn, every mapped layer
-    hidden: float = 0.0  # L_hidn at every mapped layer and L_embd at the embeddings
+    hidden: float = 0.0  # L_hidn at every mapped layer and L_embd at the embeddings (MobileBERT's L_FMT)
+    attention_kl: float = 0.0  # MobileBERT's L_AT, every mapped layer
     temperature: float = 1.0
 
     def validate(self) -> None:
-        terms = (self.soft, self.hard, self.cos, self.attention, self.hidden)
+        terms = (self.soft, self.hard, self.cos, self.attention, self.hidden, self.attention_kl)
         if any(w < 0 for w in terms) or not any(terms):
             raise ValueError(f"the loss weights must be >= 0 and not all 0, got {terms}")
         if not self.temperature > 0:
@@ -132,12 +160,12 @@ class DistillWeights:
     @property
     def teacher(self) -> bool:
         """Whether any term reads the teacher."""
-        return bool(self.soft or self.cos or self.attention or self.hidden)
+        return bool(self.soft or self.cos or self.attention or self.hidden or self.attention_kl)
 
     @property
     def layers(self) -> bool:
         """Whether the terms read the hidden states of every layer."""
-        return bool(self.cos or self.attention or self.hidden)
+        return bool(self.cos or self.attention or self.hidden or self.attention_kl)
 
 
 def prediction_loss(student_out, teacher_out, temperature: float, mask: torch.Tensor | None) -> torch.Tensor:
@@ -165,7 +193,9 @@ class Distiller(nn.Module):
 
     ``student_stack`` / ``teacher_stack``: the TransformerStacks of the two (their ``layer(i)`` give the
     attention scores); ``mapping``: g(m) for m = 1 … M (layer_map); ``options``: forward options both
-    models take (a masked LM's sparse prediction, which then predicts the same labelled rows in both). The
+    models take (a masked LM's sparse prediction, which then predicts the same labelled rows in both);
+    ``depths``: the student depths (0: the embeddings, m: layer m) whose layer terms count — every one by
+    default, layer ℓ alone (and the embeddings at ℓ = 1) in MobileBERT's progressive stage ℓ. The
     teacher stays in evaluation mode and receives no gradient; the student's and W_h's parameters are the trainable ones."""
 
     def __init__(
@@ -177,6 +207,7 @@ class Distiller(nn.Module):
         weights: DistillWeights,
         mapping: list[int] | None = None,
         options: dict | None = None,
+        depths: set[int] | None = None,
     ):
         super().__init__()
         weights.validate()
@@ -196,6 +227,7 @@ class Distiller(nn.Module):
         teacher.requires_grad_(False)
         teacher.eval()
         self.options = options or {}  # forward options of both models (a masked LM's sparse prediction)
+        self.depths = set(range(student_stack.num_layers + 1)) if depths is None else set(depths)
         self.parts: dict[str, float] = {}
 
     def train(self, mode: bool = True) -> Distiller:
@@ -222,22 +254,24 @@ class Distiller(nn.Module):
             parts["hard"] = s.loss
         if w.cos:
             parts["cos"] = cosine_embedding_loss(s.hidden_states[-1], t.hidden_states[-1], mask)
+        pairs = [(m, n) for m, n in enumerate(self.mapping, 1) if m in self.depths]  # (student, teacher)
         if w.hidden:
-            layers = sum(
-                hidden_mse(self.W_h(s.hidden_states[m]), t.hidden_states[n], mask)
-                for m, n in enumerate(self.mapping, 1)
+            parts["hidden"] = sum(
+                hidden_mse(self.W_h(s.hidden_states[m]), t.hidden_states[n], mask) for m, n in pairs
             )
-            parts["hidden"] = layers + hidden_mse(self.W_e(s.hidden_states[0]), t.hidden_states[0], mask)
-        if w.attention:
-            student_stack, teacher_stack = self._stacks
-            with torch.no_grad():
-                teacher_scores = [
-                    teacher_stack.layer(n - 1).attention_scores(t.hidden_states[n - 1]) for n in self.mapping
-                ]
-            parts["attention"] = sum(
-                attention_mse(student_stack.layer(m - 1).attention_scores(s.hidden_states[m - 1]), a_t, mask)
-                for m, a_t in enumerate(teacher_scores, 1)
-            )
+            if 0 in self.depths:
+                parts["hidden"] += hidden_mse(self.W_e(s.hidden_states[0]), t.hidden_states[0], mask)
+        for term, loss in (("attention", attention_mse), ("attention_kl", attention_kl)):
+            if getattr(w, term):
+                student_stack, teacher_stack = self._stacks
+                with torch.no_grad():
+                    teacher_scores = [
+                        teacher_stack.layer(n - 1).attention_scores(t.hidden_states[n - 1]) for _, n in pairs
+                    ]
+                parts[term] = sum(
+                    loss(student_stack.layer(m - 1).attention_scores(s.hidden_states[m - 1]), a_t, mask)
+                    for (m, _), a_t in zip(pairs, teacher_scores, strict=True)
+                )
         self.parts = {k: float(v.detach()) for k, v in parts.items()}
         return sum(getattr(w, k) * v for k, v in parts.items())
 

@@ -16,6 +16,10 @@ Read top to bottom:
      tinybert    stage 1, ``tinybert.intermediate_epochs`` epochs at ``tinybert.intermediate_lr``: L_embd +
                  Σ_m (L_attn + L_hidn) (Eq. 7–9), into OUT/intermediate; stage 2 from its last weights,
                  train.max_epochs: L_pred (Eq. 10, t = 1) alone, into OUT
+     mobilebert  MobileBERT's progressive knowledge transfer (recipes/distill_mobilebert.py): a MobileBERT-
+                 shaped student of the teacher's width between blocks; stage ℓ = 1 … L trains block ℓ alone on
+                 L_FMT + L_AT of layer ℓ, into OUT/transfer/layer-ℓ; then pre-training distillation,
+                 ½ L_task + ½ L_KD, train.max_epochs, into OUT
      none        L_task alone: fine-tuning the student, no teacher
    with ``augment.copies`` = N_a, TinyBERT's augmented copies of each training sentence join them
    (data/augment.py, recipes/distill_augment.py);
@@ -27,6 +31,7 @@ Read top to bottom:
 
     seq2bert distill --teacher runs/minilm-sst2/best --task sst2 --data ../shared/data/sst2 --out runs/sst2-l3
     seq2bert distill … --set method=tinybert --set student.num_hidden_layers=4 --set student.hidden_size=256
+    seq2bert distill … --set method=mobilebert --set mobilebert.layer_epochs=1
 """
 
 from __future__ import annotations
@@ -51,8 +56,9 @@ from seq2bert.io import read_json, save_tensors
 from seq2bert.models import registry
 from seq2bert.models.pretrained import init_task_model, load_hf_weights, write_hf_files
 from seq2bert.objectives.distillation import Distiller, DistillWeights, layer_map
-from seq2bert.recipes import distill_decoder
+from seq2bert.recipes import distill_decoder, distill_mobilebert
 from seq2bert.recipes.distill_augment import candidates_for
+from seq2bert.recipes.distill_mobilebert import MobileBertTransferConfig
 from seq2bert.recipes.pretrain_data import PretrainDataConfig
 from seq2bert.recipes.scoring import encode, fit_length, score, write_predictions
 from seq2bert.recipes.scratch import batch_of
@@ -73,11 +79,15 @@ from seq2bert.viz.curves import plot_training_curves
 
 log = logging.getLogger(__name__)
 
-METHODS = ("distilbert", "tinybert", "none")
+METHODS = ("distilbert", "tinybert", "mobilebert", "none")
 STAGE_WEIGHTS = {
     "distilbert": DistillWeights(soft=5.0, hard=2.0, cos=1.0, temperature=2.0),  # DistilBERT's train.py
     "intermediate": DistillWeights(attention=1.0, hidden=1.0),  # TinyBERT, stage 1
     "prediction": DistillWeights(soft=1.0, temperature=1.0),  # TinyBERT, stage 2
+    distill_mobilebert.STAGE: DistillWeights(
+        hidden=1.0, attention_kl=1.0
+    ),  # MobileBERT: L_FMT + L_AT, a layer
+    "pd": DistillWeights(soft=0.5, hard=0.5),  # MobileBERT's pre-training distillation, α = 1/2
     "none": DistillWeights(hard=1.0),
 }
 PROJECTIONS = "projections.safetensors"  # W_h / W_e of a checkpoint of a student narrower than its teacher
@@ -117,10 +127,11 @@ class TinyBertConfig:
 @dataclass
 class DistillConfig:
     teacher: str = ""  # a fine-tuned task model directory
-    method: Literal["distilbert", "tinybert", "none"] = "distilbert"
+    method: Literal["distilbert", "tinybert", "mobilebert", "none"] = "distilbert"
     student: StudentConfig = field(default_factory=StudentConfig)
     loss: dict[str, float] = field(default_factory=dict)  # overrides of the method's weights (DistillWeights)
     tinybert: TinyBertConfig = field(default_factory=TinyBertConfig)
+    mobilebert: MobileBertTransferConfig = field(default_factory=MobileBertTransferConfig)
     augment: AugmentConfig = field(default_factory=AugmentConfig)  # TinyBERT's (data/augment.py)
     data: FinetuneDataConfig = field(default_factory=FinetuneDataConfig)
     # general distillation (recipes/distill_corpus.py): the text files and how they are read and masked
@@ -150,6 +161,8 @@ class DistillConfig:
         check_augmentable(self)
 
     def stages(self) -> list[str]:
+        if self.method == "mobilebert":
+            return [distill_mobilebert.STAGE, "pd"]
         return ["intermediate", "prediction"] if self.method == "tinybert" else [self.method]
 
     def weights(self, stage: str) -> DistillWeights:
@@ -210,9 +223,30 @@ def copy_from_teacher(student: nn.Module, teacher: nn.Module, mapping: list[int]
     return [k for k in state if k not in copied]
 
 
+def config_of_student(cfg: DistillConfig, teacher: Any) -> Any:
+    """The student's config from the teacher's: the teacher's with the student's fields, or with
+    method=mobilebert a MobileBERT of the teacher's width between blocks (recipes/distill_mobilebert.py)."""
+    if cfg.method != "mobilebert":
+        return student_config(teacher, cfg.student)
+    s = cfg.student
+    return distill_mobilebert.student_config(
+        teacher,
+        cfg.mobilebert,
+        s.num_hidden_layers,
+        s.num_attention_heads,
+        s.intermediate_size,
+        s.hidden_size,
+    )
+
+
+def family_of_student(cfg: DistillConfig, family):
+    """The student's family: the teacher's, or MobileBERT's with method=mobilebert."""
+    return registry.get("mobilebert") if cfg.method == "mobilebert" else family
+
+
 def make_student(cfg: DistillConfig, family, teacher: nn.Module, architecture: str) -> nn.Module:
-    """The student of step 2 (see the module docstring)."""
-    config = student_config(teacher.config, cfg.student)
+    """The student of step 2 (see the module docstring): ``family`` and ``architecture`` are the student's."""
+    config = config_of_student(cfg, teacher.config)
     if cfg.student.init:
         student, _, new = init_task_model(
             family,
@@ -224,7 +258,14 @@ def make_student(cfg: DistillConfig, family, teacher: nn.Module, architecture: s
         log.info("student from %s%s", cfg.student.init, f"; new: {', '.join(new)}" if new else "")
         return student
     student = family.make(config, architecture)
-    if config.hidden_size == teacher.config.hidden_size:
+    if cfg.method == "mobilebert":
+        log.info(
+            "MobileBERT student (feature maps %d wide, bottleneck %d): from the teacher: %s; the rest random",
+            config.hidden_size,
+            config.intra_bottleneck_size,
+            ", ".join(distill_mobilebert.copy_outside_blocks(student, teacher)) or "nothing",
+        )
+    elif config.hidden_size == teacher.config.hidden_size:
         mapping = layer_map(config.num_hidden_layers, teacher.config.num_hidden_layers)
         left = copy_from_teacher(student, teacher, mapping)
         log.info(
@@ -239,6 +280,42 @@ def make_student(cfg: DistillConfig, family, teacher: nn.Module, architecture: s
             teacher.config.hidden_size,
         )
     return student
+
+
+# --- the stages of a method
+@dataclass
+class Stage:
+    """One training stage: its name, directory, loss weights and engine settings; the student depths its
+    layer terms read (None: every one) and the block it trains alone (MobileBERT's progressive transfer;
+    None: every parameter); the last stage writes OUT itself."""
+
+    name: str
+    directory: Path
+    weights: DistillWeights
+    train: TrainConfig
+    depths: set[int] | None = None
+    block: int | None = None
+    last: bool = False
+
+
+def plan_stages(cfg: DistillConfig, out_dir: Path, student_layers: int) -> list[Stage]:
+    """The method's stages in order: TinyBERT's intermediate stage in OUT/intermediate, MobileBERT's one
+    stage per layer in OUT/transfer/layer-ℓ, then the last stage in OUT."""
+    names = cfg.stages()
+    stages = []
+    for name in names[:-1]:
+        if name == distill_mobilebert.STAGE:
+            m = cfg.mobilebert
+            train = replace(cfg.train, max_epochs=m.layer_epochs, max_steps=m.layer_steps, lr=m.layer_lr)
+            for layer in range(1, student_layers + 1):
+                depths = {0, 1} if layer == 1 else {layer}  # stage 1 learns the embeddings' output too
+                directory = out_dir / name / f"layer-{layer}"
+                stages.append(Stage(f"layer-{layer}", directory, cfg.weights(name), train, depths, layer))
+        else:
+            t = cfg.tinybert
+            train = replace(cfg.train, max_epochs=t.intermediate_epochs, lr=t.intermediate_lr, max_steps=0)
+            stages.append(Stage(name, out_dir / name, cfg.weights(name), train))
+    return [*stages, Stage(names[-1], out_dir, cfg.weights(names[-1]), cfg.train, last=True)]
 
 
 # --- checkpoints: the student as a Hugging Face directory, W_h / W_e beside it
@@ -341,8 +418,8 @@ def before_start(cfg: DistillConfig, out_dir: Path) -> None:
     if distill_decoder.is_decoder_teacher(family):
         config = distill_decoder.student_config(teacher, cfg.student.num_hidden_layers)
     else:
-        config = student_config(teacher, cfg.student)
-    build = partial(family.make, config)
+        config = config_of_student(cfg, teacher)
+    build = partial(family_of_student(cfg, family).make, config)
     check_model_fits(build, cfg.student, cfg.train.optimizer, key="student", reference=teacher)
 
 
@@ -375,7 +452,9 @@ def distill(
     teacher_metrics, _ = score(data, teacher, dev_examples, dev_features, pad, device)
     log.info("teacher %s on %s dev: %s", cfg.teacher, data.task, teacher_metrics)
     seed_everything(cfg.train.seed)
-    student = make_student(cfg, family, teacher, architecture).to(device)
+    student_family = family_of_student(cfg, family)
+    student_architecture = student_family.heads[data.spec.head]
+    student = make_student(cfg, student_family, teacher, student_architecture).to(device)
     plan = BucketBatchSampler(
         [feature_length(f) for f in train_features],
         batch_size=data.batch_size,
@@ -397,20 +476,8 @@ def distill(
         write_run_config(directory, cfg)
 
     result = None
-    stages = cfg.stages()
-    for i, stage in enumerate(stages):
-        last = i == len(stages) - 1
-        stage_dir = out_dir if last else out_dir / stage
-        train_cfg = (
-            cfg.train
-            if last
-            else replace(
-                cfg.train,
-                max_epochs=cfg.tinybert.intermediate_epochs,
-                lr=cfg.tinybert.intermediate_lr,
-                max_steps=0,
-            )
-        )
+    for stage in plan_stages(cfg, out_dir, student.config.num_hidden_layers):
+        train_cfg = stage.train
         train_cfg = (
             replace(train_cfg, metric=metric, higher_is_better=True)
             if train_cfg.metric == "main"
@@ -421,19 +488,28 @@ def distill(
         )
         if train_cfg.warmup_steps == 0 and cfg.warmup_ratio > 0:
             train_cfg = replace(train_cfg, warmup_steps=max(1, round(cfg.warmup_ratio * total)))
+        if cfg.method == "mobilebert":  # block ℓ alone in its stage, everything in the last
+            distill_mobilebert.train_only(student, stage.block)
         try:
-            model = Distiller(student, teacher, base(student), base(teacher), cfg.weights(stage))
+            model = Distiller(
+                student,
+                teacher,
+                student_family.base_model(student),
+                base(teacher),
+                stage.weights,
+                depths=stage.depths,
+            )
         except ValueError as e:  # L_cos between widths, heads that do not group
             raise ConfigError(f"student: {e} (method {cfg.method}; loss.cos=0 drops L_cos)") from None
-        if not last and (stage_dir / "results.json").is_file():  # a resumed run past this stage
-            load_distiller(family, model, ckpt.latest_checkpoint(stage_dir))
+        if not stage.last and (stage.directory / "results.json").is_file():  # a resumed run past this stage
+            load_distiller(student_family, model, ckpt.latest_checkpoint(stage.directory))
             continue
         trainer = distiller_trainer(
             model,
             train_cfg,
-            family,
+            student_family,
             tok,
-            stage_dir,
+            stage.directory,
             plan,
             collate,
             evaluate,
@@ -443,19 +519,20 @@ def distill(
             progress_bar,
         )
         log.info(
-            "%s: stage %s, weights %s; student %s parameters, teacher %s",
+            "%s: stage %s, weights %s; student %s parameters (%s trained in this stage), teacher %s",
             cfg.method,
-            stage,
-            to_dict(cfg.weights(stage)),
+            stage.name,
+            to_dict(stage.weights),
             f"{count_parameters(student):,}",
+            f"{sum(p.numel() for p in student.parameters() if p.requires_grad):,}",
             f"{count_parameters(teacher):,}",
         )
-        stage_resume = resume and ckpt.latest_checkpoint(stage_dir) is not None
+        stage_resume = resume and ckpt.latest_checkpoint(stage.directory) is not None
         result = trainer.fit(resume=stage_resume)
-        if not last:  # stage 2 starts from stage 1's last weights (its task head was not trained)
-            load_distiller(family, model, ckpt.latest_checkpoint(stage_dir))
+        if not stage.last:  # the next stage starts from this one's last weights (not its best)
+            load_distiller(student_family, model, ckpt.latest_checkpoint(stage.directory))
             if dist.is_main:
-                write_results(stage_dir, {"stage": stage, "steps": result.progress.step})
+                write_results(stage.directory, {"stage": stage.name, "steps": result.progress.step})
     row = {
         "task": data.task,
         "method": cfg.method,
@@ -470,7 +547,7 @@ def distill(
         **{f"teacher_dev_{k}": v for k, v in teacher_metrics.items()},
     }
     if dist.is_main and (out_dir / "best").is_dir():
-        load_hf_weights(family, student, out_dir / "best")
+        load_hf_weights(student_family, student, out_dir / "best")
         student.eval()
         metrics, preds = score(data, student, dev_examples, dev_features, pad, device)
         row.update({f"dev_{k}": v for k, v in metrics.items()}, best_step=result.progress.best_step)

@@ -62,8 +62,11 @@ log = logging.getLogger(__name__)
 
 def corpus_weights(cfg: DistillConfig) -> DistillWeights:
     """DistilBERT's triple loss, or TinyBERT's stage of general distillation (the intermediate layers)."""
-    if cfg.method == "none":
-        raise ConfigError("method: none distils nothing; general distillation is distilbert or tinybert")
+    if cfg.method in ("none", "mobilebert"):
+        raise ConfigError(
+            f"method: {cfg.method} is a task's distillation (--task, from a fine-tuned teacher); general "
+            "distillation is distilbert or tinybert"
+        )
     stage = "distilbert" if cfg.method == "distilbert" else "intermediate"
     return from_dict(DistillWeights, {**to_dict(STAGE_WEIGHTS[stage]), **cfg.loss})
 

@@ -12,6 +12,7 @@ from seq2bert.models.bert.tasks import BertForSequenceClassification, BertForTok
 from seq2bert.objectives.distillation import (
     Distiller,
     DistillWeights,
+    attention_kl,
     attention_mse,
     cosine_embedding_loss,
     hidden_mse,
@@ -86,6 +87,26 @@ def test_attention_mse_over_pairs_of_real_tokens_and_pooled_heads():
         pool_heads(torch.randn(1, 6, 2, 2), 4)
 
 
+def test_attention_kl_is_mobileberts_at_over_real_queries_and_keys():
+    """L_AT = 1/(TA) Σ_t Σ_a KL(a^T ‖ a^S): each real query's distributions over the real keys, by
+    torch's kl_div row by row; the padding changes nothing; the teacher's 6 heads' distributions are
+    averaged into the student's 2."""
+    torch.manual_seed(5)
+    s, t = torch.randn(2, 2, 4, 4), torch.randn(2, 6, 4, 4)
+    mask = torch.tensor([[1, 1, 1, 0], [1, 1, 1, 1]])
+    rows = []
+    for b, n in ((0, 3), (1, 4)):
+        for a in range(2):
+            for q in range(n):
+                p = torch.softmax(t[b, 3 * a : 3 * a + 3, q, :n], -1).mean(0)  # the group's mean distribution
+                log_q = torch.log_softmax(s[b, a, q, :n], -1)
+                rows.append(F.kl_div(log_q, p, reduction="sum"))
+    torch.testing.assert_close(attention_kl(s, t, mask), torch.stack(rows).mean())
+    alone = attention_kl(s[:1, :, :3, :3], t[:1, :, :3, :3])  # row 0 without its padding
+    torch.testing.assert_close(attention_kl(s[:1], t[:1], mask[:1]), alone)
+    assert float(attention_kl(t[:, ::3], t[:, ::3], mask)) == pytest.approx(0.0, abs=1e-6)
+
+
 def tiny(layers=4, hidden=32, heads=4, **kw):
     kw = {"hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0, **kw}
     return BertConfig(vocab_size=50, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
@@ -113,6 +134,36 @@ def test_attention_scores_of_a_layers_input_give_the_weights_the_model_computes(
         scores = stack.layer(i).attention_scores(out.hidden_states[i])
         weights = torch.softmax(scores.masked_fill(~keys, float("-inf")), -1)
         torch.testing.assert_close(weights, out.attentions[i], atol=1e-6, rtol=1e-5)
+
+
+def test_the_depths_choose_the_layers_a_stage_learns():
+    """MobileBERT's stage ℓ: L_FMT and L_AT of layer ℓ alone (and the embeddings' output with ℓ = 1)."""
+    torch.manual_seed(6)
+    teacher, student = (BertForSequenceClassification(tiny(layers=2)) for _ in range(2))
+    weights = DistillWeights(hidden=1.0, attention_kl=1.0)
+    b = batch()
+    full = Distiller(student, teacher, student.base_model, teacher.base_model, weights)
+    full(**b)
+    s_out = student(**b, output_hidden_states=True)
+    t_out = teacher(**b, output_hidden_states=True)
+    mask = b["attention_mask"]
+    for depth in (1, 2):
+        d = Distiller(student, teacher, student.base_model, teacher.base_model, weights, depths={depth})
+        d(**b)
+        fmt = hidden_mse(s_out.hidden_states[depth], t_out.hidden_states[depth], mask)
+        at = attention_kl(
+            student.base_model.layer(depth - 1).attention_scores(s_out.hidden_states[depth - 1]),
+            teacher.base_model.layer(depth - 1).attention_scores(t_out.hidden_states[depth - 1]),
+            mask,
+        )
+        assert d.parts["hidden"] == pytest.approx(float(fmt), rel=1e-5)
+        assert d.parts["attention_kl"] == pytest.approx(float(at), rel=1e-5)
+    first = Distiller(student, teacher, student.base_model, teacher.base_model, weights, depths={0, 1})
+    first(**b)
+    embeddings = hidden_mse(s_out.hidden_states[0], t_out.hidden_states[0], mask)
+    layer_1 = hidden_mse(s_out.hidden_states[1], t_out.hidden_states[1], mask)
+    assert first.parts["hidden"] == pytest.approx(float(embeddings + layer_1), rel=1e-5)
+    assert full.parts["attention_kl"] > first.parts["attention_kl"]
 
 
 def test_a_student_equal_to_its_teacher_has_nothing_to_learn():

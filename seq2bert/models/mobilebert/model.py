@@ -30,6 +30,8 @@ outputs in a bottleneck block; the embeddings' and the last feed-forward network
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -148,6 +150,12 @@ class BottleneckAttention(nn.Module):
         """(B, T, h·d_k) → (B, h, T, d_k)."""
         return x.unflatten(-1, (self.h, self.d_k)).transpose(1, 2)
 
+    def scores(self, x_qk: torch.Tensor) -> torch.Tensor:
+        """The scores before the softmax, QKᵀ/√d_k, unmasked and without positions: x_qk (B, T, d_qk) →
+        (B, h, T, T) — what the attention transfer distils (objectives/distillation.py)."""
+        q, k = self.split_heads(self.query(x_qk)), self.split_heads(self.key(x_qk))
+        return (q.float() @ k.float().transpose(-2, -1)) / math.sqrt(self.d_k)
+
     def forward(
         self, x_qk, x_v, mask=None, *, need_weights: bool = False, positions: Positions | None = None
     ):
@@ -208,6 +216,10 @@ class MobileBertLayer(nn.Module):
         if self.shared_bottleneck is not None:
             return b, self.shared_bottleneck(x), x
         return b, x, x
+
+    def attention_scores(self, x: torch.Tensor) -> torch.Tensor:
+        """The attention's scores before the softmax (B, h, T, T) of this block's input x (B, T, H)."""
+        return self.self_attn.scores(self.attention_inputs(x)[1])
 
     def forward(
         self, x, mask=None, memory=None, memory_mask=None, *, cache=None, need_weights=False, positions=None
