@@ -42,7 +42,9 @@ class Row:
     """One objective: its label in the table, its name in the plot, its run's name (also of its fine-tuning
     runs), its pretraining steps (0: random initialisation, the floor), its settings over BASE, and its quiet
     step rate: steps/s of a short run of it with the cores to itself, which set its steps (45 minutes' worth).
-    A floor's architecture and vocabulary are those of ``random_from``'s last checkpoint."""
+    A floor's architecture and vocabulary are those of ``random_from``'s last checkpoint. A row with
+    ``pretrained_from`` pretrains nothing itself: it fine-tunes that row's last checkpoint with its ``tuned``
+    settings added to the task's (BERT's Table 5 "+ BiLSTM" on the LTR model)."""
 
     label: str
     short: str
@@ -51,6 +53,13 @@ class Row:
     sets: tuple[str, ...] = ()
     rate: float | None = None
     random_from: str = "mlm-only-seq64"
+    pretrained_from: str = ""
+    tuned: tuple[str, ...] = ()
+
+    @property
+    def pretraining(self) -> str:
+        """The row whose pretraining run this row's fine-tunings start from ("" for a floor)."""
+        return self.pretrained_from or (self.name if self.steps else "")
 
 
 ROWS = [
@@ -80,6 +89,9 @@ ROWS = [
         ("model.model_type=xlnet", "data.tokenizer=", "data.vocab_size=16000"), 1.82),
     Row("random initialisation, XLNet with its own vocabulary (the floor of the XLNet row)", "random init (XLNet)",
         "random-xlnet", 0, random_from="xlnet"),
+    # BERT's Table 5: "we added a randomly initialized BiLSTM on top" of the LTR model for fine-tuning
+    Row("left to right + a BiLSTM on top for fine-tuning (BERT's Table 5)", "LTR + BiLSTM", "ltr-bilstm", 0,
+        pretrained_from="ltr", tuned=("bilstm_top.enabled=true",)),
 ]  # fmt: skip
 BY_NAME = {row.name: row for row in ROWS}
 # rows kept in the record only: their runs' vocabulary was lost with the machine that made it
@@ -146,14 +158,15 @@ def commands(row: Row, runs: Path, at: int | None = None) -> list[list[str]]:
                             *sets(*BASE, f"train.max_steps={row.steps}", *row.sets, runs=runs)))  # fmt: skip
     suffix = f"@{at}" if at else ""
     for task, (folder, settings, _, _) in TASKS.items():
-        if row.steps:
-            init = pretrain / f"checkpoint-{at}" if at else "LAST"
+        if row.pretraining:
+            init = runs / row.pretraining / f"checkpoint-{at}" if at else "LAST"
             extra = []
         else:  # the floor: a row's architecture and vocabulary (BERT-mini's by default), fresh weights
             source = BY_NAME[row.random_from]
             init, extra = runs / source.name / f"checkpoint-{source.steps}", ["--random-init"]
         out.append(seq2bert("finetune", "--task", folder, "--init", str(init), *extra, "--data", str(DATA / folder),
-                            "--out", str(runs / f"ft-{row.name}{suffix}-{task}"), *sets(*settings, runs=runs)))  # fmt: skip
+                            "--out", str(runs / f"ft-{row.name}{suffix}-{task}"),
+                            *sets(*settings, *row.tuned, runs=runs)))  # fmt: skip
     return out
 
 
@@ -162,9 +175,9 @@ def run(row: Row, runs: Path, at: int | None, dry: bool) -> None:
         shared_files(runs)
     for cmd in commands(row, runs, at):
         if "LAST" in cmd:
-            pretrained = any((runs / row.name).glob("checkpoint-*"))
+            pretrained = any((runs / row.pretraining).glob("checkpoint-*"))
             cmd[cmd.index("LAST")] = (
-                str(last_checkpoint(runs / row.name)) if pretrained or not dry else "LAST"
+                str(last_checkpoint(runs / row.pretraining)) if pretrained or not dry else "LAST"
             )
         print("$", shlex.join(cmd), flush=True)
         if dry:
@@ -201,10 +214,11 @@ def measured(runs: Path, row: Row) -> dict | None:
     held-out figures), each task's final dev scores, and (pretraining minutes, dev score) points of every
     fine-tuning, the earlier checkpoints' included (minutes at the row's quiet rate, else as its log has them);
     None when nothing of the row is there."""
-    run = read(runs / row.name / "results.json") if row.steps else None
+    run = read(runs / row.pretraining / "results.json") if row.pretraining else None
     finals = {task: read(runs / f"ft-{row.name}-{task}" / "results.json") for task in TASKS}
-    if (row.steps and run is None) or not any(finals.values()):
+    if (row.pretraining and run is None) or not any(finals.values()):
         return None
+    rate = pretraining_rate(row)
     keys = ("steps", "train_seconds", "valid_mlm_accuracy", "valid_perplexity", "valid_disc_accuracy",
             "valid_disc_replaced_accuracy", "valid_nsp_accuracy", "valid_sop_accuracy")  # fmt: skip
     out = {
@@ -214,20 +228,25 @@ def measured(runs: Path, row: Row) -> dict | None:
     }
 
     def minutes(step: int) -> float:  # of pretraining at that step: at the quiet rate when known
-        return step / row.rate / 60 if row.rate else minutes_at(runs / row.name, step)
+        return step / rate / 60 if rate else minutes_at(runs / row.pretraining, step)
 
     for task, final in finals.items():
         if final is None:
             continue
         key = TASKS[task][2]
         out["finetune"][task] = {k: final[k] for k in KEPT if k in final}
-        end = 0.0 if run is None else run["steps"] / row.rate / 60 if row.rate else run["train_seconds"] / 60
+        end = 0.0 if run is None else run["steps"] / rate / 60 if rate else run["train_seconds"] / 60
         pts = [(end, final[key])]
         for path in runs.glob(f"ft-{row.name}@*-{task}/results.json"):
             step = int(re.search(r"@(\d+)-", path.parent.name).group(1))
             pts.append((minutes(step), read(path)[key]))
         out["points"][task] = [[round(m, 2), s] for m, s in sorted(pts)]
     return out
+
+
+def pretraining_rate(row: Row) -> float | None:
+    """The quiet step rate of the pretraining the row's fine-tunings start from."""
+    return BY_NAME[row.pretrained_from].rate if row.pretrained_from else row.rate
 
 
 def collect(runs: Path, record: Path) -> dict:
@@ -268,7 +287,8 @@ def table(rows: dict) -> str:
             continue
         figures = rows[row.name]
         run = figures["pretraining"]
-        cells = [row.label, "none" if run is None else pretraining_summary(run, row.rate)]
+        rate = pretraining_rate(row)
+        cells = [row.label, "none" if run is None else pretraining_summary(run, rate)]
         for task in TASKS:
             res = figures["finetune"].get(task)
             if res is None:
@@ -293,7 +313,7 @@ def plot(rows: dict, out: Path) -> None:
             pts = rows.get(row.name, {}).get("points", {}).get(task)
             if not pts:
                 continue
-            if not row.steps:  # a floor
+            if not row.pretraining:  # a floor
                 style = ":" if row.name in RECORD_ONLY else "--"
                 ax.axhline(pts[0][1], color="grey", linestyle=style, label=row.short)
                 continue

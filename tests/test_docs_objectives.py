@@ -117,6 +117,22 @@ def test_a_rows_commands_pretrain_it_then_fine_tune_each_task(tmp_path, capsys):
     assert f"--init {tmp_path}/span/checkpoint-10000 " in printed[1]
 
 
+def test_the_bilstm_row_fine_tunes_the_ltr_rows_checkpoint_with_a_bilstm_on_top(tmp_path, capsys):
+    objectives = load()
+    row = objectives.BY_NAME["ltr-bilstm"]
+    finetunes = objectives.commands(row, tmp_path)
+    assert len(finetunes) == 3 and all(c[1] == "finetune" and "--random-init" not in c for c in finetunes)
+    assert all("bilstm_top.enabled=true" in c for c in finetunes)
+    assert not any(
+        "bilstm_top.enabled=true" in c for c in objectives.commands(objectives.BY_NAME["ltr"], tmp_path)
+    )
+    (tmp_path / "ltr" / "checkpoint-3000").mkdir(parents=True)
+    objectives.run(row, tmp_path, None, dry=True)
+    printed = capsys.readouterr().out.splitlines()
+    assert all(f"--init {tmp_path}/ltr/checkpoint-3000 " in line for line in printed)
+    assert f"--out {tmp_path}/ft-ltr-bilstm-sst2 " in printed[0]
+
+
 def test_neighbour_cosine_tells_an_ordered_position_table_from_a_random_one(tmp_path):
     objectives = load()
     for name, table in {"ordered": sinusoidal_table(512, 64), "random": torch.randn(512, 64)}.items():
@@ -134,5 +150,5 @@ def test_the_record_holds_every_measured_row_with_its_figures():
     assert set(rows) <= set(objectives.BY_NAME)
     for name, figures in rows.items():
         assert set(figures["finetune"]) == set(objectives.TASKS), name
-        assert (figures["pretraining"] is None) == (objectives.BY_NAME[name].steps == 0), name
+        assert (figures["pretraining"] is None) == (not objectives.BY_NAME[name].pretraining), name
     objectives.table(rows)  # every recorded row renders

@@ -23,8 +23,8 @@ from seq2bert import config as config_io
 from seq2bert.data.tokenization import Tokenizer
 from seq2bert.errors import CheckpointError, ConfigError
 from seq2bert.io import load_weights, read_json, resolve_checkpoint, save_weights, write_dir_atomically
+from seq2bert.models import encoder_options, hub, quantized
 from seq2bert.models import family as families
-from seq2bert.models import hub, quantized, sesame
 from seq2bert.models.family import Family
 from seq2bert.models.hf import read_config, read_weights, write_model_files
 
@@ -50,14 +50,14 @@ def load_hf(
 
         def build() -> nn.Module:  # the float skeleton, with the options config.json records
             model = family.make(cfg, architecture)
-            sesame.restore(model, hf_config, path)  # their weights are among the int8 directory's
+            encoder_options.restore(model, hf_config, path)  # their weights are among the int8 directory's
             return model
 
         return quantized.load_int8(build, path, device), hf_tokenizer(family, path)
     weights = read_weights(path)
     model = family.make(cfg, architecture, weights)
     state = family.read_state(weights, cfg, architecture, str(path), False)
-    state |= sesame.restore(model, hf_config, path)  # SesameBERT's options, when config.json has them
+    state |= encoder_options.restore(model, hf_config, path)  # the encoder's options config.json records
     try:
         model.load_state_dict(state)
     except RuntimeError as e:  # config.json and the weights disagree
@@ -85,7 +85,7 @@ def init_task_model(
     problem_type: str | None = None,
     random_init: bool = False,
     overrides: dict | None = None,
-    options: sesame.SesameSettings | None = None,
+    options: dict[str, Any] | None = None,
     device: str | torch.device = "cpu",
 ) -> tuple[nn.Module, Any, list[str]]:
     """A task model (``architecture``, e.g. BertForSequenceClassification) whose encoder comes from the
@@ -94,8 +94,9 @@ def init_task_model(
     a fine-tuning run); one of another shape, or trained for other ``id2label``, starts new.
     ``random_init``: the architecture and tokenizer of ``path`` with fresh weights (the baseline that shows
     what pretraining buys). ``overrides``: config fields set in place of the checkpoint's (dropout
-    probabilities for fine-tuning, say), validated. ``options``: SesameBERT's (models/sesame.py) to add — the
-    ones the checkpoint records, with their weights, when it has them and none are asked for.
+    probabilities for fine-tuning, say), validated. ``options``: the encoder's options to add, name → settings
+    (models/encoder_options.py: SesameBERT's, a BiLSTM on top) — of each, the one the checkpoint records, with
+    its weights, when it has one and none is asked for.
 
     Returns the model (train mode), the tokenizer and the names of the parameters initialised new."""
     path = hub.local_path(path)  # a directory, or a Hub name's folder in the cache
@@ -124,16 +125,16 @@ def init_task_model(
         setattr(cfg, key, value)
     cfg.validate()
     model = family.make(cfg, architecture)
-    recorded = sesame.read_settings(hf_config, str(path / "config.json"))
-    options = options if options is not None and options.enabled else recorded
-    if options is not None:
-        sesame.attach(model, options)
+    recorded = encoder_options.read_settings(hf_config, str(path / "config.json"))
+    asked = {name: s for name, s in (options or {}).items() if s is not None and s.enabled}
+    options = recorded | asked
+    encoder_options.attach(model, options)
     tokenizer = hf_tokenizer(family, path)
     if random_init:
         return model.to(device).train(), tokenizer, sorted(model.state_dict())
     state = family.read_state(read_weights(path), cfg, architecture, str(path), True)
-    if options is not None and options == recorded:  # the excitation goes on training
-        state |= sesame.read_weights(path)
+    continued = [name for name, s in options.items() if recorded.get(name) == s]  # they go on training
+    state |= encoder_options.read_weights(path, continued)
     expected = model.state_dict()
     if relabelled:
         for key in [k for k in state if k.split(".")[0] in family.head_modules]:
@@ -198,11 +199,13 @@ def write_hf_files(
     transformers' names stored beside the model's (a pooler the architecture ignores but a task reads)."""
     architecture = family.architecture_of(model)
     config = {**family.write_config(model.config, architecture), "torch_dtype": "float32"}
-    config |= sesame.config_entry(model)
-    state, own = sesame.split_state(model.state_dict() if state is None else state)
+    config |= encoder_options.config_entry(model)
+    state, own = encoder_options.split_state(model.state_dict() if state is None else state)
     theirs = family.write_state(state, model.config, architecture)
     write_model_files(directory, config, {**theirs, **(extra or {})})
-    sesame.write_weights(own, directory)  # SesameBERT's excitation, beside the family's layout
+    encoder_options.write_weights(
+        own, directory
+    )  # the encoder's options' weights, beside the family's layout
     if family.save_files is not None:
         family.save_files(model, directory)
 
@@ -211,7 +214,7 @@ def load_hf_weights(family: Family, model: nn.Module, directory: Path) -> None:
     """Read back what ``write_hf_files`` wrote (resuming a run, or taking its best checkpoint)."""
     architecture = family.architecture_of(model)
     state = family.read_state(read_weights(directory), model.config, architecture, str(directory), False)
-    model.load_state_dict(state | sesame.read_weights(directory))
+    model.load_state_dict(state | encoder_options.read_weights(directory))
 
 
 def write_tokenizer(family: Family, tokenizer: Any, directory: Path, config: Any) -> None:

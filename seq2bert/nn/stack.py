@@ -34,7 +34,8 @@ mask of the content stream (XLNet's permutation: content i sees the tokens befor
 order, and itself); ``segment_ids`` (B, T_k) give the positions' ``other_segment``.
 
 SesameBERT (nn/sesame.py; attached by models/sesame.py): with ``excitation`` the last layer's output is
-scaled by the gate s_N that the squeeze and excitation computes from every layer's output.
+scaled by the gate s_N that the squeeze and excitation computes from every layer's output. With ``top``
+(BERT's "+ BiLSTM", nn/bilstm_top.py; attached by models/encoder_options.py) the output goes through it last.
 
 The embeddings module is called as ``embeddings(input_ids, offset=…, **embedding_inputs)`` (segment ids
 for BERT, say). Shapes: input_ids (B, T), attention_mask (B, T_k) with 1 on real tokens, where T_k counts
@@ -107,6 +108,8 @@ class TransformerStack(nn.Module):
         # SesameBERT's squeeze and excitation over the layer outputs (nn/sesame.py), when attached: the
         # last layer's output is scaled by its gate s_N
         self.excitation: nn.Module | None = None
+        # a module over the output, last (B, T, d_model) and the real tokens → (B, T, d_model), when attached
+        self.top: nn.Module | None = None
 
     def layer(self, i: int) -> TransformerLayer:
         """The module that computes layer i (0-based)."""
@@ -170,6 +173,9 @@ class TransformerStack(nn.Module):
         n = self.num_layers if upto is None else upto
         excite = self.excitation is not None and upto is None
         keep = output_hidden_states or excite
+        valid = real_tokens
+        if valid is None and attention_mask is not None:
+            valid = attention_mask[:, -T:].bool()
         for i in range(n):
             layer = self.layer(i)
             cache = None if caches is None else caches[i]
@@ -190,12 +196,13 @@ class TransformerStack(nn.Module):
             if keep:  # the last entry is the normalised output, as the stack returns it
                 hidden[-1] = x
         if excite:  # ũ_N = s_N · u_N, s from every layer's output
-            valid = real_tokens
-            if valid is None and attention_mask is not None:
-                valid = attention_mask[:, -T:].bool()
             s = self.excitation(hidden[1:], valid)  # (B, N)
             x = (s[:, -1, None, None] * x).to(x.dtype)
             hidden[-1] = x
+        if self.top is not None and upto is None:
+            x = self.top(x, valid)
+            if keep:
+                hidden[-1] = x
         return StackOutput(
             last_hidden_state=x,
             hidden_states=tuple(hidden) if output_hidden_states else None,

@@ -37,7 +37,9 @@ models/bilstm/features.py); the learned layer weights go to results.json (``feat
 
 ``sesame`` (``--set sesame.squeeze_excitation=true --set sesame.gaussian_blur=true``): SesameBERT's options
 on the encoder (Su & Cheng 2019; models/sesame.py) — the last layer scaled by a gate computed from every
-layer's output, and every self-attention's output blurred along the sequence.
+layer's output, and every self-attention's output blurred along the sequence. ``bilstm_top``
+(``--set bilstm_top.enabled=true``): BERT's Table 5 "+ BiLSTM" — a new BiLSTM over the encoder's output, before
+the head (models/lstm_top.py). Both are kept in the checkpoint beside the family's layout.
 """
 
 from __future__ import annotations
@@ -56,8 +58,9 @@ from seq2bert.data import gpt_finetuning as gpt
 from seq2bert.data.batching import BucketBatchSampler
 from seq2bert.data.finetuning import feature_length
 from seq2bert.errors import ConfigError, DataError
-from seq2bert.models import registry, sesame
+from seq2bert.models import encoder_options, registry
 from seq2bert.models.bilstm.config import FeaturesConfig
+from seq2bert.models.lstm_top import BiLSTMSettings
 from seq2bert.models.pretrained import init_task_model, load_hf_weights, write_hf_files
 from seq2bert.models.sesame import SesameSettings
 from seq2bert.nn.lora import merge_lora
@@ -149,8 +152,9 @@ class FinetuneConfig:
     # a decoder (GPT): λ of L_3 = L_2 + λ·L_1, the auxiliary LM loss on the task's inputs (GPT-1 Sect. 3.2: 0.5;
     # 0: the task's loss alone). An encoder has no such term, nor a decoder's tagger (no LM head)
     lm_coef: float = 0.5
-    # SesameBERT's options on the encoder (Su & Cheng 2019: models/sesame.py)
+    # options on the encoder (models/encoder_options.py): SesameBERT's (Su & Cheng 2019), BERT's "+ BiLSTM"
     sesame: SesameSettings = field(default_factory=SesameSettings)
+    bilstm_top: BiLSTMSettings = field(default_factory=BiLSTMSettings)
     data: FinetuneDataConfig = field(default_factory=FinetuneDataConfig)
     embedding: EmbeddingConfig = field(
         default_factory=EmbeddingConfig
@@ -161,6 +165,10 @@ class FinetuneConfig:
         )
     )
 
+    def encoder_options(self) -> dict:
+        """The options on the encoder, name → settings (models/encoder_options.py)."""
+        return {"sesame": self.sesame, "bilstm_top": self.bilstm_top}
+
     def __post_init__(self) -> None:
         for name, value in dropout_overrides(self).items():
             if not 0.0 <= value < 1.0:
@@ -168,10 +176,11 @@ class FinetuneConfig:
         if not self.lm_coef >= 0:
             raise ConfigError(f"lm_coef: must be >= 0 (0: no auxiliary LM loss), got {self.lm_coef}")
         if self.data.spec.head == "embedding":
-            if self.sesame.enabled:
-                raise ConfigError(
-                    "sesame: options of a task model; the sentence-embedding task pools the encoder"
-                )
+            for name, settings in self.encoder_options().items():
+                if settings.enabled:
+                    raise ConfigError(
+                        f"{name}: an option of a task model; the sentence-embedding task pools the encoder"
+                    )
             if self.model:
                 raise ConfigError(
                     "model: the sentence-embedding task trains a pretrained encoder; give --init DIR"
@@ -304,8 +313,7 @@ def finetune(
             lm_weights=not cfg.random_init,
         )
         new = []
-        if cfg.sesame.enabled:
-            sesame.attach(model, cfg.sesame)
+        encoder_options.attach(model, cfg.encoder_options())
     else:
         found_vectors = {}
         model, tok, new = init_task_model(
@@ -316,7 +324,7 @@ def finetune(
             problem_type=task.problem_type,
             random_init=cfg.random_init,
             overrides=dropout_overrides(cfg),
-            options=cfg.sesame,
+            options=cfg.encoder_options(),
         )
     data = fit_length(data, model.config, cfg.init)
     if tok is None:

@@ -1,5 +1,6 @@
 """`seq2bert finetune --set sesame.…`: SesameBERT's options train with the task, its checkpoint keeps them (and
-the pipelines read them), a run resumes with them, and bad settings are one line."""
+the pipelines read them), a run resumes with them, and bad settings are one line; BERT's "+ BiLSTM"
+(``--set bilstm_top.enabled=true``) the same way, on a model pretrained left to right as in Table 5."""
 
 import json
 import shutil
@@ -10,7 +11,7 @@ import torch
 from safetensors.torch import load_file
 
 from seq2bert.cli import main
-from seq2bert.models import sesame
+from seq2bert.models import encoder_options, sesame
 from seq2bert.models.pretrained import load
 from seq2bert.pipelines import classify
 from tests.recipes.test_finetune import init_dir, run, write_sst2  # noqa: F401 (init_dir: a fixture)
@@ -76,3 +77,25 @@ def test_bad_settings_are_one_line(init_dir, tmp_path, capsys, extra, message): 
     assert run("sst2", tmp_path / "sst2", init_dir, tmp_path / "run", *extra) == 2
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_a_bilstm_on_top_of_a_left_to_right_model_trains_and_its_checkpoint_keeps_it(init_dir, tmp_path):  # noqa: F811
+    ltr = tmp_path / "ltr"  # the tiny BERT as if pretrained left to right (BERT's LTR ablation)
+    shutil.copytree(init_dir, ltr)
+    config = json.loads((ltr / "config.json").read_text())
+    (ltr / "config.json").write_text(json.dumps({**config, "is_decoder": True}))
+    write_sst2(tmp_path / "sst2", np.random.default_rng(0))
+    top = ["--set", "bilstm_top.enabled=true", "--set", "train.max_epochs=3"]
+    assert run("sst2", tmp_path / "sst2", ltr, tmp_path / "run", *top) == 0
+    assert json.loads((tmp_path / "run" / "results.json").read_text())["dev_accuracy"] >= 90
+    best = tmp_path / "run" / "best"
+    assert json.loads((best / "config.json").read_text())["bilstm_top"] == {"enabled": True, "layers": 1}
+    assert all(k.startswith("bert.top.lstm.") for k in load_file(best / "bilstm_top.safetensors"))
+    model, tok = load(best)
+    assert set(encoder_options.settings_of(model)) == {"bilstm_top"}
+    assert main(["quantize", str(best), "--out", str(tmp_path / "int8")]) == 0
+    int8, _ = load(tmp_path / "int8")
+    assert encoder_options.settings_of(int8) == encoder_options.settings_of(model)
+    enc = tok.encode_batch(["a superb film", "it was dull"], padding="longest", return_tensors="pt")
+    with torch.no_grad():
+        torch.testing.assert_close(int8(**dict(enc)).logits, model(**dict(enc)).logits, rtol=0, atol=0.05)
