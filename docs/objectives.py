@@ -99,7 +99,9 @@ ROWS = [
         "random-roberta", 0, random_from="roberta"),
     Row("random initialisation, XLNet with its own vocabulary (the floor of the XLNet row)", "random init (XLNet)",
         "random-xlnet", 0, random_from="xlnet"),
-    # BERT's Table 5: "we added a randomly initialized BiLSTM on top" of the LTR model for fine-tuning
+    # BERT's Table 5: "we added a randomly initialized BiLSTM on top" of the LTR model for fine-tuning. Departure:
+    # as the LTR row itself, the model is fine-tuned without its left-only mask (models/pretrained.py), so the
+    # BiLSTM adds capacity here, not the right context the paper's LTR model lacked at fine-tuning
     Row("left to right + a BiLSTM on top for fine-tuning (BERT's Table 5)", "LTR + BiLSTM", "ltr-bilstm", 0,
         pretrained_from="ltr", tuned=("bilstm_top.enabled=true",)),
 ]  # fmt: skip

@@ -306,7 +306,16 @@ def plan_stages(cfg: DistillConfig, out_dir: Path, student_layers: int) -> list[
     for name in names[:-1]:
         if name == distill_mobilebert.STAGE:
             m = cfg.mobilebert
-            train = replace(cfg.train, max_epochs=m.layer_epochs, max_steps=m.layer_steps, lr=m.layer_lr)
+            # the task's dev score says nothing of a block's transfer (its head is frozen): no early stop on
+            # it, no averaging of its checkpoints
+            train = replace(
+                cfg.train,
+                max_epochs=m.layer_epochs,
+                max_steps=m.layer_steps,
+                lr=m.layer_lr,
+                patience=0,
+                average_last=0,
+            )
             for layer in range(1, student_layers + 1):
                 depths = {0, 1} if layer == 1 else {layer}  # stage 1 learns the embeddings' output too
                 directory = out_dir / name / f"layer-{layer}"
@@ -527,8 +536,7 @@ def distill(
             f"{sum(p.numel() for p in student.parameters() if p.requires_grad):,}",
             f"{count_parameters(teacher):,}",
         )
-        stage_resume = resume and ckpt.latest_checkpoint(stage.directory) is not None
-        result = trainer.fit(resume=stage_resume)
+        result = trainer.fit(resume=resume)  # a stage cut before its first checkpoint starts again
         if not stage.last:  # the next stage starts from this one's last weights (not its best)
             load_distiller(student_family, model, ckpt.latest_checkpoint(stage.directory))
             if dist.is_main:

@@ -104,13 +104,16 @@ def student_config(
 
 def copy_outside_blocks(student: nn.Module, teacher: nn.Module) -> list[str]:
     """The teacher's tensors outside the blocks whose names (under each model's encoder prefix) and shapes
-    the student shares — position and segment embeddings, pooler, classifier; returns their names."""
+    the student shares — position and segment embeddings, pooler, classifier (not a LayerNorm's γ and β into
+    a NoNorm, which does not normalise); returns their names."""
 
     def plain(key: str, model: nn.Module) -> str:
         prefix = f"{model.base_model_prefix}."
         return key[len(prefix) :] if key.startswith(prefix) else key
 
     source = {plain(k, teacher): v for k, v in teacher.state_dict().items() if ".layers." not in k}
+    if getattr(student.config, "normalization_type", "") == "no_norm":  # γ, β of a LayerNorm mean else there
+        source = {k: v for k, v in source.items() if not k.startswith("embeddings.norm.")}
     copied = {
         k: source[plain(k, student)]
         for k, v in student.state_dict().items()
