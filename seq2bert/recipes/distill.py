@@ -327,6 +327,14 @@ def plan_stages(cfg: DistillConfig, out_dir: Path, student_layers: int) -> list[
     return [*stages, Stage(names[-1], out_dir, cfg.weights(names[-1]), cfg.train, last=True)]
 
 
+def stage_budget(train: TrainConfig, spent: float) -> TrainConfig:
+    """A stage's engine settings under the command's time budget: train.max_minutes bounds the whole
+    distillation, so a stage gets what the stages before it (``spent`` seconds) left — a moment, if none."""
+    if not train.max_minutes:
+        return train
+    return replace(train, max_minutes=max(train.max_minutes - spent / 60, 1e-3))
+
+
 # --- checkpoints: the student as a Hugging Face directory, W_h / W_e beside it
 def save_distiller(family, tok, model: Distiller, directory: Path) -> None:
     write_hf_files(family, model.student, directory)
@@ -484,9 +492,10 @@ def distill(
     def write_extra(directory: Path) -> None:
         write_run_config(directory, cfg)
 
-    result = None
-    for stage in plan_stages(cfg, out_dir, student.config.num_hidden_layers):
-        train_cfg = stage.train
+    result, spent = None, 0.0  # spent: the seconds of the stages before this one
+    for i, stage in enumerate(plan_stages(cfg, out_dir, student.config.num_hidden_layers)):
+        seed_everything(cfg.train.seed + i)  # a stage's dropout does not hang on the stages a resume skips
+        train_cfg = stage_budget(stage.train, spent)
         train_cfg = (
             replace(train_cfg, metric=metric, higher_is_better=True)
             if train_cfg.metric == "main"
@@ -512,6 +521,7 @@ def distill(
             raise ConfigError(f"student: {e} (method {cfg.method}; loss.cos=0 drops L_cos)") from None
         if not stage.last and (stage.directory / "results.json").is_file():  # a resumed run past this stage
             load_distiller(student_family, model, ckpt.latest_checkpoint(stage.directory))
+            spent += read_json(stage.directory / "results.json").get("train_seconds", 0.0)
             continue
         trainer = distiller_trainer(
             model,
@@ -539,8 +549,13 @@ def distill(
         result = trainer.fit(resume=resume)  # a stage cut before its first checkpoint starts again
         if not stage.last:  # the next stage starts from this one's last weights (not its best)
             load_distiller(student_family, model, ckpt.latest_checkpoint(stage.directory))
+            seconds = result.progress.train_seconds
+            spent += seconds
             if dist.is_main:
-                write_results(stage.directory, {"stage": stage.name, "steps": result.progress.step})
+                write_results(
+                    stage.directory,
+                    {"stage": stage.name, "steps": result.progress.step, "train_seconds": seconds},
+                )
     row = {
         "task": data.task,
         "method": cfg.method,
@@ -551,7 +566,7 @@ def distill(
         "hidden_size": student.config.hidden_size,
         "train_examples": len(train_examples),
         "steps": result.progress.step,
-        "train_seconds": result.progress.train_seconds,
+        "train_seconds": spent + result.progress.train_seconds,  # every stage's
         **{f"teacher_dev_{k}": v for k, v in teacher_metrics.items()},
     }
     if dist.is_main and (out_dir / "best").is_dir():

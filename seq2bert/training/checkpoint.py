@@ -264,20 +264,45 @@ AVERAGED = "averaged.json"  # what an average holds: the checkpoints it averages
 def average_checkpoints(directories: list[Path], target: Path) -> None:
     """Write ``target``, a checkpoint whose weights are the element-wise mean of the ``directories``' weights
     (Vaswani et al. 2017, Sect. 6.1: "a single model obtained by averaging the last 5 checkpoints"), summed
-    in fp64 and stored in each tensor's own dtype. Its other files (config, tokenizer, run config) are the
-    last directory's; it holds no optimizer state, so a run cannot resume from it."""
+    in fp64 and stored in each tensor's own dtype. Every weights file is averaged: model.safetensors and the
+    others beside it (an encoder option's ``<name>.safetensors``, a student's projections). Its other files
+    (config, tokenizer, run config) are the last directory's; it holds no optimizer state, so a run cannot
+    resume from it."""
     if not directories:
         raise CheckpointError(f"{target}: no checkpoints to average")
+    last = Path(directories[-1])
+    if not (last / "model.safetensors").is_file():
+        raise CheckpointError(f"{last}: no model.safetensors (expected a checkpoint directory)")
+    names = sorted(f.name for f in last.glob("*.safetensors"))
+    means = {name: mean_tensors([Path(d) / name for d in directories]) for name in names}
+
+    def write(tmp: Path) -> None:
+        for name, mean in means.items():
+            save_tensors(mean, str(tmp / name), metadata={"format": "pt"})
+        for f in last.iterdir():
+            if f.is_file() and f.suffix != ".safetensors" and not f.name.startswith("trainer_state"):
+                shutil.copy2(f, tmp / f.name)
+        (tmp / AVERAGED).write_text(
+            json.dumps({"checkpoints": [Path(d).name for d in directories]}, indent=2) + "\n"
+        )
+
+    write_dir_atomically(Path(target), write)
+
+
+def mean_tensors(paths: list[Path]) -> dict[str, torch.Tensor]:
+    """The element-wise mean of the same-named tensors of safetensors files (fp64 sums, each tensor's own
+    dtype); integer tensors (position ids) must be equal and are kept."""
     sums: dict[str, torch.Tensor] = {}
     dtypes: dict[str, torch.dtype] = {}
-    for i, directory in enumerate(directories):
-        path = Path(directory) / "model.safetensors"
+    for i, path in enumerate(paths):
         if not path.is_file():
-            raise CheckpointError(f"{directory}: no model.safetensors (expected a checkpoint directory)")
+            raise CheckpointError(
+                f"{path.parent}: no {path.name} (expected a checkpoint directory like {paths[-1].parent})"
+            )
         tensors = load_file(str(path))
         if i and tensors.keys() != sums.keys():
             raise CheckpointError(
-                f"{path}: its tensors differ from {directories[0]}'s (not checkpoints of one model)"
+                f"{path}: its tensors differ from {paths[0]}'s (not checkpoints of one model)"
             )
         for name, t in tensors.items():
             if not t.is_floating_point():  # e.g. position ids: equal in every checkpoint, kept as they are
@@ -289,16 +314,4 @@ def average_checkpoints(directories: list[Path], target: Path) -> None:
                 continue
             dtypes[name] = t.dtype
             sums[name] = t.double() if i == 0 else sums[name] + t.double()
-    mean = {k: (v / len(directories)).to(dtypes[k]) if k in dtypes else v for k, v in sums.items()}
-    last = Path(directories[-1])
-
-    def write(tmp: Path) -> None:
-        save_tensors(mean, str(tmp / "model.safetensors"), metadata={"format": "pt"})
-        for f in last.iterdir():
-            if f.is_file() and f.name != "model.safetensors" and not f.name.startswith("trainer_state"):
-                shutil.copy2(f, tmp / f.name)
-        (tmp / AVERAGED).write_text(
-            json.dumps({"checkpoints": [Path(d).name for d in directories]}, indent=2) + "\n"
-        )
-
-    write_dir_atomically(Path(target), write)
+    return {k: (v / len(paths)).to(dtypes[k]) if k in dtypes else v for k, v in sums.items()}

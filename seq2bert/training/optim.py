@@ -24,18 +24,20 @@ def layer_groups(model: nn.Module, trainable_only: bool = True) -> list[list[nn.
     """The parameters by depth, bottom first: the embeddings, each numbered layer (of a Transformer stack, or
     of a recurrent network), then everything above them (final norms, heads) — the groups of discriminative
     learning rates and of gradual unfreezing (ULMFiT, Howard & Ruder 2018, Sect. 3.2–3.3). A parameter the
-    names do not place is counted with the head."""
+    names do not place is counted with the head, and so is a recurrent network above a Transformer's stack
+    (BERT's Table 5: a BiLSTM on top of the encoder is part of what fine-tuning adds)."""
+    params = [(n, p) for n, p in model.named_parameters() if p.requires_grad or not trainable_only]
+    found = {n: LAYER_INDEX.search(n) for n, _ in params}
+    transformer = any(m and m.group(1) for m in found.values())
     embeddings: list[nn.Parameter] = []
     layers: dict[int, list[nn.Parameter]] = {}
     top: list[nn.Parameter] = []
     stacks = set()
-    for name, p in model.named_parameters():
-        if trainable_only and not p.requires_grad:
-            continue
-        found = LAYER_INDEX.search(name)
-        if found:
-            layers.setdefault(int(found.group(1) or found.group(2)), []).append(p)
-            stacks.add(name[: found.start()] if found.group(1) else name.rpartition(".")[0])  # the RNN's path
+    for name, p in params:
+        layer = found[name]
+        if layer and (layer.group(1) or not transformer):
+            layers.setdefault(int(layer.group(1) or layer.group(2)), []).append(p)
+            stacks.add(name[: layer.start()] if layer.group(1) else name.rpartition(".")[0])  # the RNN's path
         elif EMBEDDING.search(name):
             embeddings.append(p)
         else:

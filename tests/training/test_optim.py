@@ -115,3 +115,22 @@ def test_layer_groups_cover_each_parameter_once_and_refuse_two_stacks():
                           decoder_attention_heads=2, encoder_ffn_dim=32, decoder_ffn_dim=32)  # fmt: skip
     with pytest.raises(ConfigError, match="2 stacks of layers"):
         layer_groups(registry.build_model(t))
+
+
+def test_a_bilstm_on_top_of_the_encoder_learns_with_the_head():
+    """BERT's Table 5 '+ BiLSTM': the LSTM's weight_ih_l0 … are not a second stack of layers but part of what
+    fine-tuning adds, at the head's rate (and unfrozen first)."""
+    from seq2bert.models import registry
+    from seq2bert.models.bert.config import bert_tiny
+    from seq2bert.models.lstm_top import BiLSTMSettings, attach
+    from seq2bert.training.optim import layer_groups
+
+    model = attach(
+        registry.build_model(bert_tiny(vocab_size=50), "BertForSequenceClassification"),
+        BiLSTMSettings(enabled=True),
+    )
+    groups = layer_groups(model)
+    names = {id(p): n for n, p in model.named_parameters()}
+    lstm = {n for n in names.values() if ".top." in n}
+    assert lstm and lstm <= {names[id(p)] for p in groups[-1]}
+    assert len(groups) == model.config.num_hidden_layers + 2

@@ -4,6 +4,7 @@ import json
 
 import pytest
 import torch
+from safetensors.torch import load_file, save_file
 from torch import nn
 
 from seq2bert.errors import CheckpointError, ConfigError, DataError
@@ -198,6 +199,20 @@ def test_average_checkpoints_is_the_mean_of_the_weights_with_the_last_ones_files
         "checkpoint-1",
         "checkpoint-2",
     ]
+
+
+def test_average_checkpoints_averages_every_weights_file_beside_the_model(tmp_path):
+    """An encoder option's <name>.safetensors (the BiLSTM on top, SesameBERT's excitation) is averaged as
+    model.safetensors is, not copied from the last checkpoint."""
+    dirs = [toy_checkpoint(tmp_path / f"checkpoint-{i}", i, 0) for i in range(3)]
+    for i, d in enumerate(dirs):
+        save_file({"top.w": torch.full((2,), float(3 * i))}, str(d / "bilstm_top.safetensors"))
+    ckpt.average_checkpoints(dirs, tmp_path / "averaged")
+    averaged = load_file(str(tmp_path / "averaged" / "bilstm_top.safetensors"))
+    assert torch.equal(averaged["top.w"], torch.full((2,), 3.0))
+    (dirs[0] / "bilstm_top.safetensors").unlink()
+    with pytest.raises(CheckpointError, match="checkpoint-0: no bilstm_top.safetensors"):
+        ckpt.average_checkpoints(dirs, tmp_path / "again")
 
 
 def test_average_checkpoints_refuses_checkpoints_of_different_models(tmp_path):
