@@ -232,7 +232,8 @@ def measured(runs: Path, row: Row) -> dict | None:
         return None
     rate = pretraining_rate(row)
     keys = ("steps", "train_seconds", "valid_mlm_accuracy", "valid_perplexity", "valid_disc_accuracy",
-            "valid_disc_replaced_accuracy", "valid_nsp_accuracy", "valid_sop_accuracy")  # fmt: skip
+            "valid_disc_replaced_accuracy", "valid_disc_original_accuracy", "valid_nsp_accuracy",
+            "valid_sop_accuracy")  # fmt: skip
     out = {
         "pretraining": {k: run[k] for k in keys if k in run} if run else None,
         "finetune": {},
@@ -281,6 +282,7 @@ def pretraining_summary(run: dict, rate: float | None = None) -> str:
     measured are said beside when they differ by more than a minute (the run shared the cores a while)."""
     keys = [("valid_mlm_accuracy", "MLM acc {:.1f} %"), ("valid_perplexity", "ppl {:.1f}"),
             ("valid_disc_accuracy", "RTD acc {:.1f} %"), ("valid_disc_replaced_accuracy", "replaced found {:.1f} %"),
+            ("valid_disc_original_accuracy", "originals kept {:.1f} %"),
             ("valid_nsp_accuracy", "NSP {:.1f} %"), ("valid_sop_accuracy", "SOP {:.1f} %")]  # fmt: skip
     minutes = run["train_seconds"] / 60
     head = f"{run['steps']:,} steps, {minutes:.1f} min ({run['steps'] / run['train_seconds']:.2f}/s)"

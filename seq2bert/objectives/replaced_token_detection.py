@@ -67,14 +67,27 @@ def original_tokens(input_ids: torch.Tensor, mlm_labels: torch.Tensor) -> tuple[
 
 
 def replaced_token_detection_loss(
-    logits: torch.Tensor, labels: torch.Tensor, attention_mask: torch.Tensor | None = None
+    logits: torch.Tensor,
+    labels: torch.Tensor,
+    attention_mask: torch.Tensor | None = None,
+    *,
+    balanced: bool = False,
 ) -> torch.Tensor:
     """L_Disc: logits (B, T) the scores of "replaced", labels (B, T) 0/1, attention_mask (B, T) 1 on real
-    tokens (None: every position) → the mean binary cross-entropy over the real positions. fp32."""
+    tokens (None: every position) → the mean binary cross-entropy over the real positions. fp32.
+
+    ``balanced``: each class weighted by the inverse of its share of the batch's N positions, N / (2 n_c)
+    (replaced and original then count alike; the paper's loss weights every position 1)."""
     if attention_mask is not None:
         real = attention_mask.bool()
         logits, labels = logits[real], labels[real]  # (N,)
-    return F.binary_cross_entropy_with_logits(logits.float(), labels.float())
+    labels = labels.float()
+    weight = None
+    if balanced:
+        replaced = labels.sum().clamp(min=1.0)
+        original = (labels.numel() - labels.sum()).clamp(min=1.0)
+        weight = torch.where(labels.bool(), labels.numel() / (2 * replaced), labels.numel() / (2 * original))
+    return F.binary_cross_entropy_with_logits(logits.float(), labels, weight=weight)
 
 
 def electra_loss(mlm_loss: torch.Tensor, disc_loss: torch.Tensor, lam: float = LAMBDA) -> torch.Tensor:

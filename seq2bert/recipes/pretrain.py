@@ -444,7 +444,12 @@ def replaced_token_detection(
         ),
         metric=pretrain_electra.METRIC,
         higher_is_better=False,
-        pretrainer_options=dict(generator_size=s.generator_size, disc_weight=s.disc_weight),
+        pretrainer_options=dict(
+            generator_size=s.generator_size,
+            disc_weight=s.disc_weight,
+            balanced=s.balanced,
+            tie_weights=s.tie_weights,
+        ),
         save_model=partial(pretrain_electra.save_pair, family, tok),
         load_model=partial(pretrain_electra.load_pair, family),
     )

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from torch import nn
@@ -43,16 +43,26 @@ METRIC = "disc_loss"  # picks best/: lower is better
 @dataclass
 class ElectraSettings:
     """The pair ELECTRA trains: the generator's width as a fraction of the discriminator's (Sect. 3.2:
-    "generators 1/4-1/2 the size of the discriminator" work best) and the weight λ of L_Disc."""
+    "generators 1/4-1/2 the size of the discriminator" work best), the weight λ of L_Disc, whether L_Disc
+    weighs the replaced and the original tokens alike (``balanced``; the paper weighs every token 1 — see
+    docs/results.md, the ELECTRA diagnosis), and what the two networks share (Sect. 3.1: the embeddings, or
+    "all encoder weights", which needs a generator as wide as the discriminator)."""
 
     generator_size: float = 0.25
     disc_weight: float = LAMBDA
+    balanced: bool = False
+    tie_weights: Literal["embeddings", "all"] = "embeddings"
 
     def validate(self) -> None:
         if not 0.0 < self.generator_size <= 1.0:
             raise ConfigError(
                 f"electra.generator_size: a fraction of the discriminator's width in (0, 1], got "
                 f"{self.generator_size} (the generator may not be wider than the discriminator)"
+            )
+        if self.tie_weights == "all" and self.generator_size != 1.0:
+            raise ConfigError(
+                f"electra.tie_weights=all: the generator shares the discriminator's encoder, so "
+                f"electra.generator_size must be 1.0, got {self.generator_size}"
             )
         if not self.disc_weight > 0:
             raise ConfigError(f"electra.disc_weight: must be > 0, got {self.disc_weight}")

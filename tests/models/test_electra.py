@@ -220,13 +220,13 @@ def test_generator_config_is_a_fraction_of_the_discriminator():
     assert (half.hidden_size, half.num_attention_heads) == (128, 2)
 
 
-def tiny_pretrainer(**overrides):
+def tiny_pretrainer(balanced=False, **overrides):
     from seq2bert.models.electra.pretrainer import ElectraPretrainer
 
     cfg = ElectraConfig(vocab_size=61, embedding_size=12, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                         intermediate_size=48, max_position_embeddings=16, **overrides)  # fmt: skip
     torch.manual_seed(0)
-    return ElectraPretrainer(cfg, generator_size=0.5)
+    return ElectraPretrainer(cfg, generator_size=0.5, balanced=balanced)
 
 
 def masked_batch():
@@ -264,6 +264,36 @@ def test_pretrainer_loss_labels_and_reproducible_sampling():
     torch.testing.assert_close(out.loss, out.mlm_loss + 50 * out.disc_loss)
     d = model.discriminator(out.corrupted_ids, mask, types, labels=out.replaced)
     torch.testing.assert_close(out.disc_loss, d.loss)
+
+
+def test_tying_all_weights_gives_the_generator_the_discriminators_encoder():
+    """Sect. 3.1, "tying all encoder weights": one encoder under both heads — the MLM loss trains it too."""
+    from seq2bert.models.electra.pretrainer import ElectraPretrainer
+
+    cfg = ElectraConfig(vocab_size=61, embedding_size=12, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                        intermediate_size=48, max_position_embeddings=16)  # fmt: skip
+    model = ElectraPretrainer(cfg, generator_size=1.0, tie_weights="all")
+    assert model.generator.electra is model.discriminator.electra
+    ids, mask, types, labels = masked_batch()
+    out = model(ids, mask, types, labels)
+    out.mlm_loss.backward()
+    layer = model.discriminator.electra.layers[0]
+    assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in layer.parameters())
+    with pytest.raises(ValueError, match="as wide"):
+        ElectraPretrainer(cfg, generator_size=0.5, tie_weights="all")
+
+
+def test_the_balanced_pretrainer_weighs_the_replaced_and_the_original_tokens_alike():
+    from seq2bert.objectives.replaced_token_detection import replaced_token_detection_loss
+
+    model = tiny_pretrainer(balanced=True, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    ids, mask, types, labels = masked_batch()
+    out = model(ids, mask, types, labels, generator=torch.Generator().manual_seed(0))
+    assert 0 < int(out.replaced.sum()) < int(mask.sum())
+    weighted = replaced_token_detection_loss(out.discriminator_logits, out.replaced, mask, balanced=True)
+    plain = replaced_token_detection_loss(out.discriminator_logits, out.replaced, mask)
+    torch.testing.assert_close(out.disc_loss, weighted)
+    assert not torch.allclose(weighted, plain)
 
 
 def test_no_gradient_flows_from_the_discriminator_loss_into_the_generator():

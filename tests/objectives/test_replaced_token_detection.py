@@ -70,3 +70,28 @@ def test_loss_is_the_bce_over_real_positions_only():
     torch.testing.assert_close(replaced_token_detection_loss(logits, labels), everywhere)
     assert LAMBDA == 50.0
     torch.testing.assert_close(electra_loss(torch.tensor(2.0), torch.tensor(0.1)), torch.tensor(7.0))
+
+
+def test_the_balanced_loss_weighs_each_class_by_the_inverse_of_its_share():
+    """balanced: N / (2 n_c) per class over the real positions — one replaced token among four weighs 2, each
+    original 2/3; the all-original prior is no longer the loss's floor, and even classes give the plain loss."""
+    logits = torch.tensor([[1.0, -2.0, 0.5, 0.3], [9.0, 9.0, 9.0, 9.0]])
+    labels = torch.tensor([[1, 0, 0, 0], [1, 1, 1, 1]])
+    mask = torch.tensor([[1, 1, 1, 1], [0, 0, 0, 0]])
+    per_token = F.binary_cross_entropy_with_logits(
+        torch.tensor([1.0, -2.0, 0.5, 0.3]), torch.tensor([1.0, 0.0, 0.0, 0.0]), reduction="none"
+    )
+    expected = (per_token * torch.tensor([2.0, 2 / 3, 2 / 3, 2 / 3])).mean()
+    torch.testing.assert_close(replaced_token_detection_loss(logits, labels, mask, balanced=True), expected)
+    even = torch.tensor([[1, 0], [0, 1]])
+    scores = torch.tensor([[0.2, -0.7], [1.5, 0.1]])
+    torch.testing.assert_close(
+        replaced_token_detection_loss(scores, even, balanced=True),
+        replaced_token_detection_loss(scores, even),
+    )
+    prior = torch.full((1, 4), float(np.log(1 / 3)))  # the all-original prior's score: P(replaced) = 1/4
+    fair = torch.zeros(1, 4)  # no information, classes alike: P(replaced) = 1/2
+    one = torch.tensor([[1, 0, 0, 0]])
+    assert replaced_token_detection_loss(fair, one, balanced=True) < replaced_token_detection_loss(
+        prior, one, balanced=True
+    )

@@ -53,9 +53,20 @@ def test_pretrain_electra_trains_both_networks_and_writes_what_transformers_read
     assert (tmp_path / "a" / "best" / "generator" / "tokenizer.json").is_file()
 
 
-def test_a_killed_electra_run_resumes_to_the_weights_of_the_uninterrupted_one(books, tmp_path):  # noqa: F811
+TIED = [
+    "--set",
+    "electra.tie_weights=all",
+    "--set",
+    "electra.generator_size=1.0",
+    "--set",
+    "electra.balanced=true",
+]
+
+
+@pytest.mark.parametrize("options", [[], TIED], ids=["paper", "tied-balanced"])
+def test_a_killed_electra_run_resumes_to_the_weights_of_the_uninterrupted_one(books, tmp_path, options):  # noqa: F811
     for run in ("a", "b"):
-        assert main(["pretrain", str(books), "--out", str(tmp_path / run), *ELECTRA]) == 0
+        assert main(["pretrain", str(books), "--out", str(tmp_path / run), *ELECTRA, *options]) == 0
     b = tmp_path / "b"
     for name in ("checkpoint-6", "best", "results.json"):  # b stopped after its checkpoint at step 3
         shutil.rmtree(b / name) if (b / name).is_dir() else (b / name).unlink()
@@ -69,6 +80,11 @@ def test_a_killed_electra_run_resumes_to_the_weights_of_the_uninterrupted_one(bo
     assert json.loads((tmp_path / "a" / "results.json").read_text())["valid_loss"] == pytest.approx(
         json.loads((b / "results.json").read_text())["valid_loss"], abs=0
     )
+    if options:  # one encoder under both heads: the generator's directory holds the discriminator's layers
+        disc = load_file(b / "checkpoint-6" / "model.safetensors")
+        gen = load_file(b / "checkpoint-6" / "generator" / "model.safetensors")
+        layers = [k for k in gen if ".layer." in k]
+        assert layers and all(torch.equal(gen[k], disc[k]) for k in layers)
 
 
 @pytest.mark.parametrize(
@@ -80,6 +96,11 @@ def test_a_killed_electra_run_resumes_to_the_weights_of_the_uninterrupted_one(bo
         ),
         ("electra.generator_size=0", "electra.generator_size"),
         ("electra.disc_weight=0", "electra.disc_weight: must be > 0"),
+        (
+            "electra.tie_weights=all",
+            "electra.tie_weights=all: the generator shares the discriminator's encoder",
+        ),
+        ("electra.tie_weights=some", "electra.tie_weights"),
         ("train.average_last=2", "train.average_last: ELECTRA's pair is not averaged"),
     ],
 )

@@ -51,11 +51,23 @@ class ElectraPretrainerOutput:
 class ElectraPretrainer(nn.Module):
     """The generator and the discriminator of Figure 2, their embeddings shared."""
 
-    def __init__(self, config: ElectraConfig, *, generator_size: float = 0.25, disc_weight: float = LAMBDA):
+    def __init__(
+        self,
+        config: ElectraConfig,
+        *,
+        generator_size: float = 0.25,
+        disc_weight: float = LAMBDA,
+        balanced: bool = False,
+        tie_weights: str = "embeddings",
+    ):
         super().__init__()
-        self.config, self.disc_weight = config, disc_weight
+        self.config, self.disc_weight, self.balanced = config, disc_weight, balanced
         self.discriminator = ElectraForPreTraining(config)
         self.generator = ElectraForMaskedLM(generator_config(config, generator_size))
+        if tie_weights == "all":  # "tying all encoder weights" (Sect. 3.1): one encoder, two heads
+            if generator_size != 1.0:
+                raise ValueError("tying all weights needs a generator as wide as the discriminator")
+            self.generator.electra = self.discriminator.electra
         shared, own = self.discriminator.electra.embeddings, self.generator.electra.embeddings
         for name in SHARED:  # one module in both networks (Sect. 3.1)
             setattr(own, name, getattr(shared, name))
@@ -77,7 +89,7 @@ class ElectraPretrainer(nn.Module):
         sampled = sample_replacements(g.logits, generator=generator)  # x̂ (N,), no gradient
         corrupted, replaced = corrupt(original, masked, sampled)  # x^corrupt, 1(x^corrupt ≠ x)
         d = self.discriminator(corrupted, attention_mask, token_type_ids)
-        disc_loss = replaced_token_detection_loss(d.logits, replaced, attention_mask)
+        disc_loss = replaced_token_detection_loss(d.logits, replaced, attention_mask, balanced=self.balanced)
         return ElectraPretrainerOutput(
             loss=electra_loss(g.loss, disc_loss, self.disc_weight),
             mlm_loss=g.loss,
