@@ -82,6 +82,12 @@ ROWS = [
     Row("left to right, no NSP (BERT's LTR ablation)", "LTR", "ltr", 3000, ("model.is_decoder=true",), 1.08),
     Row("replaced-token detection (ELECTRA)", "ELECTRA", "electra", 7000,
         ("model.model_type=electra", "train.lr=2e-4", "train.warmup_steps=1000"), 2.626),
+    # two-stage ELECTRA (Sect. 3.2): 4,500 steps of a generator as wide as the discriminator alone (a masked LM:
+    # MLM only leaves the plateau by step 3,500), then the discriminator from its weights for 4,000 steps, the
+    # generator frozen; the rows' peak rate and warm-up
+    Row("replaced-token detection, two-stage: the discriminator from a generator of its width (ELECTRA, Sect. 3.2)",
+        "ELECTRA two-stage", "electra-2stage", 8500,
+        ("model.model_type=electra", "electra.generator_size=1.0", "electra.two_stage_steps=4500")),
     # XLNet as itself: its own cased SentencePiece vocabulary of 16,000 trained on the books, permutation LM with
     # K = 6 (about 21 of 128 tokens predicted, as MLM's 15 %). Rate measured on an AVX2 machine without bf16
     # (AMD EPYC, 2 cores): 2.76 s/step there against MLM only's 1.35, so 0.49 × 3.72 = 1.82/s at the rows' speed

@@ -195,6 +195,7 @@ class Objective:
     pretrainer_options: dict | None = None  # None: the "pretraining" head is the model
     save_model: Callable[[nn.Module, Path], None] | None = None
     load_model: Callable[[nn.Module, Path], None] | None = None
+    begin_step: Callable[[nn.Module, int], None] | None = None  # called before each training step
 
 
 @torch.no_grad()
@@ -449,9 +450,11 @@ def replaced_token_detection(
             disc_weight=s.disc_weight,
             balanced=s.balanced,
             tie_weights=s.tie_weights,
+            two_stage_steps=s.two_stage_steps,
         ),
         save_model=partial(pretrain_electra.save_pair, family, tok),
         load_model=partial(pretrain_electra.load_pair, family),
+        begin_step=pretrain_electra.begin_step if s.two_stage_steps else None,
     )
 
 
@@ -591,6 +594,8 @@ def pretrain(
             model = family.make(model_cfg, family.architecture_for(lm_head or "pretraining"))
         cfg.init.apply(model, getattr(model_cfg, "initializer_range", 0.02))  # BERT's N(0, 0.02²) scale
     torch.manual_seed(cfg.train.seed + dist.rank)
+    if objective.begin_step is not None and dist.enabled:  # DDP expects a gradient of every parameter
+        raise ConfigError("electra.two_stage_steps: one process only (not with torchrun)")
     train_cfg = cfg.train
     if train_cfg.metric == "main":
         train_cfg = replace(train_cfg, metric=objective.metric, higher_is_better=objective.higher_is_better)
@@ -617,6 +622,7 @@ def pretrain(
         save_model=objective.save_model or partial(write_hf_files, family, extra=kept),
         load_model=objective.load_model or partial(load_hf_weights, family),
         plot_curves=plot_training_curves,
+        begin_step=partial(objective.begin_step, model) if objective.begin_step else None,
     )
     log.info(
         "%s: %s parameters; %s tokens in %d documents",

@@ -45,13 +45,17 @@ class ElectraSettings:
     """The pair ELECTRA trains: the generator's width as a fraction of the discriminator's (Sect. 3.2:
     "generators 1/4-1/2 the size of the discriminator" work best), the weight λ of L_Disc, whether L_Disc
     weighs the replaced and the original tokens alike (``balanced``; the paper weighs every token 1 — see
-    docs/results.md, the ELECTRA diagnosis), and what the two networks share (Sect. 3.1: the embeddings, or
-    "all encoder weights", which needs a generator as wide as the discriminator)."""
+    docs/results.md, the ELECTRA diagnosis), what the two networks share (Sect. 3.1: the embeddings, or
+    "all encoder weights", which needs a generator as wide as the discriminator), and ``two_stage_steps``:
+    0 trains the two together (the paper's ELECTRA); n > 0 is Sect. 3.2's two-stage ELECTRA — n steps of
+    the generator alone, then the discriminator from its weights, the generator frozen (a generator as
+    wide as the discriminator; models/electra/pretrainer.py)."""
 
     generator_size: float = 0.25
     disc_weight: float = LAMBDA
     balanced: bool = False
     tie_weights: Literal["embeddings", "all"] = "embeddings"
+    two_stage_steps: int = 0
 
     def validate(self) -> None:
         if not 0.0 < self.generator_size <= 1.0:
@@ -64,11 +68,24 @@ class ElectraSettings:
                 f"electra.tie_weights=all: the generator shares the discriminator's encoder, so "
                 f"electra.generator_size must be 1.0, got {self.generator_size}"
             )
+        if self.two_stage_steps < 0:
+            raise ConfigError(f"electra.two_stage_steps: a number of steps >= 0, got {self.two_stage_steps}")
+        if self.two_stage_steps and (self.generator_size != 1.0 or self.tie_weights != "embeddings"):
+            raise ConfigError(
+                f"electra.two_stage_steps: the discriminator starts from the generator's weights, so "
+                f"electra.generator_size must be 1.0 and electra.tie_weights embeddings, got "
+                f"{self.generator_size} and {self.tie_weights}"
+            )
         if not self.disc_weight > 0:
             raise ConfigError(f"electra.disc_weight: must be > 0, got {self.disc_weight}")
 
     def __post_init__(self) -> None:
         self.validate()
+
+
+def begin_step(model: nn.Module, step: int) -> None:
+    """The pair's stage for the training step ``step`` (two-stage ELECTRA; nothing for joint training)."""
+    model.begin_step(step)
 
 
 def loss(model: nn.Module, batch: dict) -> torch.Tensor:

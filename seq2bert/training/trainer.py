@@ -171,8 +171,10 @@ class Trainer:
         plot_curves: Callable[[Path, Path], object] | None = None,
         on_start: Callable[[], None] | None = None,
         save_best_model: Callable[[nn.Module, Path], None] | None = None,
+        begin_step: Callable[[int], None] | None = None,
     ):
         self.cfg = cfg
+        self.begin_step = begin_step  # told the step about to train (a staged objective: ELECTRA's two-stage)
         self.on_start = on_start
         self.save_model, self.load_model = save_model, load_model  # the checkpoint's weight format
         self.save_best_model = save_best_model or save_model  # best/'s (a LoRA run's: merged)
@@ -371,6 +373,8 @@ class Trainer:
                 batches = self.plan.batches(p.epoch)
                 while p.batch < len(batches) and not self._done():
                     self._unfreeze(p.step // cfg.unfreeze_every if cfg.unfreeze_every else p.epoch)
+                    if self.begin_step is not None:
+                        self.begin_step(p.step)
                     t0 = time.perf_counter()
                     # one optimizer step = `accumulate` micro-batches (fewer at the end of an epoch)
                     group = min(cfg.accumulate, len(batches) - p.batch)

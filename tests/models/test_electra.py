@@ -308,3 +308,52 @@ def test_no_gradient_flows_from_the_discriminator_loss_into_the_generator():
     model.zero_grad()
     model(ids, mask, types, labels, generator=torch.Generator().manual_seed(0)).loss.backward()
     assert all(p.grad is not None for n, p in own if not n.startswith("mlm.decoder.weight"))
+
+
+def test_two_stage_electra_trains_the_generator_then_the_discriminator_from_its_weights():
+    """Sect. 3.2's two-stage ELECTRA: n steps of L_MLM alone (the discriminator not run), then the discriminator
+    initialised with the generator's weights and trained on L_Disc, the generator frozen."""
+    from seq2bert.models.electra.pretrainer import ElectraPretrainer
+
+    cfg = ElectraConfig(vocab_size=61, embedding_size=12, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                        intermediate_size=48, max_position_embeddings=16)  # fmt: skip
+    torch.manual_seed(0)
+    model = ElectraPretrainer(cfg, generator_size=1.0, two_stage_steps=2).train()
+    ids, mask, types, labels = masked_batch()
+    gen, disc = model.generator.electra, model.discriminator.electra
+    layer = "layers.0.self_attn.qkv.weight"
+    assert not torch.equal(gen.state_dict()[layer], disc.state_dict()[layer])
+    for step in (0, 1):  # the generator's stage
+        model.begin_step(step)
+        model.zero_grad()
+        out = model(ids, mask, types, labels)
+        assert out.disc_loss is None and out.discriminator_logits is None
+        torch.testing.assert_close(out.loss, out.mlm_loss)
+        out.loss.backward()
+        assert all(p.grad is None for p in model.discriminator.electra.layers.parameters())
+        assert all(p.grad is None for p in model.discriminator.rtd.parameters())
+        assert gen.layers[0].self_attn.qkv.weight.grad.abs().sum() > 0
+    with torch.no_grad():
+        gen.layers[0].self_attn.qkv.weight.add_(1.0)  # the generator's weights, as training left them
+    model.begin_step(2)  # the discriminator's stage starts from the generator's encoder
+    assert model.copied and all(torch.equal(v, disc.state_dict()[k]) for k, v in gen.state_dict().items())
+    model.zero_grad()
+    out = model(ids, mask, types, labels)
+    torch.testing.assert_close(out.loss, out.mlm_loss + 50 * out.disc_loss)
+    out.loss.backward()
+    assert all(
+        p.grad is None
+        for n, p in model.generator.named_parameters()
+        if ".embeddings." not in n or "project" in n
+    )
+    assert disc.layers[0].self_attn.qkv.weight.grad.abs().sum() > 0
+    assert (
+        disc.embeddings.word_embeddings.weight.grad is not None
+    )  # shared: they train with the discriminator
+    before = disc.layers[0].self_attn.qkv.weight.detach().clone()
+    model.begin_step(3)  # later steps copy nothing
+    assert torch.equal(disc.layers[0].self_attn.qkv.weight, before)
+    model.eval()  # the held-out evaluation runs both networks in either stage
+    assert model(ids, mask, types, labels).disc_loss is not None
+    with pytest.raises(ValueError, match="as wide"):
+        ElectraPretrainer(cfg, generator_size=0.5, two_stage_steps=2)

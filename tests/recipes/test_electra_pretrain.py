@@ -63,7 +63,10 @@ TIED = [
 ]
 
 
-@pytest.mark.parametrize("options", [[], TIED], ids=["paper", "tied-balanced"])
+TWO_STAGE = ["--set", "electra.two_stage_steps=3", "--set", "electra.generator_size=1.0"]
+
+
+@pytest.mark.parametrize("options", [[], TIED, TWO_STAGE], ids=["paper", "tied-balanced", "two-stage"])
 def test_a_killed_electra_run_resumes_to_the_weights_of_the_uninterrupted_one(books, tmp_path, options):  # noqa: F811
     for run in ("a", "b"):
         assert main(["pretrain", str(books), "--out", str(tmp_path / run), *ELECTRA, *options]) == 0
@@ -80,11 +83,25 @@ def test_a_killed_electra_run_resumes_to_the_weights_of_the_uninterrupted_one(bo
     assert json.loads((tmp_path / "a" / "results.json").read_text())["valid_loss"] == pytest.approx(
         json.loads((b / "results.json").read_text())["valid_loss"], abs=0
     )
-    if options:  # one encoder under both heads: the generator's directory holds the discriminator's layers
-        disc = load_file(b / "checkpoint-6" / "model.safetensors")
-        gen = load_file(b / "checkpoint-6" / "generator" / "model.safetensors")
-        layers = [k for k in gen if ".layer." in k]
+    disc = load_file(b / "checkpoint-6" / "model.safetensors")
+    gen = load_file(b / "checkpoint-6" / "generator" / "model.safetensors")
+    layers = [k for k in gen if ".layer." in k]
+    if (
+        options == TIED
+    ):  # one encoder under both heads: the generator's directory holds the discriminator's layers
         assert layers and all(torch.equal(gen[k], disc[k]) for k in layers)
+    if (
+        options == TWO_STAGE
+    ):  # steps 4-6 trained the discriminator, from the generator of step 3, frozen since
+        gen3 = load_file(b / "checkpoint-3" / "generator" / "model.safetensors")
+        own = [
+            k for k in gen if "embeddings" not in k and k != "generator_lm_head.weight"
+        ]  # not the shared ones
+        assert layers and [k for k in own if not torch.equal(gen[k], gen3[k])] == []
+        assert not any(torch.equal(gen[k], disc[k]) for k in layers if k.endswith("weight"))
+        log = [json.loads(line) for line in (b / "log.jsonl").read_text().splitlines()]
+        train = {r["step"]: r for r in log if r["split"] == "train"}
+        assert train[3]["loss"] < 10 < train[4]["loss"]  # L_MLM alone, then L_MLM + 50 L_Disc
 
 
 @pytest.mark.parametrize(
@@ -101,6 +118,11 @@ def test_a_killed_electra_run_resumes_to_the_weights_of_the_uninterrupted_one(bo
             "electra.tie_weights=all: the generator shares the discriminator's encoder",
         ),
         ("electra.tie_weights=some", "electra.tie_weights"),
+        (
+            "electra.two_stage_steps=3",
+            "electra.two_stage_steps: the discriminator starts from the generator's",
+        ),
+        ("electra.two_stage_steps=-1", "electra.two_stage_steps: a number of steps >= 0"),
         ("train.average_last=2", "train.average_last: ELECTRA's pair is not averaged"),
     ],
 )

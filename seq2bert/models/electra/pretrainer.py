@@ -14,10 +14,19 @@ position and segment embeddings and their LayerNorm are one module shared by bot
 are the discriminator's, and the generator's output layer is tied to them); each network keeps its own
 projection to its width. After pretraining "we throw out the generator and only fine-tune the
 discriminator": ``discriminator`` is an ElectraForPreTraining that saves and loads as transformers does.
+
+Two-stage ELECTRA (Sect. 3.2), ``two_stage_steps`` = n > 0: "train only the generator with L_MLM for n
+steps. Initialize the weights of the discriminator with the weights of the generator. Then train the
+discriminator with L_Disc [...], keeping the generator's weights frozen." The generator is as wide as the
+discriminator (the weights must fit). ``begin_step(step)``, called before every training step, moves the
+pair from one stage to the other; at step n exactly it copies the generator's encoder into the
+discriminator's (a run resumed at step n copies too, one resumed later reads the copy back). The shared
+embeddings go on training with the discriminator in the second stage: they are the discriminator's.
 """
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 
 import torch
@@ -39,11 +48,11 @@ SHARED = ("word_embeddings", "position_embeddings", "token_type_embeddings", "no
 
 @dataclass
 class ElectraPretrainerOutput:
-    loss: torch.Tensor  # L_MLM + λ L_Disc
+    loss: torch.Tensor  # L_MLM + λ L_Disc (the generator's stage of two: L_MLM)
     mlm_loss: torch.Tensor
-    disc_loss: torch.Tensor
+    disc_loss: torch.Tensor | None  # None: the generator's stage, in training (the discriminator not run)
     generator_logits: torch.Tensor  # (N, V) at the N masked positions, row-major
-    discriminator_logits: torch.Tensor  # (B, T): the score of "replaced"
+    discriminator_logits: torch.Tensor | None  # (B, T): the score of "replaced"
     corrupted_ids: torch.Tensor  # (B, T): x^corrupt
     replaced: torch.Tensor  # (B, T) long: the discriminator's labels
 
@@ -59,9 +68,16 @@ class ElectraPretrainer(nn.Module):
         disc_weight: float = LAMBDA,
         balanced: bool = False,
         tie_weights: str = "embeddings",
+        two_stage_steps: int = 0,
     ):
         super().__init__()
         self.config, self.disc_weight, self.balanced = config, disc_weight, balanced
+        if two_stage_steps and (generator_size != 1.0 or tie_weights != "embeddings"):
+            raise ValueError(
+                "two-stage training needs a generator as wide as the discriminator, apart from it"
+            )
+        # the stage a training step trains: "joint", or "generator" then "discriminator" (two-stage)
+        self.two_stage_steps, self.stage, self.copied = two_stage_steps, "joint", False
         self.discriminator = ElectraForPreTraining(config)
         self.generator = ElectraForMaskedLM(generator_config(config, generator_size))
         if tie_weights == "all":  # "tying all encoder weights" (Sect. 3.1): one encoder, two heads
@@ -72,6 +88,24 @@ class ElectraPretrainer(nn.Module):
         for name in SHARED:  # one module in both networks (Sect. 3.1)
             setattr(own, name, getattr(shared, name))
         self.generator.mlm.decoder.weight = shared.word_embeddings.weight  # tied, as before
+
+    def begin_step(self, step: int) -> None:
+        """Two-stage training: the stage of the training step ``step`` (0-based), the discriminator started
+        from the generator at step n; the generator frozen from then on. Joint training: nothing."""
+        n = self.two_stage_steps
+        if not n:
+            return
+        if step < n:
+            self.stage = "generator"
+            return
+        if (
+            step == n and not self.copied
+        ):  # "initialize the weights of the discriminator with the generator's"
+            self.discriminator.electra.load_state_dict(self.generator.electra.state_dict())  # in place
+            self.copied = True
+        self.stage = "discriminator"
+        self.generator.requires_grad_(False)
+        self.discriminator.requires_grad_(True)  # the shared embeddings train with the discriminator
 
     def forward(
         self,
@@ -84,14 +118,18 @@ class ElectraPretrainer(nn.Module):
     ) -> ElectraPretrainerOutput:
         """input_ids (B, T): x^masked; labels (B, T): the original token at the masked positions, −100
         elsewhere; ``generator``: the random numbers of the sampling (seeded: reproducible)."""
-        g = self.generator(input_ids, attention_mask, token_type_ids, labels, sparse_prediction=True)
+        frozen = self.stage == "discriminator"
+        with torch.no_grad() if frozen else contextlib.nullcontext():
+            g = self.generator(input_ids, attention_mask, token_type_ids, labels, sparse_prediction=True)
         original, masked = original_tokens(input_ids, labels)  # x, m
         sampled = sample_replacements(g.logits, generator=generator)  # x̂ (N,), no gradient
         corrupted, replaced = corrupt(original, masked, sampled)  # x^corrupt, 1(x^corrupt ≠ x)
+        if self.stage == "generator" and self.training:  # L_MLM alone: the discriminator waits
+            return ElectraPretrainerOutput(g.loss, g.loss, None, g.logits, None, corrupted, replaced)
         d = self.discriminator(corrupted, attention_mask, token_type_ids)
         disc_loss = replaced_token_detection_loss(d.logits, replaced, attention_mask, balanced=self.balanced)
         return ElectraPretrainerOutput(
-            loss=electra_loss(g.loss, disc_loss, self.disc_weight),
+            loss=electra_loss(g.loss, disc_loss, self.disc_weight),  # frozen: L_MLM a constant
             mlm_loss=g.loss,
             disc_loss=disc_loss,
             generator_logits=g.logits,
