@@ -12,7 +12,9 @@ The replacements of a training step are drawn from torch's global generator — 
 restored with every checkpoint — so a resumed run samples what the uninterrupted one did. The held-out
 evaluation draws its own from a generator seeded anew each time (the same weights give the same numbers):
 the generator's MLM loss and accuracy, the discriminator's loss and accuracy (over every real position, and
-apart on the replaced and the original tokens), and ``loss``, the objective. The best checkpoint is the one
+apart on the replaced and the original tokens), its ROC AUC (``disc_auc``, in %: how well its scores rank
+the replaced tokens above the originals, whatever the threshold — 50 is chance; a discriminator that says
+"original" everywhere may still rank them), and ``loss``, the objective. The best checkpoint is the one
 with the lowest held-out discriminator loss (``disc_loss``: the network that is kept).
 
 A checkpoint holds the discriminator as an ElectraForPreTraining directory transformers reads, and the
@@ -26,6 +28,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import torch
+from sklearn.metrics import roc_auc_score
 from torch import nn
 
 from seq2bert.data.pretraining import PretrainingData
@@ -102,6 +105,7 @@ def evaluate(model, data: PretrainingData, indices: list[int], device, disc_weig
     disc_loss = disc_correct = real_total = 0.0
     hits = {"replaced": 0.0, "original": 0.0}
     counts = {"replaced": 0.0, "original": 0.0}
+    scores, truths = [], []  # every real position's score of "replaced" and its label
     for start in range(0, len(indices), data.batch_size):
         batch = {k: v.to(device) for k, v in data.collate(indices[start : start + data.batch_size]).items()}
         labels, mask = batch["labels"], batch["attention_mask"]
@@ -115,6 +119,8 @@ def evaluate(model, data: PretrainingData, indices: list[int], device, disc_weig
         disc_loss += float(out.disc_loss) * predicted.numel()
         disc_correct += float((predicted == replaced).sum())
         real_total += predicted.numel()
+        scores.append(out.discriminator_logits[real].float().cpu())
+        truths.append(replaced.cpu())
         for name, which in (("replaced", replaced), ("original", ~replaced)):
             hits[name] += float((predicted == replaced)[which].sum())
             counts[name] += float(which.sum())
@@ -126,8 +132,17 @@ def evaluate(model, data: PretrainingData, indices: list[int], device, disc_weig
         "disc_replaced_accuracy": 100.0 * hits["replaced"] / max(counts["replaced"], 1),
         "disc_original_accuracy": 100.0 * hits["original"] / max(counts["original"], 1),
         "replaced_fraction": 100.0 * counts["replaced"] / max(real_total, 1),
+        "disc_auc": ranking_auc(torch.cat(scores), torch.cat(truths)) if scores else 50.0,
     }
     return {**result, "loss": result["mlm_loss"] + disc_weight * result["disc_loss"]}
+
+
+def ranking_auc(scores: torch.Tensor, replaced: torch.Tensor) -> float:
+    """ROC AUC in % of ``scores`` (M,) against the 0/1 labels ``replaced`` (M,); 50 when one class is absent."""
+    labels = replaced.numpy()
+    if labels.min() == labels.max():
+        return 50.0
+    return 100.0 * float(roc_auc_score(labels, scores.numpy()))
 
 
 def generator_size_of(directory: Path, discriminator: Any) -> float:

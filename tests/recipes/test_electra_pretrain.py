@@ -22,7 +22,13 @@ def test_pretrain_electra_trains_both_networks_and_writes_what_transformers_read
     assert main(["pretrain", str(books), "--out", str(tmp_path / "a"), *ELECTRA]) == 0
     results = json.loads((tmp_path / "a" / "results.json").read_text())
     assert results["steps"] == 6 and not any(k.startswith(("valid_nsp", "valid_sop")) for k in results)
-    for key in ("mlm_accuracy", "disc_accuracy", "disc_replaced_accuracy", "disc_original_accuracy"):
+    for key in (
+        "mlm_accuracy",
+        "disc_accuracy",
+        "disc_replaced_accuracy",
+        "disc_original_accuracy",
+        "disc_auc",
+    ):
         assert 0 <= results[f"valid_{key}"] <= 100, key
     log = [json.loads(line) for line in (tmp_path / "a" / "log.jsonl").read_text().splitlines()]
     assert [r["step"] for r in log if r["split"] == "train"] == [1, 2, 3, 4, 5, 6]
@@ -146,3 +152,13 @@ def test_electra_reads_bert_pairs_when_asked_and_ignores_their_labels(books, tmp
     results = json.loads((tmp_path / "p" / "results.json").read_text())
     assert results["steps"] == 2 and "valid_nsp_accuracy" not in results
     assert results["valid_loss"] == pytest.approx(results["valid_mlm_loss"] + 50 * results["valid_disc_loss"])
+
+
+def test_the_discriminators_ranking_auc_counts_the_pairs_it_orders():
+    """ROC AUC = the share of (replaced, original) pairs whose replaced token scores higher: here 3 of 4."""
+    from seq2bert.recipes.pretrain_electra import ranking_auc
+
+    scores, replaced = torch.tensor([0.1, 0.4, 0.35, 0.8]), torch.tensor([0, 0, 1, 1])
+    assert ranking_auc(scores, replaced) == pytest.approx(75.0)
+    assert ranking_auc(-scores, replaced) == pytest.approx(25.0)
+    assert ranking_auc(scores, torch.zeros(4, dtype=torch.long)) == 50.0  # one class: no pair to order
