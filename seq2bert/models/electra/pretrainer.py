@@ -98,9 +98,8 @@ class ElectraPretrainer(nn.Module):
         if step < n:
             self.stage = "generator"
             return
-        if (
-            step == n and not self.copied
-        ):  # "initialize the weights of the discriminator with the generator's"
+        # "initialize the weights of the discriminator with the weights of the generator" (once, at step n)
+        if step == n and not self.copied:
             self.discriminator.electra.load_state_dict(self.generator.electra.state_dict())  # in place
             self.copied = True
         self.stage = "discriminator"
