@@ -3,6 +3,8 @@ autocast (where the CPU computes bf16 natively) and in fp32, one row per model, 
 shortest and longest sources. Finished tours in OUT are reused (seq2bert tour does not train a model twice).
 
     python docs/tour_seeds.py --out runs/sweep          # 6 tours, about 3.5 minutes each on 2 cores
+    python docs/tour_seeds.py --models bahdanau,bahdanau-hard --precisions auto --out runs/hard
+                                                        # some models (--models, --set: as seq2bert tour's)
 """
 
 import argparse
@@ -19,13 +21,16 @@ def main() -> None:
     parser.add_argument(
         "--precisions", nargs="+", default=["auto", "false"], choices=["auto", "true", "false"]
     )
+    parser.add_argument("--models", help="seq2bert tour's --models (default: the tour's)")
+    parser.add_argument("--set", action="append", default=[], help="seq2bert tour's --set, repeatable")
     args = parser.parse_args()
+    extra = (["--models", args.models] if args.models else []) + [a for s in args.set for a in ("--set", s)]
     tours = {}
     for precision in args.precisions:
         for seed in args.seeds:
             out = Path(args.out) / f"tour-s{seed}-{precision}"
             cmd = [sys.executable, "-m", "seq2bert.cli", "tour", "--seed", str(seed), "--bf16", precision,
-                   "--out", str(out)]  # fmt: skip
+                   "--out", str(out), *extra]  # fmt: skip
             if not (out / "tour.json").is_file():
                 subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
             tours[precision, seed] = json.loads((out / "tour.json").read_text())

@@ -59,6 +59,20 @@ def test_the_reinforce_gradient_and_the_moving_average_baseline_are_eq_12s():
     torch.testing.assert_close(baseline, torch.tensor([0.9 * b.item() + 0.1 * -4.75, 2.0]))
 
 
+def test_the_per_token_reward_credits_each_location_with_its_own_token():
+    nll = torch.tensor([[1.0, 2.0, 0.5], [0.5, 0.5, 9.0]])
+    mask = torch.tensor([[1, 1, 1], [1, 1, 0]])
+    log_prob = torch.tensor([[-0.2, -1.0, -0.3], [-0.5, -0.1, -2.0]], requires_grad=True)
+    baseline = torch.zeros(2)
+    reinforce_loss(nll, log_prob, torch.zeros(2, 3), mask, baseline, weight=2.0, per_token=True).backward()
+    b = -(1.0 + 2.0 + 0.5 + 0.5 + 0.5) / 5  # the mean reward of the batch's 5 target tokens
+    expected = -2.0 * (-nll - b) * mask / 5  # r_bt − b for each location, the padded one untouched
+    torch.testing.assert_close(log_prob.grad, expected)
+    torch.testing.assert_close(baseline, torch.tensor([b, 1.0]))
+    reinforce_loss(nll + 1, log_prob, torch.zeros(2, 3), mask, baseline, per_token=True)
+    torch.testing.assert_close(baseline, torch.tensor([0.9 * b + 0.1 * (b - 1), 2.0]))
+
+
 def model(**overrides):
     torch.manual_seed(0)
     cfg = BahdanauConfig(src_vocab_size=20, tgt_vocab_size=20, embedding_dim=8, hidden_size=8, attention_size=8,
@@ -77,8 +91,9 @@ def batch():
     )
 
 
-def test_training_adds_reinforce_and_the_alignment_model_learns_from_it():
-    m = model(hard_expected_prob=0.0).train()
+@pytest.mark.parametrize("reward", ["sequence", "token"])
+def test_training_adds_reinforce_and_the_alignment_model_learns_from_it(reward):
+    m = model(hard_expected_prob=0.0, hard_reward=reward).train()
     with torch.no_grad():  # the alignment model off its zero start (v_a = 0 makes α uniform)
         m.attention.v_a.weight.normal_()
     out = m(**batch())
@@ -102,3 +117,5 @@ def test_a_soft_model_has_no_alignment_term_and_bad_settings_are_refused():
         model(attention_type="sharp")
     with pytest.raises(ConfigError, match="hard_expected_prob"):
         model(hard_expected_prob=1.5)
+    with pytest.raises(ConfigError, match="hard_reward"):
+        model(hard_reward="sentence")

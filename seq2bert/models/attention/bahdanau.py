@@ -29,7 +29,9 @@ Departures from the paper, marked where they happen:
 ``attention_type="hard"``: Xu et al.'s (2015) stochastic hard attention on the same alignment model — the
 context is the annotation at one location s_i ~ α_i (nn/attention.py, ``hard_alignment``), the most probable
 one at test time — trained on the cross-entropy plus REINFORCE with a moving-average baseline
-(objectives/reinforce.py; the baseline is the buffer ``reward_baseline``, kept in checkpoints).
+(objectives/reinforce.py; the baseline is the buffer ``reward_baseline``, kept in checkpoints). Departure:
+by default each location's reward is its own token's log-likelihood, at λ_r = 0.1 (config.py says why);
+``hard_reward="sequence"`` with ``reinforce_weight=1`` is Eq. 12 as written.
 """
 
 from __future__ import annotations
@@ -167,6 +169,7 @@ class RNNSearch(EncoderDecoder):
             self.reward_baseline,
             weight=self.config.reinforce_weight,
             entropy_weight=self.config.entropy_weight,
+            per_token=self.config.hard_reward == "token",
         )
 
     @staticmethod
