@@ -234,6 +234,13 @@ def from_dict(cls: type[T], data: dict[str, Any], prefix: str = "") -> T:
     return obj
 
 
+def former_defaults(cls: type, data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` as read from a file a run saved (every field written), with each key that ``cls`` gained later
+    — its class attribute ``FORMER_DEFAULTS`` — set to the value the code had before, where the file lacks it:
+    a checkpoint keeps training as it was trained, not with a default that changed since."""
+    return {**getattr(cls, "FORMER_DEFAULTS", {}), **data}
+
+
 def to_dict(obj: Any) -> dict[str, Any]:
     """The plain-dict form of a (nested) config dataclass, ready for JSON / YAML."""
 

@@ -183,6 +183,7 @@ class Family:
                 raise CheckpointError(f"{source}: {e}") from None
             return self.config_from_hf(data, source)
         fields = {k: v for k, v in data.items() if k in self.config_class.__dataclass_fields__}
+        fields = config_io.former_defaults(self.config_class, fields)
         try:
             return config_io.from_dict(self.config_class, fields)
         except ConfigError as e:

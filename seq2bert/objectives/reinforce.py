@@ -25,8 +25,9 @@ the whole sequence's, against a baseline of the mean token's,
     loss  = −(λ_r Σ_bt (r_bt − b) log p(s̃_bt) + λ_e Σ_bt H_bt) / (the batch's target tokens)
 
 Eq. 12's reward puts one number on all T of a sequence's locations, and a single b cannot follow it: R_b
-grows with the sequence's length more than with its alignments, so most of the signal a location gets is
-its sequence's length. The token's reward ignores what a location does to later tokens through the
+falls with the sequence's length (a sum of T log-likelihoods) far more than it moves with its alignments, so most of the signal a location gets is
+its sequence's length (the explanation docs/results.md's ablation supports; at a λ_r small enough the noise
+stops harming but teaches the alignment little). The token's reward ignores what a location does to later tokens through the
 decoder's state: a biased estimate of lower variance.
 """
 

@@ -452,7 +452,8 @@ def check_resumable(out_dir: Path, model_cfg) -> None:
     last = ckpt.latest_checkpoint(out_dir)
     if last is None or not (last / "config.json").is_file():
         return
-    old, new = ckpt.read_json(last / "config.json"), config_io.to_dict(model_cfg)
+    old = config_io.former_defaults(type(model_cfg), ckpt.read_json(last / "config.json"))
+    new = config_io.to_dict(model_cfg)
     differ = [k for k in new if k in old and old[k] != new[k]]
     if differ:
         k = differ[0]
@@ -516,8 +517,12 @@ def read_run_config(checkpoint: Path) -> TranslationConfig | None:
     path = Path(checkpoint) / "run.json"
     if not path.is_file():
         return None
+    data = ckpt.read_json(path)
+    model = data.get("model")
+    if isinstance(model, dict) and model.get("model_type") in registry.FAMILIES:
+        data["model"] = config_io.former_defaults(registry.FAMILIES[model["model_type"]].config_class, model)
     try:
-        return config_io.from_dict(TranslationConfig, ckpt.read_json(path))
+        return config_io.from_dict(TranslationConfig, data)
     except ConfigError as e:
         raise ConfigError(f"{path}: {e}") from None
 

@@ -109,6 +109,18 @@ def test_training_adds_reinforce_and_the_alignment_model_learns_from_it(reward):
     assert torch.equal(generated, m.generate(batch()["input_ids"], max_new_tokens=4))
 
 
+def test_a_checkpoint_saved_before_hard_reward_keeps_the_reward_it_was_trained_with():
+    from seq2bert import config as config_io
+    from seq2bert.models import registry
+
+    saved = config_io.to_dict(model(hard_reward="sequence", reinforce_weight=1.0).config)
+    del saved["hard_reward"]  # as config.json was written before the key existed
+    family = registry.FAMILIES["bahdanau"]
+    assert family.read_config(saved, "config.json").hard_reward == "sequence"
+    assert BahdanauConfig().hard_reward == "token"  # a new model gets the new default
+    assert family.read_config({**saved, "hard_reward": "token"}, "config.json").hard_reward == "token"
+
+
 def test_a_soft_model_has_no_alignment_term_and_bad_settings_are_refused():
     soft = model(attention_type="soft").train()
     assert not hasattr(soft, "reward_baseline")

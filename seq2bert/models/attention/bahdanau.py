@@ -156,7 +156,8 @@ class RNNSearch(EncoderDecoder):
 
     def alignment_loss(self, out: DecoderOutput, labels: torch.Tensor) -> torch.Tensor:
         """Xu et al.'s Eq. 12 beyond the likelihood: REINFORCE of the sampled locations with the reward
-        log p(y | s̃, a), less the moving-average baseline, and the entropy term (objectives/reinforce.py)."""
+        log p(y | s̃, a) (``hard_reward="sequence"``) or each location's own token's log-likelihood ("token"),
+        less the moving-average baseline, and the entropy term (objectives/reinforce.py)."""
         mask = labels.ne(IGNORE_INDEX)
         nll = F.cross_entropy(
             out.logits.float().transpose(1, 2), labels.masked_fill(~mask, 0), reduction="none"
