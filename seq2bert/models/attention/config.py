@@ -32,11 +32,12 @@ class BahdanauConfig(RecurrentConfig):
     # probability hard_expected_prob (the paper's 0.5). hard_reward: "sequence" is Eq. 12's (log p(y | s̃, a)
     # for every location of the sequence), "token" credits each location with its own token's log-likelihood.
     # The defaults are not the paper's sequence reward at λ_r = 1 (the paper gives no λ_r): on the tour's task
-    # the model stayed at test BLEU 6–28 with that reward, its attention near uniform, and alone (hard_expected_prob=0) REINFORCE
-    # learned most alignments with the token's reward at λ_r = 0.1 (docs/results.md, "Hard attention beside
-    # soft"); hard_reward=sequence reinforce_weight=1 is the paper's
-    # a checkpoint saved before hard_reward existed was trained with Eq. 12's reward at λ_r = 1 (its config.json
-    # holds reinforce_weight; hard_reward is filled in when it is read: config.former_defaults)
+    # the model stayed at test BLEU 6–28 with that reward, its attention near uniform; alone
+    # (hard_expected_prob=0) REINFORCE learned most alignments with the token's reward at λ_r = 0.1
+    # (docs/results.md, "Hard attention beside soft"). hard_reward=sequence reinforce_weight=1 is the paper's.
+    #
+    # A checkpoint saved before hard_reward existed was trained with Eq. 12's reward (its config.json holds its
+    # reinforce_weight; hard_reward is filled in when it is read: config.former_defaults).
     FORMER_DEFAULTS: ClassVar[dict] = {"hard_reward": "sequence"}
     attention_type: str = "soft"
     reinforce_weight: float = 0.1
